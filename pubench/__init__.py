@@ -1,0 +1,3 @@
+"""pubench: reproduce the tables of five PU / debiased contrastive learning papers."""
+
+__version__ = "0.1.0"

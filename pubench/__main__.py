@@ -1,0 +1,3 @@
+from pubench.cli import main
+
+raise SystemExit(main())

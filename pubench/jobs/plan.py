@@ -1,0 +1,100 @@
+"""JOBS: a spec x tier x seeds expands into seeded jobs, one per (cell, seed).
+
+A job's id is the hash of the canonical JSON of what determines its result: the task,
+the fully resolved params, the derived seeds and the spec version. Key order never
+matters; the tier, the executor and output paths are not part of it.
+
+Seeds come from named parts (see :func:`derive_seeds`), in two streams:
+
+* ``data``: the data split / simulated data. It depends on the spec, the cell's
+  ``params["data"]`` and the seed index, not on the method, so every method (row) that
+  shares a data config sees the same split.
+* ``init``: model initialisation and data order; it depends on the spec, the cell and
+  the seed index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pubench.registry.spec import Spec, match_cell
+from pubench.utils.hashing import config_hash, derive_seed
+
+
+@dataclass(frozen=True)
+class Job:
+    spec_id: str
+    spec_version: int
+    tier: str
+    row: str
+    col: str
+    seed_index: int
+    task: str
+    params: dict[str, Any] = field(hash=False)
+    seeds: dict[str, int] = field(hash=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the job id hashes: everything that changes the result, nothing else."""
+        return {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version}
+
+    @property
+    def id(self) -> str:
+        return config_hash(self.identity)
+
+    @property
+    def name(self) -> str:
+        return f"{self.spec_id}/{self.row}|{self.col}/seed={self.seed_index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"id": self.id, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Job":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int) -> dict[str, int]:
+    return {
+        "data": derive_seed("data", spec_id, params.get("data"), seed_index),
+        "init": derive_seed("init", spec_id, row, col, seed_index),
+    }
+
+
+@dataclass
+class Plan:
+    spec: Spec
+    tier: str
+    seeds: int
+    jobs: list[Job]
+    unavailable: list[tuple[str, str, str]]  # (row, col, reason)
+
+
+def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None) -> Plan:
+    """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1``.
+
+    ``only`` keeps cells matching any ``"row|col"`` glob. Cells the tier marks
+    unavailable are listed in ``Plan.unavailable`` with their reason instead.
+    """
+    if tier not in spec.tiers:
+        raise ValueError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
+    n = spec.tiers[tier].seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError("--seeds must be at least 1")
+    jobs, unavailable = [], []
+    for row, col in spec.cells():
+        if only and not any(match_cell(p, row, col) for p in only):
+            continue
+        why = spec.unavailable_reason(tier, row, col)
+        if why:
+            unavailable.append((row, col, why))
+            continue
+        cfg = spec.resolve(tier, row, col)
+        for k in range(n):
+            jobs.append(Job(
+                spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
+                seed_index=k, task=cfg["task"], params=cfg["params"],
+                seeds=derive_seeds(spec.id, row, col, cfg["params"], k),
+            ))
+    return Plan(spec, tier, n, jobs, unavailable)

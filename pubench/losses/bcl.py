@@ -1,0 +1,103 @@
+"""BCL: Bayesian self-supervised contrastive loss (importance-weighted negatives).
+
+Paper: 002 (Liu & Wang, "Bayesian Self-Supervised Contrastive Learning"), Sec. 1 and
+eq. 1-3 (= eq. 17-18 and 26). For anchor x with N negatives, x_j = exp(s_j) and
+x^+ = exp(p):
+
+    Phi_N(x_i)  = (1/N) sum_j 1[x_j <= x_i]                                        (1)
+    p(TN | x_i) = (alpha tau- + (1 - 2 alpha) Phi tau-)
+                  / (alpha tau- + (1 - alpha) tau+ + (1 - 2 alpha) Phi (tau- - tau+))   (2)
+    w_i         = p(TN | x_i) x_i^beta / ((1/N) sum_j p(TN | x_j) x_j^beta)              (3)
+    l           = -log  x^+ / (x^+ + sum_i w_i x_i)                               (L_BCL)
+
+Symbols -> arguments: tau+ -> ``tau_plus`` in [0, 1) (tau- = 1 - tau_plus); alpha
+(mixture coefficient / encoder macro-AUC, "reasonable" in [0.5, 1]) -> ``alpha``, any
+value in [0, 1] keeps p(TN) in [0, 1]; beta (concentration) -> ``beta``; s = cos / t ->
+``temperature``. Phi_N is over the anchor's own N negatives, inclusive of ties (so
+Phi >= 1/N); in a logits form N is the anchor's number of valid candidates.
+
+Decisions and deviations:
+
+* Printed eq. 1 and 3 reuse the summation index i for the inner sum; the intent (sum
+  over j) is evident and implemented.
+* x = exp(cos / t). 002 Sec. 2.1 describes embeddings on a sphere of radius 1/t, which
+  read literally gives exp(cos / t^2); its experiments follow the DCL/HCL code, i.e.
+  exp(cos / t), which is what we use.
+* Phi_N is computed on the logits (exp is strictly increasing, so identical ranks) by
+  sort + searchsorted, O(N log N) per anchor; the authors' code (002 B.2) is, per the
+  issue, an O(N^2) pairwise comparison with the same values. Phi, hence p(TN), is
+  piecewise constant in the embeddings and is not differentiated (its derivative is
+  0 almost everywhere); x_i^beta is differentiated, as in HCL.
+* No debiasing subtraction and no clamp: L_BCL has neither (unlike DCL / HCL).
+* Degenerate cases: tau+ = 0 gives p(TN) = 1 identically (including the 0/0 at
+  alpha = 1, Phi = 1); if every p(TN) x^beta is 0 (alpha = 1 and all negatives tied
+  at the top) the weights are undefined and the negative sum is taken as 0.
+
+Special case: alpha = 1/2 makes p(TN) = tau- for every sample, so w_i = x_i^beta /
+mean_j x_j^beta (HCL's weights without its debiasing term), and beta = 0 then gives
+w_i = 1: BCL(alpha = 0.5, beta = 0) is exactly InfoNCE, for any tau_plus < 1.
+
+Numerics: sum_i w_i x_i = N exp(LSE(log p + (beta+1) s) - LSE(log p + beta s)), never
+forming x^beta (e^{beta/t} overflows float32 for beta >= ~6 at t = 0.07).
+Shapes: two-view ``z1, z2`` ``(b, d)`` -> mean over the 2b anchors; logits form
+``pos_logits (n,)``, ``neg_logits (n, K)``, ``neg_mask (n, K)`` -> per ``reduction``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pubench.losses import LOSSES
+from pubench.losses._pairs import (
+    check_logits,
+    check_reduction,
+    check_temperature,
+    check_unit,
+    check_views,
+    empirical_cdf,
+    reduce,
+    two_view_logits,
+)
+from pubench.losses.hard import log_tilted_sum
+
+
+def log_posterior_true_negative(phi: torch.Tensor, *, tau_plus: float, alpha: float) -> torch.Tensor:
+    """``log p(TN | x)`` of eq. 2 from the empirical CDF ``phi`` (``-inf`` where p = 0)."""
+    tau_minus = 1.0 - tau_plus
+    with torch.no_grad():
+        num = alpha * tau_minus + (1.0 - 2.0 * alpha) * phi * tau_minus
+        den = alpha * tau_minus + (1.0 - alpha) * tau_plus + (1.0 - 2.0 * alpha) * phi * (tau_minus - tau_plus)
+        num, den = num.clamp_min(0.0), den.clamp_min(0.0)  # remove -0.0 / rounding below 0
+        degenerate = den <= 0  # only alpha = 1, phi = 1, tau_plus = 0: p(TN) = 1
+        p = torch.where(degenerate, torch.ones_like(num), num / torch.where(degenerate, 1.0, den))
+        return torch.log(p.clamp(max=1.0))
+
+
+def bayesian_from_logits(
+    pos_logits: torch.Tensor,
+    neg_logits: torch.Tensor,
+    *,
+    tau_plus: float,
+    alpha: float,
+    beta: float,
+    neg_mask: torch.Tensor | None = None,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """BCL on a logits form; Phi_N over each anchor's valid candidates."""
+    check_reduction(reduction)
+    tau_plus = check_unit("tau_plus", tau_plus, open_right=True)
+    alpha = check_unit("alpha", alpha)
+    neg_mask, n_neg = check_logits(pos_logits, neg_logits, neg_mask)
+    phi = empirical_cdf(neg_logits, neg_mask)
+    log_p = log_posterior_true_negative(phi, tau_plus=tau_plus, alpha=alpha)
+    log_sum = log_tilted_sum(neg_logits, neg_mask, n_neg, log_p, float(beta))
+    loss = torch.logaddexp(pos_logits, log_sum) - pos_logits
+    return reduce(loss, reduction)
+
+
+@LOSSES.register("bayesian")
+def bayesian(z1, z2, temperature: float, tau_plus: float, alpha: float, beta: float, *, reduction: str = "mean"):
+    """BCL over the 2b views: negatives = the N = 2b - 2 other views, positive = a(i)."""
+    check_views(z1, z2)
+    pos, neg = two_view_logits(z1, z2, check_temperature(temperature))
+    return bayesian_from_logits(pos, neg, tau_plus=tau_plus, alpha=alpha, beta=beta, reduction=reduction)

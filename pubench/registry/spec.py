@@ -1,0 +1,171 @@
+"""The spec of one paper table or figure: reported cells plus runnable experiment configs.
+
+A spec is data (YAML under ``experiments/<paper>/<id>.yaml``); see ``docs/specs.md`` for
+the format. This module turns the parsed YAML into :class:`Spec` and validates it; any
+problem raises :class:`SpecError` naming the file, the key and the problem.
+
+Resolution of a cell's config at a tier is a deep merge, later layers winning::
+
+    experiment.params < experiment.rows[row] < experiment.cols[col] < experiment.cells["row|col"]
+      < tiers[tier].params < tiers[tier].rows[row] < tiers[tier].cols[col] < tiers[tier].cells["row|col"]
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+PAPERS = {
+    "pucl": "000 Contrastive Learning with Negative Sampling Correction (PUCL)",
+    "punce": "001 Positive Unlabeled Contrastive Learning (puNCE)",
+    "bcl": "002 Bayesian Self-Supervised Contrastive Learning (BCL)",
+    "pupl": "003 Understanding Contrastive Representation Learning from PU Data (puCL/puNCE/puPL)",
+    "wconpu": "004 Weighted Contrastive Learning with Hard Negative Mining for PU Learning (WConPU)",
+}
+TIERS = ("paper", "reduced", "smoke")
+ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
+CLAIM_KINDS = ("best_row", "order", "greater")
+
+
+class SpecError(ValueError):
+    """An invalid spec: ``file: key: problem``."""
+
+    def __init__(self, file: str, key: str, problem: str):
+        self.file, self.key, self.problem = file, key, problem
+        super().__init__(f"{file}: {key}: {problem}")
+
+
+class UnknownSpec(LookupError):
+    """No spec with that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    higher_is_better: bool
+    fmt: str = ".2f"
+
+
+@dataclass(frozen=True)
+class ReportedCell:
+    row: str
+    col: str
+    metric: str
+    mean: float | None
+    std: float | None = None
+    note: str | None = None
+    mark: str | None = None  # e.g. a significance dagger exactly as printed
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str  # best_row | order | greater
+    text: str
+    metric: str
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+
+
+@dataclass
+class Tier:
+    name: str
+    seeds: int
+    deviations: list[str]
+    layer: dict[str, Any]  # params / rows / cols / cells overrides
+    unavailable: dict[str, str]  # "row|col" glob pattern -> reason
+
+
+@dataclass
+class Spec:
+    id: str
+    paper: str
+    kind: str  # table | figure
+    title: str
+    caption: str
+    version: int
+    source: str
+    metrics: dict[str, Metric]
+    rows: list[str]
+    cols: list[str]
+    row_groups: dict[str, list[str]]
+    col_groups: dict[str, list[str]]
+    reported_seeds: int | None
+    pm: str | None
+    reported: list[ReportedCell]
+    reported_notes: list[str]
+    decisions: list[str]
+    claims: list[Claim]
+    experiment: dict[str, Any]
+    exclude: list[str]
+    tiers: dict[str, Tier]
+    path: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # ---- cells -------------------------------------------------------------------
+    def cells(self) -> list[tuple[str, str]]:
+        """Every (row, col) the spec runs, in paper order (rows x cols minus excluded)."""
+        return [(r, c) for r in self.rows for c in self.cols if not self.is_excluded(r, c)]
+
+    def is_excluded(self, row: str, col: str) -> bool:
+        return any(match_cell(p, row, col) for p in self.exclude)
+
+    def reported_cell(self, row: str, col: str, metric: str) -> ReportedCell | None:
+        for c in self.reported:
+            if c.row == row and c.col == col and c.metric == metric:
+                return c
+        return None
+
+    def unavailable_reason(self, tier: str, row: str, col: str) -> str | None:
+        for pattern, why in self.tiers[tier].unavailable.items():
+            if match_cell(pattern, row, col):
+                return why
+        return None
+
+    def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
+        """The fully resolved experiment config of one cell at one tier."""
+        layers = [self.experiment, self.tiers[tier].layer]
+        out: dict[str, Any] = {"task": self.experiment["task"]}
+        params: dict[str, Any] = {}
+        for layer in layers:
+            params = deep_merge(params, layer.get("params", {}))
+            params = deep_merge(params, layer.get("rows", {}).get(row, {}))
+            params = deep_merge(params, layer.get("cols", {}).get(col, {}))
+            params = deep_merge(params, layer.get("cells", {}).get(cell_key(row, col), {}))
+        out["params"] = params
+        return out
+
+    def group_of_row(self, row: str) -> str | None:
+        for g, rows in self.row_groups.items():
+            if row in rows:
+                return g
+        return None
+
+
+def cell_key(row: str, col: str) -> str:
+    return f"{row}|{col}"
+
+
+def match_cell(pattern: str, row: str, col: str) -> bool:
+    """``"row|col"`` glob pattern (``*`` wildcards on either side) against a cell."""
+    prow, _, pcol = pattern.partition("|")
+    return fnmatch.fnmatchcase(row, prow) and fnmatch.fnmatchcase(col, pcol or "*")
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge; ``over`` wins; a value of ``None`` in ``over`` deletes the key."""
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out

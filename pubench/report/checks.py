@@ -1,0 +1,130 @@
+"""Claim checks: does the reproduction tell the paper's story?
+
+* Generic, per metric and column (within each row group): is the best row ours the same
+  as the paper's, and how well do the row rankings agree (Kendall tau)?
+* Spec claims (``claims:`` in the YAML): ``best_row`` (a row is best in each column),
+  ``order`` (rows rank in the given order), ``greater`` (row a beats row b).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scipy.stats import kendalltau
+
+from pubench.registry.spec import Claim
+from pubench.report.collect import TableResult
+
+
+@dataclass
+class ColumnCheck:
+    group: str | None
+    col: str
+    metric: str
+    best_ours: str | None
+    best_paper: str | None
+    tau: float | None
+    n_rows: int
+
+    @property
+    def best_match(self) -> bool | None:
+        if self.best_ours is None or self.best_paper is None:
+            return None
+        return self.best_ours == self.best_paper
+
+
+@dataclass
+class ClaimCheck:
+    claim: Claim
+    status: str  # holds | fails | n/a
+    detail: str
+    paper_status: str  # what the reported numbers say: holds | fails | n/a
+
+
+def _row_sets(res: TableResult) -> list[tuple[str | None, list[str]]]:
+    spec = res.spec
+    if spec.row_groups:
+        return list(spec.row_groups.items())
+    return [(None, spec.rows)]
+
+
+def _best(values: dict[str, float], higher: bool) -> str | None:
+    if len(values) < 2:
+        return None
+    return (max if higher else min)(values, key=values.get)
+
+
+def column_checks(res: TableResult) -> list[ColumnCheck]:
+    out = []
+    for metric, m in res.spec.metrics.items():
+        for group, rows in _row_sets(res):
+            for col in res.spec.cols:
+                ours = {r: s.mean for r in rows if (s := res.get(r, col, metric)) is not None}
+                paper = {r: c.mean for r in rows if (c := res.reported(r, col, metric)) and c.mean is not None}
+                if not ours and not paper:
+                    continue
+                both = [r for r in rows if r in ours and r in paper]
+                tau = None
+                if len(both) >= 3:
+                    t = kendalltau([ours[r] for r in both], [paper[r] for r in both]).statistic
+                    tau = None if t != t else float(t)  # nan when a side is constant
+                out.append(ColumnCheck(group, col, metric, _best(ours, m.higher_is_better),
+                                       _best(paper, m.higher_is_better), tau, len(both)))
+    return out
+
+
+def _better(a: float, b: float, higher: bool) -> bool:
+    return a > b if higher else a < b
+
+
+def _evaluate(claim: Claim, get, higher: bool, group_rows) -> tuple[str, list[str]]:
+    """Apply one claim to values from ``get(row, col) -> float | None``."""
+    failures, checked = [], 0
+    for col in claim.cols:
+        if claim.kind == "best_row":
+            row = claim.rows[0]
+            others = {r: get(r, col) for r in group_rows(row) if r != row}
+            others = {r: v for r, v in others.items() if v is not None}
+            mine = get(row, col)
+            if mine is None or not others:
+                continue
+            checked += 1
+            beaten = [r for r, v in others.items() if not _better(mine, v, higher)]
+            if beaten:
+                failures.append(f"{col}: not better than {', '.join(beaten)}")
+        else:  # order / greater: each consecutive pair strictly in order
+            vals = [get(r, col) for r in claim.rows]
+            if any(v is None for v in vals):
+                continue
+            checked += 1
+            for (ra, va), (rb, vb) in zip(zip(claim.rows, vals), zip(claim.rows[1:], vals[1:])):
+                if not _better(va, vb, higher):
+                    failures.append(f"{col}: {ra} not better than {rb}")
+    if checked == 0:
+        return "n/a", ["no column has the values needed"]
+    return ("fails" if failures else "holds"), failures or [f"holds in {checked} column(s)"]
+
+
+def claim_checks(res: TableResult) -> list[ClaimCheck]:
+    spec = res.spec
+
+    def group_rows(row: str) -> list[str]:
+        g = spec.group_of_row(row)
+        return spec.row_groups[g] if g else spec.rows
+
+    out = []
+    for claim in spec.claims:
+        higher = spec.metrics[claim.metric].higher_is_better
+
+        def ours(r, c, m=claim.metric):
+            s = res.get(r, c, m)
+            return None if s is None else s.mean
+
+        def paper(r, c, m=claim.metric):
+            x = res.reported(r, c, m)
+            return None if x is None else x.mean
+
+        status, detail = _evaluate(claim, ours, higher, group_rows)
+        paper_status, _ = _evaluate(claim, paper, higher, group_rows)
+        out.append(ClaimCheck(claim, status, "; ".join(detail), paper_status))
+    return out

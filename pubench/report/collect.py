@@ -1,0 +1,86 @@
+"""Collectors: join the result store with a spec's reported cells.
+
+Only records whose params equal the cell's current resolved config (and whose spec
+version matches) are aggregated; older ones are counted as stale and left out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from pubench.registry.spec import ReportedCell, Spec
+from pubench.store.store import ResultStore
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Mean and sample standard deviation (ddof=1; 0 for one seed) over seeds."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def std(self) -> float:
+        return statistics.stdev(self.values) if self.n > 1 else 0.0
+
+
+@dataclass
+class TableResult:
+    spec: Spec
+    tier: str
+    stats: dict[tuple[str, str, str], CellStats]  # (row, col, metric)
+    seeds_done: dict[tuple[str, str], int]
+    failed: dict[tuple[str, str], str] = field(default_factory=dict)  # cell -> last error line
+    stale: int = 0
+
+    def get(self, row: str, col: str, metric: str) -> CellStats | None:
+        return self.stats.get((row, col, metric))
+
+    def reported(self, row: str, col: str, metric: str) -> ReportedCell | None:
+        return self.spec.reported_cell(row, col, metric)
+
+    def delta(self, row: str, col: str, metric: str) -> float | None:
+        """Reproduced minus reported, signed so that a positive delta is better than reported."""
+        s, r = self.get(row, col, metric), self.reported(row, col, metric)
+        if s is None or r is None or r.mean is None:
+            return None
+        sign = 1.0 if self.spec.metrics[metric].higher_is_better else -1.0
+        return sign * (s.mean - r.mean)
+
+    @property
+    def cells_done(self) -> int:
+        return len(self.seeds_done)
+
+
+def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
+    values: dict[tuple[str, str, str], list[float]] = {}
+    seeds: dict[tuple[str, str], set[int]] = {}
+    stale = 0
+    current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    for rec in store.records(tier, spec.id):
+        job = rec["job"]
+        cell = (job["row"], job["col"])
+        if job["spec_version"] != spec.version or current.get(cell) != job["params"]:
+            stale += 1
+            continue
+        seeds.setdefault(cell, set()).add(job["seed_index"])
+        for metric, v in rec["metrics"].items():
+            if metric in spec.metrics and math.isfinite(v):
+                values.setdefault((*cell, metric), []).append(float(v))
+    failed = {}
+    for rec in store.records(tier, spec.id, failed=True):
+        job = rec["job"]
+        cell = (job["row"], job["col"])
+        if cell not in seeds and current.get(cell) == job["params"]:
+            failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
+    stats = {k: CellStats(tuple(v)) for k, v in values.items()}
+    return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale)

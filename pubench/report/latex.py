@@ -1,0 +1,40 @@
+"""LaTeX reports (jinja2 + booktabs), one table per metric / column group."""
+
+from __future__ import annotations
+
+import jinja2
+
+from pubench.report.collect import TableResult
+from pubench.report.layout import blocks
+
+_TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def escape_tex(text: object) -> str:
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text)).replace("±", r"$\pm$")
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("pubench", "report/templates"),
+                             autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["e_tex"] = escape_tex
+    return env
+
+
+def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
+    f = res.spec.metrics[metric].fmt
+    s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
+    ours = "--" if s is None else f"${format(s.mean, f)} \\pm {format(s.std, f)}$ ({s.n})"
+    paper = "--" if r is None or r.mean is None else format(r.mean, f)
+    delta = "" if d is None else f"; ${d:+{f[1:] if f.startswith('.') else f}}$"
+    return f"{ours} {{\\scriptsize ({paper}{delta})}}"
+
+
+def render_latex(res: TableResult) -> str:
+    out_blocks = []
+    for b in blocks(res.spec):
+        body = [(k, n, [] if k == "group" else [_cell(res, n, c, b.metric) for c in b.cols]) for k, n in b.lines]
+        out_blocks.append({"title": b.title, "cols": b.cols, "body": body})
+    return _env().get_template("table.tex.j2").render(
+        spec=res.spec, tier=res.tier, caption=res.spec.caption, blocks=out_blocks)

@@ -1,0 +1,64 @@
+"""Paper-shaped table layout shared by the markdown and LaTeX renderers.
+
+A spec renders as blocks: one per metric (when it has several) and per column group
+(the panels of a figure, the blocks of a table), each with the spec's rows in order and
+a header line before each row group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pubench.registry.spec import ReportedCell, Spec
+
+DASH = "—"
+
+
+@dataclass
+class Block:
+    title: str | None
+    metric: str
+    cols: list[str]
+    lines: list[tuple[str, str]]  # ("group", name) or ("row", name)
+
+
+def blocks(spec: Spec) -> list[Block]:
+    col_sets = list(spec.col_groups.items()) or [(None, spec.cols)]
+    lines: list[tuple[str, str]] = []
+    if spec.row_groups:
+        for g, rows in spec.row_groups.items():
+            lines.append(("group", g))
+            lines += [("row", r) for r in rows]
+        grouped = {r for rows in spec.row_groups.values() for r in rows}
+        lines += [("row", r) for r in spec.rows if r not in grouped]
+    else:
+        lines = [("row", r) for r in spec.rows]
+    out = []
+    for metric, m in spec.metrics.items():
+        for g, cols in col_sets:
+            parts = [p for p in (m.label if len(spec.metrics) > 1 else None, g) if p]
+            out.append(Block(" — ".join(parts) or None, metric, list(cols), lines))
+    return out
+
+
+def fmt(x: float | None, spec_fmt: str) -> str:
+    return DASH if x is None else format(x, spec_fmt)
+
+
+def fmt_reported(c: ReportedCell | None, spec_fmt: str, footnote: str = "") -> str:
+    """A reported cell as the paper prints it: ``mean ± std``, mark kept, or a dash."""
+    if c is None or c.mean is None:
+        return DASH + footnote
+    text = format(c.mean, spec_fmt)
+    if c.std is not None:
+        text += f" ± {format(c.std, spec_fmt)}"
+    return text + (c.mark or "") + footnote
+
+
+def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:
+    """Blocks plus numbered footnotes for every reported-cell note."""
+    notes: dict[str, tuple[int, str]] = {}
+    for c in spec.reported:
+        if c.note and c.note not in {n for _, n in notes.values()}:
+            notes[c.note] = (len(notes) + 1, c.note)
+    return blocks(spec), notes

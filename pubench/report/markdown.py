@@ -1,0 +1,140 @@
+"""Markdown reports (tabulate): reported vs reproduced, paper-shaped, with claim checks."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from pubench.registry.spec import Spec
+from pubench.report.checks import claim_checks, column_checks
+from pubench.report.collect import TableResult
+from pubench.report.layout import DASH, blocks, fmt, fmt_reported, reported_table
+
+
+def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
+    f = res.spec.metrics[metric].fmt
+    s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
+    ours = DASH if s is None else f"{format(s.mean, f)} ± {format(s.std, f)} ({s.n})"
+    if r is None:  # the paper registers no number for this cell at all
+        return ours
+    paper = fmt_reported(r, f)
+    delta = "" if d is None else f" [{d:+{f[1:] if f.startswith('.') else f}}]"
+    return f"{ours} / {paper}{delta}"
+
+
+def _header(spec: Spec, tier: str) -> list[str]:
+    t = spec.tiers[tier]
+    lines = [
+        f"# {spec.id}: {spec.title} ({spec.paper}), tier `{tier}`", "",
+        f"> {spec.caption}", "",
+        f"- Source: {spec.source}",
+        f"- Paper: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'} seed(s); "
+        f"± means: {spec.pm or 'not stated'}",
+    ]
+    if tier == "paper":
+        lines.append("- Tier `paper`: the paper's configuration" + (", except:" if t.deviations else "."))
+    else:
+        lines.append(f"- Tier `{tier}` deviates from the paper:")
+    lines += [f"  - {d}" for d in t.deviations]
+    if spec.decisions:
+        lines.append("- Choices the paper leaves open, made here:")
+        lines += [f"  - {d}" for d in spec.decisions]
+    return lines
+
+
+def render_markdown(res: TableResult) -> str:
+    spec = res.spec
+    lines = _header(spec, res.tier) + [
+        "",
+        "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds; "
+        "Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
+    ]
+    for b in blocks(spec):
+        m = spec.metrics[b.metric]
+        title = b.title or m.label
+        lines += ["", f"### {title} ({'higher' if m.higher_is_better else 'lower'} is better)", ""]
+        body = []
+        for kind, name in b.lines:
+            if kind == "group":
+                body.append([f"**{name}**"] + [""] * len(b.cols))
+            else:
+                body.append([name] + [_cell(res, name, c, b.metric) for c in b.cols])
+        lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github"))
+    lines += ["", _checks_md(res), "", _status_md(res)]
+    notes = [c for c in spec.reported if c.note]
+    if notes or spec.reported_notes:
+        lines += ["", "## Notes on the reported numbers", ""]
+        lines += [f"- {n}" for n in spec.reported_notes]
+        lines += [f"- ({c.row}, {c.col}{', ' + c.metric if len(spec.metrics) > 1 else ''}): {c.note}" for c in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _checks_md(res: TableResult) -> str:
+    lines = ["## Claim checks"]
+    claims = claim_checks(res)
+    if claims:
+        rows = [[c.claim.text, c.status, c.paper_status, c.detail] for c in claims]
+        lines += ["", tabulate(rows, headers=["claim", "ours", "paper's numbers", "detail"], tablefmt="github")]
+    cols = column_checks(res)
+    if cols:
+        rows = []
+        for c in cols:
+            match = {True: "yes", False: "no", None: DASH}[c.best_match]
+            tau = DASH if c.tau is None else f"{c.tau:+.2f} (n={c.n_rows})"
+            label = " / ".join(x for x in (c.group, c.col, c.metric if len(res.spec.metrics) > 1 else None) if x)
+            rows.append([label, c.best_ours or DASH, c.best_paper or DASH, match, tau])
+        lines += ["", "Best row per column and rank agreement with the paper (Kendall tau over rows with both numbers):",
+                  "", tabulate(rows, headers=["column", "best (ours)", "best (paper)", "same", "Kendall tau"],
+                               tablefmt="github")]
+    return "\n".join(lines)
+
+
+def _status_md(res: TableResult) -> str:
+    spec = res.spec
+    total = len(spec.cells())
+    unavailable = [(r, c, spec.unavailable_reason(res.tier, r, c)) for r, c in spec.cells()]
+    unavailable = [u for u in unavailable if u[2]]
+    lines = ["## Coverage", "", f"- Cells with results: {res.cells_done} of {total}"
+             f" (seeds per cell: {sorted(set(res.seeds_done.values())) or '—'})"]
+    if res.failed:
+        lines.append(f"- Cells whose jobs failed ({len(res.failed)}): "
+                     + "; ".join(f"{r}|{c}: {e}" for (r, c), e in sorted(res.failed.items())[:10]))
+    if unavailable:
+        reasons: dict[str, list[str]] = {}
+        for r, c, why in unavailable:
+            reasons.setdefault(why, []).append(f"{r}|{c}")
+        for why, cells in reasons.items():
+            lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
+    if res.stale:
+        lines.append(f"- {res.stale} older record(s) from a changed config were left out")
+    return "\n".join(lines)
+
+
+def render_reported_markdown(spec: Spec) -> str:
+    """The reported table alone, laid out as the paper prints it (``pubench show``)."""
+    bl, notes = reported_table(spec)
+    lines = [f"{spec.id}: {spec.title} ({spec.paper})", spec.caption,
+             f"Paper seeds: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'}; "
+             f"± means: {spec.pm or 'not stated'}"]
+    for b in bl:
+        m = spec.metrics[b.metric]
+        body = []
+        for kind, name in b.lines:
+            if kind == "group":
+                body.append([f"[{name}]"] + [""] * len(b.cols))
+                continue
+            row = [name]
+            for c in b.cols:
+                cell = spec.reported_cell(name, c, b.metric)
+                mark = f" ({notes[cell.note][0]})" if cell and cell.note else ""
+                row.append(fmt_reported(cell, m.fmt, mark))
+            body.append(row)
+        lines += ["", f"{b.title or m.label} ({'↑' if m.higher_is_better else '↓'})",
+                  tabulate(body, headers=[""] + b.cols, tablefmt="simple")]
+    if notes or spec.reported_notes:
+        lines.append("")
+        lines += [f"* {n}" for n in spec.reported_notes]
+        lines += [f"({i}) {n}" for i, n in notes.values()]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["render_markdown", "render_reported_markdown", "fmt"]

@@ -1,0 +1,41 @@
+"""Atomic file writes: a reader never sees a half-written file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TMP_PREFIX = ".tmp-"
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to a temp file in the same folder, fsync it, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True, allow_nan=True) + "\n")
+
+
+def remove_stale_temps(folder: str | Path) -> int:
+    """Delete temp files a killed writer left behind; returns how many."""
+    n = 0
+    for p in Path(folder).rglob(f"{TMP_PREFIX}*"):
+        p.unlink(missing_ok=True)
+        n += 1
+    return n

@@ -1,0 +1,1 @@
+"""Naive loop-by-loop reference implementations used by the unit tests and benchmarks."""

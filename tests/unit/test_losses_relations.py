@@ -1,0 +1,178 @@
+"""Special cases that tie the losses together (derivations in the module docstrings)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from loss_cases import make_labels, make_views  # noqa: E402
+from pubench.losses import (  # noqa: E402
+    bayesian,
+    debiased,
+    hard,
+    info_nce,
+    mixed,
+    pu_corrected,
+    punce,
+    punce_pnu,
+    ring,
+    supcon,
+    supcon_pu,
+)
+from pubench.losses._pairs import two_view_logits  # noqa: E402
+
+T = 0.3
+SEEDS = [0, 1, 2]
+
+
+def close(a, b, tol=1e-10):
+    assert a.shape == b.shape and torch.allclose(a, b, rtol=tol, atol=tol), (a, b)
+
+
+def views(seed, b=9, d=5):
+    return make_views(b, d, seed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_debiased_tau0_is_infonce(seed):
+    z1, z2 = views(seed)
+    # with cosine logits sum_j e^{s_j} >= N e^{-1/t}, so the clamp cannot be active
+    _, neg = two_view_logits(z1, z2, T)
+    assert (neg.exp().sum(1) >= neg.shape[1] * math.exp(-1 / T)).all()
+    close(debiased(z1, z2, temperature=T, tau_plus=0.0), info_nce(z1, z2, temperature=T))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("tau_plus", [0.0, 0.1, 0.5])
+def test_hard_beta0_is_debiased(seed, tau_plus):
+    z1, z2 = views(seed)
+    close(hard(z1, z2, temperature=T, tau_plus=tau_plus, beta=0.0), debiased(z1, z2, temperature=T, tau_plus=tau_plus))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("alpha,c", [(0.1, 0.1), (0.5, 0.02), (0.9, 0.5), (0.3, 0.0)])
+def test_pu_corrected_is_debiased_with_shifted_prior(seed, alpha, c):
+    # 000 eq. 8: N mu = A S - B N h+ with A = (1 - ac)/(1 - a), B = a(1 - c)/(1 - a), A - B = 1,
+    # i.e. DCL's (S - tau N h+)/(1 - tau) with tau = a(1 - c)/(1 - ac); same floor N e^{-1/t}
+    z1, z2 = views(seed)
+    tau = alpha * (1 - c) / (1 - alpha * c)
+    close(
+        pu_corrected(z1, z2, temperature=T, alpha=alpha, c=c),
+        debiased(z1, z2, temperature=T, tau_plus=tau),
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pu_corrected_edges(seed):
+    z1, z2 = views(seed)
+    close(pu_corrected(z1, z2, temperature=T, alpha=0.4, c=1.0), info_nce(z1, z2, temperature=T))
+    close(pu_corrected(z1, z2, temperature=T, alpha=0.4, c=0.0), debiased(z1, z2, temperature=T, tau_plus=0.4))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("tau_plus", [0.0, 0.1, 0.7])
+def test_bayesian_alpha_half_beta0_is_infonce(seed, tau_plus):
+    # alpha = 1/2 -> p(TN | x) = tau- for every x, so w_i = tau- x^0 / mean(tau- x^0) = 1
+    z1, z2 = views(seed)
+    close(bayesian(z1, z2, temperature=T, tau_plus=tau_plus, alpha=0.5, beta=0.0), info_nce(z1, z2, temperature=T))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_bayesian_constant_posterior_is_hcl_without_debiasing(seed, beta):
+    # alpha = 1/2 (any tau+) or tau+ = 0 (any alpha): constant p(TN), w = HCL's weights;
+    # HCL with tau+ = 0 never clamps (sum w x >= N min x >= N e^{-1/t})
+    z1, z2 = views(seed)
+    expected = hard(z1, z2, temperature=T, tau_plus=0.0, beta=beta)
+    close(bayesian(z1, z2, temperature=T, tau_plus=0.3, alpha=0.5, beta=beta), expected)
+    close(bayesian(z1, z2, temperature=T, tau_plus=0.0, alpha=0.8, beta=beta), expected)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ring_full_band_is_infonce(seed):
+    z1, z2 = views(seed)
+    close(ring(z1, z2, temperature=T, lower=0.0, upper=1.0), info_nce(z1, z2, temperature=T))
+
+
+def test_ring_empty_band_is_zero():
+    z1, z2 = views(0)
+    # percentiles are >= 1/N > 0, so the band [0, 0] keeps no negative: -log(e^p / e^p) = 0
+    close(ring(z1, z2, temperature=T, lower=0.0, upper=0.0), torch.zeros((), dtype=torch.float64))
+
+
+def test_ring_narrower_band_lowers_loss():
+    z1, z2 = views(1)
+    full = ring(z1, z2, temperature=T, lower=0.0, upper=1.0)
+    assert ring(z1, z2, temperature=T, lower=0.3, upper=0.9) < full
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_labeled_sample_gives_infonce(seed):
+    z1, z2 = views(seed)
+    none = torch.zeros(9, dtype=torch.bool)
+    ref = info_nce(z1, z2, temperature=T)
+    close(supcon_pu(z1, z2, labeled=none, temperature=T), ref)
+    for prior in (0.0, 0.4, 1.0):
+        close(punce(z1, z2, labeled=none, prior=prior, temperature=T), ref)
+        close(punce_pnu(z1, z2, labels=torch.full((9,), -1), prior=prior, temperature=T), ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_everything_labeled_gives_supcon(seed):
+    z1, z2 = views(seed)
+    ones = torch.ones(9, dtype=torch.bool)
+    ref = supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T)
+    close(supcon_pu(z1, z2, labeled=ones, temperature=T), ref)
+    close(punce(z1, z2, labeled=ones, prior=0.3, temperature=T), ref)
+    y = make_labels("labels", 9, seed)["labels"] % 2
+    close(punce_pnu(z1, z2, labels=y, prior=0.3, temperature=T), supcon(z1, z2, labels=y, temperature=T))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_punce_prior0_is_supcon_pu(seed):
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    close(punce(z1, z2, labeled=lab, prior=0.0, temperature=T), supcon_pu(z1, z2, labeled=lab, temperature=T))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("prior", [0.0, 0.35, 1.0])
+def test_punce_pnu_without_labeled_negatives_is_punce(seed, prior):
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    y = torch.where(lab, 1, -1)
+    close(
+        punce_pnu(z1, z2, labels=y, prior=prior, temperature=T),
+        punce(z1, z2, labeled=lab, prior=prior, temperature=T),
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_punce_is_linear_in_prior(seed):
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    f = lambda p: punce(z1, z2, labeled=lab, prior=p, temperature=T)  # noqa: E731
+    close(f(0.25), 0.75 * f(0.0) + 0.25 * f(1.0))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_mixed_endpoints_and_linearity(seed):
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    scl_pu = supcon(z1, z2, labels=lab.long(), temperature=T)
+    ss = info_nce(z1, z2, temperature=T)
+    close(mixed(z1, z2, labeled=lab, temperature=T, lam=1.0), scl_pu)
+    close(mixed(z1, z2, labeled=lab, temperature=T, lam=0.0), ss)
+    close(mixed(z1, z2, labeled=lab, temperature=T, lam=0.4), 0.4 * scl_pu + 0.6 * ss)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_supcon_with_distinct_labels_is_infonce(seed):
+    z1, z2 = views(seed)
+    close(supcon(z1, z2, labels=torch.arange(9), temperature=T), info_nce(z1, z2, temperature=T))
