@@ -30,13 +30,9 @@ def _spec(spec_id: str):
 def _specs(ids: list[str] | None):
     from pubench.registry import load_all
 
-    specs = load_all()
     if not ids:
-        return specs
-    missing = [i for i in ids if i not in specs]
-    if missing:
-        _spec(missing[0])  # raises UnknownSpec with a suggestion
-    return {i: specs[i] for i in ids}
+        return load_all()
+    return {i: _spec(i) for i in ids}  # only these files: a broken spec elsewhere does not block them
 
 
 # ---- list / show -------------------------------------------------------------------
@@ -145,7 +141,8 @@ def _run_slurm(args, spec, todo, store) -> int:
     from pubench.executors import SlurmExecutor, load_profile
 
     profile = paths.slurm_profiles_root() / f"{args.profile}.yaml"
-    ex = SlurmExecutor(store.root, paths.logs_root(), load_profile(profile, args.tier), cluster=args.cluster)
+    params = {"name": f"pubench-{spec.id}", **load_profile(profile, args.tier), **spec.tiers[args.tier].slurm}
+    ex = SlurmExecutor(store.root, paths.logs_root(), params, cluster=args.cluster)
     if args.dry_run:
         for j in todo:
             print(f"  {j.id}  {j.name}")
@@ -190,7 +187,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from pubench.registry import load_all
+    from pubench.registry import SpecError, load_all
     from pubench.report import render_latex, render_markdown, write_index, write_report
     from pubench.store import ResultStore
 
@@ -209,7 +206,11 @@ def cmd_report(args) -> int:
             if not args.quiet:
                 print(render_latex(res) if args.format == "latex" else render_markdown(res))
             print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)
-    index = write_index(load_all(), store, paths.reports_root())
+    try:
+        index = write_index(load_all(), store, paths.reports_root())
+    except SpecError as e:  # an unrelated broken spec must not lose the reports just written
+        print(f"pubench: index not updated: {e}", file=sys.stderr)
+        index = None
     if not written:
         print("pubench: no results for " + (", ".join(specs) if args.ids else "any table")
               + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first", file=sys.stderr)

@@ -97,7 +97,7 @@ class SlurmExecutor:
 
         folder = self.folder(tier, spec_id)
         ex = submitit.AutoExecutor(folder=folder / "%j", cluster=None if self.cluster == "slurm" else self.cluster)
-        ex.update_parameters(**{"name": f"pubench-{spec_id}", **self.params})
+        ex.update_parameters(**self.params)
         with ex.batch():
             handles = [ex.submit(execute_job, job.to_dict(), self.results_root) for job in jobs]
         manifest = {

@@ -259,7 +259,7 @@ def _parse_tier(ck: _Checker, t: Any, name: str, rows, cols) -> Tier:
     where = f"tiers.{name}"
     if not isinstance(t, dict):
         ck.fail(where, "expected a mapping")
-    _check_layer(ck, t, where, rows, cols, extra={"seeds", "deviations", "unavailable"})
+    _check_layer(ck, t, where, rows, cols, extra={"seeds", "deviations", "unavailable", "slurm"})
     seeds = ck.get(t, "seeds", int, where)
     if seeds < 1:
         ck.fail(f"{where}.seeds", "must be >= 1")
@@ -276,7 +276,8 @@ def _parse_tier(ck: _Checker, t: Any, name: str, rows, cols) -> Tier:
         if not any(match_cell(pat, r, c) for r in rows for c in cols):
             ck.fail(f"{where}.unavailable.{pat}", "matches no cell")
     layer = {k: t[k] for k in LAYER_KEYS if k in t}
-    return Tier(name=name, seeds=seeds, deviations=deviations, layer=layer, unavailable=unavailable)
+    slurm = ck.get(t, "slurm", dict, where, required=False, default={})
+    return Tier(name=name, seeds=seeds, deviations=deviations, layer=layer, unavailable=unavailable, slurm=slurm)
 
 
 def _parse_claims(ck: _Checker, raw: dict, rows, cols, metrics) -> list[Claim]:

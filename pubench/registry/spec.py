@@ -80,6 +80,7 @@ class Tier:
     deviations: list[str]
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
+    slurm: dict[str, Any] = field(default_factory=dict)  # submitit parameters over the profile's
 
 
 @dataclass

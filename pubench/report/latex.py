@@ -27,7 +27,7 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     ours = "--" if s is None else f"${format(s.mean, f)} \\pm {format(s.std, f)}$ ({s.n})"
     paper = "--" if r is None or r.mean is None else format(r.mean, f)
-    delta = "" if d is None else f"; ${d:+{f[1:] if f.startswith('.') else f}}$"
+    delta = "" if d is None else f"; ${format(d, '+' + f)}$"
     return f"{ours} {{\\scriptsize ({paper}{delta})}}"
 
 

@@ -17,7 +17,7 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     if r is None:  # the paper registers no number for this cell at all
         return ours
     paper = fmt_reported(r, f)
-    delta = "" if d is None else f" [{d:+{f[1:] if f.startswith('.') else f}}]"
+    delta = "" if d is None else f" [{format(d, '+' + f)}]"
     return f"{ours} / {paper}{delta}"
 
 

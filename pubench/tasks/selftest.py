@@ -1,0 +1,28 @@
+"""Task ``selftest``: a tiny deterministic task for pipeline tests and CI checks.
+
+``params = {value: float, sleep: float, fail_if_missing: path | None}``; returns
+``value + noise(seed)``. ``fail_if_missing`` makes the job fail until that file exists,
+which tests use to exercise failure records and retries.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pubench.tasks import TASKS
+
+
+@TASKS.register("selftest")
+def selftest(params: dict, seeds: dict[str, int]) -> dict:
+    unknown = set(params) - {"value", "sleep", "fail_if_missing", "data"}
+    if unknown:
+        raise ValueError(f"params: unknown key {sorted(unknown)[0]!r}")
+    time.sleep(float(params.get("sleep", 0.0)))
+    gate = params.get("fail_if_missing")
+    if gate and not Path(gate).exists():
+        raise RuntimeError(f"selftest: {gate} does not exist yet")
+    noise = np.random.default_rng(seeds["init"]).normal(0.0, 0.1)
+    return {"metrics": {"score": float(params["value"]) + float(noise)}, "info": {"seeds": seeds}}

@@ -1,0 +1,86 @@
+"""Shared fixtures: a throwaway registry and result store, so pipeline tests never touch
+the real experiments/, results/ or reports/."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"), extra: str = "") -> str:
+    """A minimal valid spec running the ``selftest`` task (paper must match the id)."""
+    paper = spec_id.rsplit("-", 1)[1]
+    kind = "table" if spec_id.startswith("table") else "figure"
+    return textwrap.dedent(f"""\
+        id: {spec_id}
+        paper: {paper}
+        kind: {kind}
+        title: Test
+        caption: A test table.
+        version: 1
+        source: tests
+        metrics:
+          score: {{label: Score, higher_is_better: true}}
+        rows: {list(rows)}
+        cols: {list(cols)}
+        reported:
+          seeds: 3
+          pm: std over 3 runs
+          cells:
+            - {{row: {rows[0]}, col: {cols[0]}, mean: 1.0, std: 0.1}}
+            - {{row: {rows[1]}, col: {cols[0]}, mean: 2.0}}
+            - {{row: {rows[1]}, col: {cols[1]}, mean: null, note: not printed}}
+        experiment:
+          task: selftest
+          params: {{value: 0.0}}
+          rows:
+            {rows[0]}: {{value: 1.0}}
+            {rows[1]}: {{value: 2.0}}
+        tiers:
+          paper: {{seeds: 2}}
+          reduced: {{seeds: 2}}
+          smoke:
+            seeds: 1
+            params: {{sleep: 0.0}}
+            deviations: [no sleep]
+        """) + extra
+
+
+@pytest.fixture
+def tmp_registry(tmp_path, monkeypatch):
+    """An empty experiments/ results/ reports/ logs/ under tmp_path, wired by environment.
+
+    Returns a function ``write(spec_text, paper=None) -> Path`` that adds a spec file.
+    """
+    for name, env in (("experiments", "PUBENCH_EXPERIMENTS"), ("results", "PUBENCH_RESULTS"),
+                      ("reports", "PUBENCH_REPORTS"), ("logs", "PUBENCH_LOGS")):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(env, str(tmp_path / name))
+    monkeypatch.setenv("PUBENCH_NO_MALLOC_TUNING", "1")
+
+    def write(text: str) -> Path:
+        import yaml
+
+        data = yaml.safe_load(text)
+        path = tmp_path / "experiments" / data["paper"] / f"{data['id']}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        return path
+
+    write.root = tmp_path
+    return write
+
+
+@pytest.fixture
+def data_root():
+    """The shared real data when present, else None (tests then generate tiny data)."""
+    return SHARED_DATA if SHARED_DATA.is_dir() else None
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PUBENCH_NO_MALLOC_TUNING", "1")

@@ -1,0 +1,77 @@
+"""The command line: listing, showing, and one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pubench.cli import main
+from tests.conftest import selftest_spec
+
+
+def _run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "pubench", *args], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["show", "fig5-bcll"], "did you mean 'fig5-bcl'"),
+    (["run", "nope-table"], "no table or figure 'nope-table'"),
+    (["run", "fig5-bcl", "--seeds", "0"], "--seeds must be at least 1"),
+    (["run", "fig5-bcl", "--jobs", "0", "--tier", "smoke"], "--jobs must be at least 1"),
+    (["run", "fig5-bcl", "--executor", "slurm", "--profile", "nowhere", "--dry-run"], "no SLURM profile"),
+    (["report", "nope-table"], "no table or figure"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle, tmp_path):
+    import os
+
+    env = {**os.environ, "PUBENCH_RESULTS": str(tmp_path / "r"), "PUBENCH_REPORTS": str(tmp_path / "p")}
+    out = _run(*args, env=env)
+    assert out.returncode == 2, out.stderr
+    assert needle in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bad_choice_is_argparse_error():
+    out = _run("run", "fig5-bcl", "--tier", "huge")
+    assert out.returncode == 2 and "invalid choice" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_invalid_spec_reported_in_one_line(tmp_registry, capsys):
+    tmp_registry(selftest_spec().replace("higher_is_better: true", "higher_is_better: maybe"))
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pubench: error: ") and "metrics.score.higher_is_better" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_list_show_json(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    assert main(["list"]) == 0
+    assert "table1-bcl" in capsys.readouterr().out
+    assert main(["show", "table1-bcl", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cells"][0] == {"row": "A", "col": "x", "metric": "score", "mean": 1.0, "std": 0.1,
+                                "note": None, "mark": None}
+    assert main(["show", "table1-bcl"]) == 0
+    out = capsys.readouterr().out
+    assert "1.00 ± 0.10" in out and "— (1)" in out and "(1) not printed" in out
+
+
+def test_run_status_report_end_to_end(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
+    assert "tier 'smoke'" in capsys.readouterr().out
+    assert main(["status", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status == [{"id": "table1-bcl", "tier": "smoke", "seeds": 1, "jobs": 4, "done": 4, "failed": 0,
+                       "submitted": 0, "pending": 0, "unavailable_cells": 0}]
+    assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet"]) == 0
+    reports = tmp_registry.root / "reports"
+    assert (reports / "smoke" / "table1-bcl.md").exists() and (reports / "smoke" / "table1-bcl.tex").exists()
+    assert "table1-bcl" in (reports / "README.md").read_text()
+
+
+def test_help_has_examples():
+    out = _run("run", "--help")
+    assert out.returncode == 0 and "examples:" in out.stdout and "--dry-run" in out.stdout

@@ -1,0 +1,111 @@
+"""Collectors and renderers: aggregation, deltas, claim checks, markdown/LaTeX/PNG."""
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pubench.jobs import expand
+from pubench.registry import parse_spec
+from pubench.report import claim_checks, collect, column_checks, render_latex, render_markdown, write_report
+from pubench.report.collect import CellStats
+from pubench.store import ResultStore
+from tests.conftest import selftest_spec
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CLAIMS = """claims:
+  - {kind: best_row, rows: [B], text: "B is best"}
+  - {kind: greater, rows: [A, B], cols: [x], text: "A beats B on x"}
+  - {kind: order, rows: [B, A], text: "B then A"}
+"""
+
+
+def _filled_store(tmp_path, text=None, values=None):
+    spec = parse_spec(yaml.safe_load(text or selftest_spec(extra=CLAIMS)), "<t>")
+    store = ResultStore(tmp_path)
+    values = values or {("A", "x"): [1.0, 1.2, 1.1], ("A", "y"): [3.0, 3.0, 3.0], ("B", "x"): [2.5, 2.7, 2.6],
+                        ("B", "y"): [4.0, 4.2, 4.1]}
+    for job in expand(spec, "paper", 3).jobs:
+        store.write_ok(job, {"score": values[(job.row, job.col)][job.seed_index]}, {}, {})
+    return spec, store
+
+
+def test_cell_stats():
+    s = CellStats((1.0, 2.0, 3.0))
+    assert s.n == 3 and s.mean == 2.0 and s.std == pytest.approx(1.0)  # sample std (ddof=1)
+    assert CellStats((5.0,)).std == 0.0
+
+
+def test_collect_aggregates_and_deltas(tmp_path):
+    spec, store = _filled_store(tmp_path)
+    res = collect(spec, "paper", store)
+    assert res.get("A", "x", "score").mean == pytest.approx(1.1)
+    assert res.get("A", "x", "score").std == pytest.approx(0.1)
+    assert res.delta("A", "x", "score") == pytest.approx(0.1)  # higher is better, 1.1 vs 1.0
+    assert res.delta("B", "y", "score") is None  # reported null
+    assert res.cells_done == 4 and res.seeds_done[("A", "x")] == 3
+
+
+def test_delta_sign_follows_direction(tmp_path):
+    text = selftest_spec(extra=CLAIMS).replace("higher_is_better: true", "higher_is_better: false")
+    spec, store = _filled_store(tmp_path, text)
+    res = collect(spec, "paper", store)
+    assert res.delta("A", "x", "score") == pytest.approx(-0.1)  # lower is better: 1.1 > 1.0 is worse
+
+
+def test_stale_records_are_left_out(tmp_path):
+    spec, store = _filled_store(tmp_path)
+    edited = parse_spec(yaml.safe_load(selftest_spec(extra=CLAIMS).replace("A: {value: 1.0}", "A: {value: 7.0}")), "<t>")
+    res = collect(edited, "paper", store)
+    assert res.get("A", "x", "score") is None and res.stale == 6
+
+
+def test_claim_and_column_checks(tmp_path):
+    spec, store = _filled_store(tmp_path)
+    res = collect(spec, "paper", store)
+    status = {c.claim.text: (c.status, c.paper_status) for c in claim_checks(res)}
+    assert status["B is best"] == ("holds", "holds")
+    assert status["A beats B on x"] == ("fails", "fails")
+    assert status["B then A"][0] == "holds"
+    cols = {c.col: c for c in column_checks(res)}
+    assert cols["x"].best_ours == "B" and cols["x"].best_paper == "B" and cols["x"].best_match
+    assert cols["y"].best_paper is None  # only one reported number in column y
+
+
+def test_kendall_tau(tmp_path):
+    rows = ["A", "B", "C"]
+    text = selftest_spec(rows=rows).replace(
+        "    - {row: B, col: y, mean: null, note: not printed}",
+        "    - {row: B, col: y, mean: null, note: not printed}\n    - {row: C, col: x, mean: 3.0}")
+    text = text.replace("B: {value: 2.0}", "B: {value: 2.0}\n    C: {value: 3.0}")
+    values = {(r, c): [v] * 3 for r, v in zip(rows, (3.0, 2.0, 1.0)) for c in ("x", "y")}
+    spec, store = _filled_store(tmp_path, text, values)
+    cols = {c.col: c for c in column_checks(collect(spec, "paper", store))}
+    assert cols["x"].tau == pytest.approx(-1.0) and cols["x"].n_rows == 3
+
+
+def test_markdown_golden(tmp_path):
+    spec, store = _filled_store(tmp_path)
+    text = render_markdown(collect(spec, "paper", store))
+    golden = GOLDEN / "report_selftest.md"
+    if os.environ.get("PUBENCH_REGEN_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert "1.10 ± 0.10 (3) / 1.00 ± 0.10 [+0.10]" in text
+
+
+def test_latex_is_booktabs_and_escaped(tmp_path):
+    spec, store = _filled_store(tmp_path)
+    tex = render_latex(collect(spec, "paper", store))
+    assert "\\toprule" in tex and "\\bottomrule" in tex
+    assert "$1.10 \\pm 0.10$ (3) {\\scriptsize (1.00; $+0.10$)}" in tex
+    assert tex.count("\\begin{tabular}") == 1
+
+
+def test_write_report_files_and_png_for_figures(tmp_path):
+    text = selftest_spec("fig1-bcl", extra=CLAIMS)
+    spec, store = _filled_store(tmp_path / "r", text)
+    res, paths = write_report(spec, "paper", store, tmp_path / "reports")
+    assert [p.name for p in paths] == ["fig1-bcl.md", "fig1-bcl.tex", "fig1-bcl.png"]
+    assert paths[2].read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,119 @@
+"""Spec loading and validation: every problem is one clear error naming file, key, problem."""
+
+import pytest
+import yaml
+
+from pubench.registry import SpecError, get_spec, load_all, parse_spec
+from pubench.registry.spec import deep_merge, match_cell
+from tests.conftest import selftest_spec
+
+
+def _parse(text: str, file: str = "<test>"):
+    return parse_spec(yaml.safe_load(text), file)
+
+
+def _mutate(text: str, fn) -> str:
+    data = yaml.safe_load(text)
+    fn(data)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def test_valid_spec_loads():
+    spec = _parse(selftest_spec())
+    assert spec.id == "table1-bcl" and spec.rows == ["A", "B"] and spec.cols == ["x", "y"]
+    assert spec.cells() == [("A", "x"), ("A", "y"), ("B", "x"), ("B", "y")]
+    assert spec.reported_cell("B", "y", "score").mean is None
+    assert spec.tiers["smoke"].deviations == ["no sleep"]
+
+
+BAD = [
+    ("unknown top key", lambda d: d.update(colour=1), "colour", "unknown key"),
+    ("missing id", lambda d: d.pop("id"), "id", "missing"),
+    ("bad id", lambda d: d.update(id="tbl1-bcl"), "id", "does not read"),
+    ("id/paper mismatch", lambda d: d.update(paper="pucl"), "id", "does not end with its paper"),
+    ("unknown paper", lambda d: d.update(paper="xyz"), "paper", "unknown paper"),
+    ("kind mismatch", lambda d: d.update(kind="figure"), "kind", "must be 'table'"),
+    ("metric direction not bool", lambda d: d["metrics"]["score"].update(higher_is_better="yes"),
+     "metrics.score.higher_is_better", "expected bool"),
+    ("duplicate rows", lambda d: d.update(rows=["A", "A"]), "rows", "duplicate"),
+    ("cell unknown row", lambda d: d["reported"]["cells"][0].update(row="Z"), "reported.cells[0].row", "not one of the rows"),
+    ("cell mean missing", lambda d: d["reported"]["cells"][0].pop("mean"), "reported.cells[0].mean", "missing"),
+    ("null cell without note", lambda d: d["reported"]["cells"][2].pop("note"), "reported.cells[2].note", "needs a note"),
+    ("mean is a string", lambda d: d["reported"]["cells"][0].update(mean="1.0"), "reported.cells[0].mean", "expected float"),
+    ("seeds unstated", lambda d: d["reported"].pop("seeds"), "reported", "must state 'seeds'"),
+    ("missing tier", lambda d: d["tiers"].pop("smoke"), "tiers", "missing tier 'smoke'"),
+    ("undocumented deviation", lambda d: d["tiers"]["smoke"].pop("deviations"), "tiers.smoke.deviations",
+     "list the deviations"),
+    ("unknown row override", lambda d: d["experiment"]["rows"].update(Q={}), "experiment.rows.Q", "not one of the rows"),
+    ("unavailable pattern matches nothing", lambda d: d["tiers"]["reduced"].update(unavailable={"Q|*": "why"}),
+     "tiers.reduced.unavailable.Q|*", "matches no cell"),
+    ("claim unknown kind", lambda d: d.update(claims=[{"kind": "best", "rows": ["A"], "text": "t"}]),
+     "claims[0].kind", "unknown claim kind"),
+    ("missing task", lambda d: d["experiment"].pop("task"), "experiment.task", "missing"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,key,problem", BAD, ids=[b[0] for b in BAD])
+def test_invalid_spec_names_file_key_problem(name, mutate, key, problem):
+    with pytest.raises(SpecError) as err:
+        _parse(_mutate(selftest_spec(), mutate), "experiments/bcl/table1-bcl.yaml")
+    assert err.value.file == "experiments/bcl/table1-bcl.yaml"
+    assert err.value.key == key
+    assert problem in err.value.problem
+    assert "\n" not in str(err.value)
+
+
+def test_yaml_syntax_error_is_a_spec_error(tmp_registry):
+    path = tmp_registry(selftest_spec())
+    path.write_text("id: [unclosed\n")
+    with pytest.raises(SpecError, match=r"\(yaml\)"):
+        load_all()
+
+
+def test_file_name_must_match_id(tmp_registry):
+    path = tmp_registry(selftest_spec())
+    path.rename(path.with_name("table9-bcl.yaml"))
+    with pytest.raises(SpecError, match="differs from the file name"):
+        load_all()
+
+
+def test_include_merges_under_spec(tmp_registry):
+    (tmp_registry.root / "experiments" / "_protocols").mkdir()
+    (tmp_registry.root / "experiments" / "_protocols" / "base.yaml").write_text(
+        "experiment: {params: {value: 5.0, sleep: 0.0}}\n")
+    text = selftest_spec().replace("title: Test", "include: ../_protocols/base.yaml\ntitle: Test")
+    tmp_registry(text)
+    spec = get_spec("table1-bcl")
+    assert spec.resolve("paper", "A", "x")["params"] == {"value": 1.0, "sleep": 0.0}
+
+
+def test_resolution_order_and_null_deletes():
+    text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
+        params={"sleep": 0.5}, cols={"y": {"value": 9.0}}, cells={"A|y": {"sleep": None}},
+        deviations=["d"]))
+    spec = _parse(text)
+    assert spec.resolve("paper", "A", "y")["params"] == {"value": 1.0}
+    assert spec.resolve("reduced", "A", "x")["params"] == {"value": 1.0, "sleep": 0.5}
+    assert spec.resolve("reduced", "B", "y")["params"] == {"value": 9.0, "sleep": 0.5}
+    assert spec.resolve("reduced", "A", "y")["params"] == {"value": 9.0}
+
+
+def test_glob_cell_patterns():
+    assert match_cell("*|STL*", "puNCE", "STL-I")
+    assert not match_cell("*|STL*", "puNCE", "CIFAR-I")
+    assert match_cell("nnPU|*", "nnPU", "x")
+
+
+def test_deep_merge_does_not_mutate():
+    a = {"x": {"y": 1}}
+    b = deep_merge(a, {"x": {"z": 2}})
+    assert a == {"x": {"y": 1}} and b == {"x": {"y": 1, "z": 2}}
+
+
+def test_every_real_spec_is_valid():
+    specs = load_all()
+    assert "fig5-bcl" in specs
+    for spec in specs.values():
+        for tier in spec.tiers:
+            for row, col in spec.cells():
+                assert spec.resolve(tier, row, col)["task"] == spec.experiment["task"]

@@ -1,0 +1,154 @@
+"""The WConPU (paper 004) specs: shape, exact reported values, the Table I protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from pubench.registry import get_spec
+from pubench.registry.spec import match_cell
+
+METRICS6 = ["acc", "precision", "recall", "f1", "auc", "ap"]
+TABLE2_ROWS = ["uPU", "nnPU", "RP", "PUSB", "PUBN", "Self-PU", "aPU", "VPU", "ImbPU", "Dist-PU",
+               "puNCE", "PiCO", "WConPU"]
+DATASETS = ["CIFAR-10", "SVHN", "STL-10", "Alzheimer"]
+
+
+def cell(spec, row, col, metric=None):
+    metric = metric or next(iter(spec.metrics))
+    found = [c for c in spec.reported if (c.row, c.col, c.metric) == (row, col, metric)]
+    assert len(found) == 1, (row, col, metric)
+    return found[0]
+
+
+def n_cells(spec):
+    return sum(1 for r in spec.rows for c in spec.cols
+               if not any(match_cell(p, r, c) for p in spec.exclude))
+
+
+@pytest.mark.parametrize("sid, rows, cols, metrics, cells, reported", [
+    ("table2-wconpu", 13, 4, 6, 52, 312),
+    ("table3-wconpu", 5, 1, 6, 5, 30),
+    ("table4-wconpu", 2, 3, 1, 6, 6),
+    ("table5-wconpu", 2, 3, 2, 6, 12),
+])
+def test_shape(sid, rows, cols, metrics, cells, reported):
+    s = get_spec(sid)
+    assert (len(s.rows), len(s.cols), len(s.metrics)) == (rows, cols, metrics)
+    assert n_cells(s) == cells
+    assert len(s.reported) == reported
+    assert all(c.mean is not None for c in s.reported)  # the conversion lost no cell of this paper
+    assert s.reported_seeds == 5 and s.pm
+    assert s.experiment["task"] == "pu_benchmark"
+    assert s.tiers["paper"].seeds == 5 and s.tiers["reduced"].seeds == 3 and s.tiers["smoke"].seeds == 1
+    for t in ("reduced", "smoke"):
+        assert "*|*" in s.tiers[t].unavailable
+
+
+def test_table2_values():
+    s = get_spec("table2-wconpu")
+    assert s.rows == TABLE2_ROWS and s.cols == DATASETS and list(s.metrics) == METRICS6
+    c = cell(s, "uPU", "CIFAR-10", "acc")
+    assert (c.mean, c.std, c.mark) == (88.41, 0.41, "✓")
+    c = cell(s, "uPU", "Alzheimer", "precision")
+    assert (c.mean, c.std, c.mark) == (69.71, 3.44, None)
+    c = cell(s, "Dist-PU", "Alzheimer", "recall")
+    assert (c.mean, c.std, c.mark) == (80.09, 5.10, None)
+    c = cell(s, "WConPU", "SVHN", "f1")
+    assert (c.mean, c.std, c.mark) == (90.45, 0.35, None)
+    c = cell(s, "RP", "STL-10", "ap")
+    assert (c.mean, c.std, c.mark) == (95.58, 2.29, "✓")
+    c = cell(s, "PUBN", "Alzheimer", "acc")
+    assert (c.mean, c.std) == (70.00, 1.02)
+    c = cell(s, "aPU", "CIFAR-10", "f1")
+    assert c.mean == 86.41 and c.note  # inconsistent with its Prec / Rec, recorded as printed
+    assert all(c.std is not None for c in s.reported)
+    assert all(c.mark is None for c in s.reported if c.row == "WConPU")
+    assert sum(c.mark == "✓" for c in s.reported) == 267  # 288 baseline cells, 21 without a mark
+    assert {c.mark for c in s.reported} == {"✓", None}
+
+
+def test_table2_dispatch_and_protocol():
+    s = get_spec("table2-wconpu")
+    table1 = {  # dataset, positive classes (0-based), n_P, n_U, n_test, prior, backbone
+        "CIFAR-10": ("cifar10", [0, 1, 8, 9], 1000, 50000, 10000, 0.4, "cnn13"),
+        "SVHN": ("svhn", [0, 2, 4, 6, 8], 1000, 73257, 26032, 0.46, "cnn13"),
+        "STL-10": ("stl10", [0, 2, 8, 9], 500, 5000, 8000, 0.4, "resnet18"),
+        "Alzheimer": ("alzheimer_kaggle", ["MildDemented", "ModerateDemented", "VeryMildDemented"],
+                      769, 5121, 1279, 0.5, "resnet50"),
+    }
+    for col, (ds, pos, n_p, n_u, n_test, prior, backbone) in table1.items():
+        for row in s.rows:
+            p = s.resolve("paper", row, col)["params"]
+            d = p["data"]
+            assert (d["dataset"], d["labels"]["positive"], d["split"]["n_labeled"], d["split"]["n_unlabeled"],
+                    d["n_test"], d["prior"]) == (ds, pos, n_p, n_u, n_test, prior)
+            assert d["split"]["scheme"] == "case_control"
+            assert p["model"]["backbone"]["name"] == backbone
+            if row == "puNCE":  # two-step: contrastive_probe path
+                assert "pu_method" not in p and "train" not in p
+                assert p["pretrain"]["loss"] == {"name": "punce", "temperature": 0.5, "prior": prior}
+                assert p["downstream"]["risk"] == "nnpu"
+            else:  # end to end: pu_train path
+                assert p["train"]["epochs"] == 800
+                assert p["train"]["batch_size"] == (8 if col == "Alzheimer" else 256)
+                assert "pretrain" not in p
+    w = s.resolve("paper", "WConPU", "CIFAR-10")["params"]["pu_method"]
+    assert w["name"] == "wconpu" and w["temperature"] == 0.07 and w["momentum"] == 0.999 and w["alpha"] == 0.9
+    assert w["queue"] == 8192
+    assert s.resolve("paper", "WConPU", "Alzheimer")["params"]["pu_method"]["queue"] == 4096
+
+
+def test_table3_values():
+    s = get_spec("table3-wconpu")
+    assert s.cols == ["CIFAR-10"]
+    c = cell(s, "I: w/o L_con", "CIFAR-10", "recall")
+    assert (c.mean, c.std) == (61.60, 6.11)
+    c = cell(s, "III: w/o L_dis", "CIFAR-10", "auc")
+    assert (c.mean, c.std) == (98.51, 0.56)
+    c = cell(s, "IV: w/o hard negative mining", "CIFAR-10", "f1")
+    assert (c.mean, c.std) == (94.76, 1.35) and c.note
+    # variant V is Table II's WConPU CIFAR-10 row
+    t2 = get_spec("table2-wconpu")
+    for m in METRICS6:
+        a, b = cell(s, "V: WConPU", "CIFAR-10", m), cell(t2, "WConPU", "CIFAR-10", m)
+        assert (a.mean, a.std) == (b.mean, b.std)
+    p = s.resolve("paper", "I: w/o L_con", "CIFAR-10")["params"]
+    assert p["pu_method"]["con_loss"] == {"name": "none"} and "gamma0" not in p["pu_method"]["tuning"]["grid"]
+    assert p["data"]["dataset"] == "cifar10" and p["data"]["split"]["n_labeled"] == 1000
+    p = s.resolve("paper", "IV: w/o hard negative mining", "CIFAR-10")["params"]
+    assert p["pu_method"]["hard_negatives"]["mining"] == "none"
+
+
+def test_table4_values():
+    s = get_spec("table4-wconpu")
+    assert s.cols == ["CIFAR-10", "SVHN", "STL-10"]
+    c = cell(s, "Pseudo Label-based", "CIFAR-10")
+    assert (c.mean, c.std) == (96.72, 0.19)
+    c = cell(s, "Pseudo Label-based", "SVHN")
+    assert (c.mean, c.std) == (91.11, 0.32)
+    c = cell(s, "Pseudo Label-based", "STL-10")
+    assert (c.mean, c.std) == (96.79, 0.21)
+    t2 = get_spec("table2-wconpu")
+    for col in s.cols:
+        a, b = cell(s, "WConPU", col), cell(t2, "WConPU", col, "acc")
+        assert (a.mean, a.std) == (b.mean, b.std)
+    p = s.resolve("paper", "Pseudo Label-based", "STL-10")["params"]
+    assert p["pu_method"]["hard_negatives"]["mining"] == "pseudo_label"
+    assert p["model"]["backbone"]["name"] == "resnet18"
+
+
+def test_table5_values():
+    s = get_spec("table5-wconpu")
+    assert list(s.metrics) == ["time", "acc"] and s.metrics["time"].higher_is_better is False
+    c = cell(s, "Re-compute", "SVHN", "time")
+    assert (c.mean, c.std) == (0.75, None)
+    c = cell(s, "WConPU", "CIFAR-10", "time")
+    assert (c.mean, c.std) == (0.45, None)
+    c = cell(s, "Re-compute", "STL-10", "acc")
+    assert (c.mean, c.std) == (96.98, 0.23)
+    t2 = get_spec("table2-wconpu")
+    for col in s.cols:
+        a, b = cell(s, "WConPU", col, "acc"), cell(t2, "WConPU", col, "acc")
+        assert (a.mean, a.std) == (b.mean, b.std)
+    p = s.resolve("paper", "Re-compute", "CIFAR-10")["params"]
+    assert p["pu_method"]["prototypes"]["update"] == "recompute_epoch"
