@@ -58,7 +58,7 @@ def render_markdown(res: TableResult) -> str:
                 body.append([f"**{name}**"] + [""] * len(b.cols))
             else:
                 body.append([name] + [_cell(res, name, c, b.metric) for c in b.cols])
-        lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github"))
+        lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github", disable_numparse=True))
     lines += ["", _checks_md(res), "", _status_md(res)]
     notes = [c for c in spec.reported if c.note]
     if notes or spec.reported_notes:
@@ -73,7 +73,7 @@ def _checks_md(res: TableResult) -> str:
     claims = claim_checks(res)
     if claims:
         rows = [[c.claim.text, c.status, c.paper_status, c.detail] for c in claims]
-        lines += ["", tabulate(rows, headers=["claim", "ours", "paper's numbers", "detail"], tablefmt="github")]
+        lines += ["", tabulate(rows, headers=["claim", "ours", "paper's numbers", "detail"], tablefmt="github", disable_numparse=True)]
     cols = column_checks(res)
     if cols:
         rows = []
@@ -84,7 +84,7 @@ def _checks_md(res: TableResult) -> str:
             rows.append([label, c.best_ours or DASH, c.best_paper or DASH, match, tau])
         lines += ["", "Best row per column and rank agreement with the paper (Kendall tau over rows with both numbers):",
                   "", tabulate(rows, headers=["column", "best (ours)", "best (paper)", "same", "Kendall tau"],
-                               tablefmt="github")]
+                               tablefmt="github", disable_numparse=True)]
     return "\n".join(lines)
 
 
@@ -129,7 +129,7 @@ def render_reported_markdown(spec: Spec) -> str:
                 row.append(fmt_reported(cell, m.fmt, mark))
             body.append(row)
         lines += ["", f"{b.title or m.label} ({'↑' if m.higher_is_better else '↓'})",
-                  tabulate(body, headers=[""] + b.cols, tablefmt="simple")]
+                  tabulate(body, headers=[""] + b.cols, tablefmt="simple", disable_numparse=True)]
     if notes or spec.reported_notes:
         lines.append("")
         lines += [f"* {n}" for n in spec.reported_notes]

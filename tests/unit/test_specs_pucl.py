@@ -1,0 +1,137 @@
+"""The PUCL (paper 000) specs: shape, exact reported values, the configs the cells resolve to."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import pubench.losses as losses
+from pubench.registry import get_spec
+from pubench.registry.spec import match_cell
+
+BLOCKS = ["SimCLR", "CMC", "MoCo"]
+VARIANTS = ["", "+DEB", "+Hard", "+Ring", "+PUCL"]
+LOSS_OF = {"": "info_nce", "+DEB": "debiased", "+Hard": "hard", "+Ring": "ring", "+PUCL": "pu_corrected"}
+GRAPH_ROWS = ["InfoGraph", "InfoGraph+DEB", "InfoGraph+Hard", "InfoGraph+Ring",
+              "InfoGraph+PUCL(alpha=0.1)", "InfoGraph+PUCL(alpha=0.5)"]
+
+
+def cell(spec, row, col):
+    found = [c for c in spec.reported if (c.row, c.col) == (row, col)]
+    assert len(found) == 1, (row, col)
+    return found[0]
+
+
+def n_cells(spec):
+    return sum(1 for r in spec.rows for c in spec.cols
+               if not any(match_cell(p, r, c) for p in spec.exclude))
+
+
+def loss_args(name):
+    """The hyperparameters a two-view pubench loss takes (its keyword arguments but the views)."""
+    params = inspect.signature(getattr(losses, name)).parameters
+    return set(params) - {"z1", "z2", "reduction"}
+
+
+@pytest.mark.parametrize("sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds", [
+    ("table1-pucl", "table", 15, 3, 45, 45, "contrastive_probe", None, 5),
+    ("table2-pucl", "table", 6, 4, 24, 24, "infograph", 10, 10),
+    ("fig3-pucl", "figure", 7, 10, 70, 0, "contrastive_probe", None, 5),
+])
+def test_shape(sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds):
+    s = get_spec(sid)
+    assert s.paper == "pucl" and s.kind == kind
+    assert (len(s.rows), len(s.cols)) == (rows, cols)
+    assert list(s.metrics) == ["acc"]
+    assert n_cells(s) == cells
+    assert len(s.reported) == reported
+    assert all(c.mean is not None and c.std is None for c in s.reported)  # no ± printed, none lost
+    assert s.reported_seeds == paper_seeds and s.pm is None
+    assert s.experiment["task"] == task
+    assert s.tiers["paper"].seeds == seeds
+    assert s.tiers["reduced"].seeds == 3 and s.tiers["smoke"].seeds == 1
+    for t in ("reduced", "smoke"):
+        assert "*|*" in s.tiers[t].unavailable
+        assert s.unavailable_reason(t, s.rows[0], s.cols[0])
+    assert s.decisions and s.claims
+
+
+def test_table1_values_and_layout():
+    s = get_spec("table1-pucl")
+    assert s.rows == [b + v for b in BLOCKS for v in VARIANTS]
+    assert s.cols == ["CIFAR10", "CIFAR100", "STL10"]
+    assert list(s.row_groups.values()) == [[b + v for v in VARIANTS] for b in BLOCKS]
+    assert cell(s, "SimCLR", "STL10").mean == 80.50
+    assert cell(s, "SimCLR+DEB", "CIFAR10").mean == 90.21
+    assert cell(s, "CMC+Ring", "CIFAR100").mean == 60.99
+    assert cell(s, "MoCo+PUCL", "STL10").mean == 93.68
+    assert cell(s, "MoCo", "CIFAR10").mean == 85.62
+
+
+def test_table1_configs():
+    s = get_spec("table1-pucl")
+    frameworks = {"SimCLR": "simclr", "CMC": "cmc", "MoCo": "moco"}
+    for b in BLOCKS:
+        for v in VARIANTS:
+            for col, ds in zip(s.cols, ["cifar10", "cifar100", "stl10"]):
+                p = s.resolve("paper", b + v, col)["params"]
+                data = p["data"]
+                assert data["dataset"] == ds and data["split"] == {"kind": "none"}  # no PU split
+                assert "labels" not in data  # multi-class evaluation, no binarization
+                if ds == "stl10":
+                    assert data["pretrain_split"] == "train+unlabeled"
+                assert p["model"]["backbone"]["name"] == "resnet50"
+                assert p["pretrain"]["framework"]["name"] == frameworks[b]
+                assert p["downstream"]["name"] == "linear_probe" and p["downstream"]["risk"] == "pn"
+                loss = p["pretrain"]["loss"]
+                assert loss["name"] == LOSS_OF[v]
+                assert set(loss) - {"name"} == loss_args(loss["name"]), (b + v, col)
+    # N = 510 in SimCLR (batch 256), a 4096 bank / queue in CMC / MoCo
+    assert s.resolve("paper", "SimCLR", "CIFAR10")["params"]["pretrain"]["batch_size"] == 256
+    assert s.resolve("paper", "CMC+PUCL", "STL10")["params"]["pretrain"]["framework"]["bank"] == 4096
+    assert s.resolve("paper", "MoCo+Hard", "CIFAR10")["params"]["pretrain"]["framework"]["queue"] == 4096
+    pucl = s.resolve("paper", "SimCLR+PUCL", "STL10")["params"]["pretrain"]["loss"]
+    assert (pucl["alpha"], pucl["c"]) == (0.15, 0.1)
+    assert s.resolve("paper", "SimCLR+DEB", "CIFAR100")["params"]["pretrain"]["loss"]["tau_plus"] == 0.01
+
+
+def test_table2_values_and_configs():
+    s = get_spec("table2-pucl")
+    assert s.rows == GRAPH_ROWS
+    assert s.cols == ["PTC", "ENZYMES", "DD", "REDDIT-B"]
+    assert cell(s, "InfoGraph", "PTC").mean == 56.63
+    assert cell(s, "InfoGraph+Hard", "PTC").mean == 56.20
+    assert cell(s, "InfoGraph+DEB", "DD").mean == 70.58
+    assert cell(s, "InfoGraph+PUCL(alpha=0.5)", "REDDIT-B").mean == 88.97
+    datasets = dict(zip(s.cols, ["ptc_mr", "enzymes", "dd", "reddit_binary"]))
+    for r in s.rows:
+        for c in s.cols:
+            p = s.resolve("paper", r, c)["params"]
+            assert p["data"]["dataset"] == datasets[c]
+            assert p["model"]["backbone"]["name"] == "gin"
+            assert p["eval"]["name"] == "svm_cv"
+            loss = p["pretrain"]["loss"]
+            assert set(loss) - {"name"} == loss_args(loss["name"]), (r, c)
+    alphas = [s.resolve("paper", r, "DD")["params"]["pretrain"]["loss"]["alpha"] for r in GRAPH_ROWS[-2:]]
+    assert alphas == [0.1, 0.5]
+
+
+def test_fig3_grid():
+    s = get_spec("fig3-pucl")
+    assert s.reported == []
+    assert list(s.col_groups) == ["CIFAR10", "STL10"]
+    assert len(s.row_groups) == 2
+    p = s.resolve("paper", "M_u=62", "STL10 alpha=0.12")["params"]
+    assert p["data"]["dataset"] == "stl10"
+    assert p["pretrain"]["batch_size"] == 32  # M^u = N = 2b - 2 = 62
+    assert p["pretrain"]["loss"] == {"name": "pu_corrected", "temperature": 0.5, "alpha": 0.12, "c": 0.01}
+    q = s.resolve("paper", "c=0.02", "CIFAR10 alpha=0.2")["params"]["pretrain"]
+    assert (q["batch_size"], q["loss"]["c"], q["loss"]["alpha"]) == (256, 0.02, 0.2)
+    for r in s.rows:
+        for c in s.cols:
+            loss = s.resolve("paper", r, c)["params"]["pretrain"]["loss"]
+            assert set(loss) - {"name"} == loss_args("pu_corrected")
+    sizes = [s.resolve("paper", f"M_u={m}", "CIFAR10 alpha=0.1")["params"]["pretrain"]["batch_size"]
+             for m in (62, 126, 254, 510)]
+    assert [2 * b - 2 for b in sizes] == [62, 126, 254, 510]
