@@ -44,6 +44,7 @@ def units(task: str, params: Any) -> Iterator[tuple[str, str]]:
                     name = v if isinstance(v, str) else v.get("name") if isinstance(v, dict) else None
                     if isinstance(name, str):
                         yield UNIT_KEYS[k][0], name
+                        continue  # keys inside a unit's mapping are its hyperparameters, not units
                 yield from walk(v)
         elif isinstance(node, list):
             for v in node:

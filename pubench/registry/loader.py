@@ -305,6 +305,8 @@ def _parse_claims(ck: _Checker, raw: dict, rows, cols, metrics) -> list[Claim]:
             ck.fail(f"{where}.rows", f"a {kind} claim names exactly {need} row(s)")
         if kind == "order" and len(crow) < 2:
             ck.fail(f"{where}.rows", "an order claim names at least 2 rows")
+        if kind in ("best_col", "col_order") and len(ccol) < 2:
+            ck.fail(f"{where}.cols", f"a {kind} claim names at least 2 cols")
         out.append(Claim(kind, ck.get(c, "text", str, where), metric, tuple(crow), tuple(ccol)))
     return out
 

@@ -27,7 +27,7 @@ PAPERS = {
 }
 TIERS = ("paper", "reduced", "smoke")
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
-CLAIM_KINDS = ("best_row", "order", "greater")
+CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order")
 
 
 class SpecError(ValueError):

@@ -77,8 +77,36 @@ def _better(a: float, b: float, higher: bool) -> bool:
     return a > b if higher else a < b
 
 
+def _evaluate_cols(claim: Claim, get, higher: bool) -> tuple[str, list[str]]:
+    """Column claims, per row: ``best_col`` (the first col beats the others) and
+    ``col_order`` (values improve strictly along the listed cols)."""
+    failures, checked = [], 0
+    for row in claim.rows:
+        vals = {c: v for c in claim.cols if (v := get(row, c)) is not None}
+        if len(vals) < 2 or (claim.kind == "col_order" and len(vals) < len(claim.cols)):
+            continue
+        checked += 1
+        if claim.kind == "best_col":
+            first = claim.cols[0]
+            if first not in vals:
+                checked -= 1
+                continue
+            beaten = [c for c, v in vals.items() if c != first and not _better(vals[first], v, higher)]
+            if beaten:
+                failures.append(f"{row}: {first} not better than {', '.join(beaten)}")
+        else:
+            for a, b in zip(claim.cols, claim.cols[1:]):
+                if not _better(vals[b], vals[a], higher):
+                    failures.append(f"{row}: {b} not better than {a}")
+    if checked == 0:
+        return "n/a", ["no row has the values needed"]
+    return ("fails" if failures else "holds"), failures or [f"holds in {checked} row(s)"]
+
+
 def _evaluate(claim: Claim, get, higher: bool, group_rows) -> tuple[str, list[str]]:
     """Apply one claim to values from ``get(row, col) -> float | None``."""
+    if claim.kind in ("best_col", "col_order"):
+        return _evaluate_cols(claim, get, higher)
     failures, checked = [], 0
     for col in claim.cols:
         if claim.kind == "best_row":

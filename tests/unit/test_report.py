@@ -16,6 +16,8 @@ from tests.conftest import selftest_spec
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CLAIMS = """claims:
   - {kind: best_row, rows: [B], text: "B is best"}
+  - {kind: col_order, rows: [A, B], cols: [x, y], text: "y beats x"}
+  - {kind: best_col, rows: [A], cols: [x, y], text: "x is A's best"}
   - {kind: greater, rows: [A, B], cols: [x], text: "A beats B on x"}
   - {kind: order, rows: [B, A], text: "B then A"}
 """
@@ -68,6 +70,7 @@ def test_claim_and_column_checks(tmp_path):
     assert status["B is best"] == ("holds", "holds")
     assert status["A beats B on x"] == ("fails", "fails")
     assert status["B then A"][0] == "holds"
+    assert status["y beats x"][0] == "holds" and status["x is A's best"][0] == "fails"
     cols = {c.col: c for c in column_checks(res)}
     assert cols["x"].best_ours == "B" and cols["x"].best_paper == "B" and cols["x"].best_match
     assert cols["y"].best_paper is None  # only one reported number in column y
