@@ -16,7 +16,9 @@ so nothing overflows for any temperature and batch size.
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -25,15 +27,25 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 # ---------------------------------------------------------------- argument checks
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def check_temperature(temperature: float) -> float:
-    if not (isinstance(temperature, (int, float)) and temperature > 0 and math.isfinite(temperature)):
+    if not (_is_number(temperature) and temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
     return float(temperature)
 
 
+def check_real(name: str, value: float) -> float:
+    if not (_is_number(value) and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def check_unit(name: str, value: float, *, open_right: bool = False) -> float:
     """``value`` in [0, 1] (or [0, 1) when ``open_right``)."""
-    ok = isinstance(value, (int, float)) and 0.0 <= value <= 1.0
+    ok = _is_number(value) and 0.0 <= value <= 1.0
     if ok and open_right and value >= 1.0:
         ok = False
     if not ok:
@@ -115,13 +127,29 @@ def partner_index(b: int, device=None) -> torch.Tensor:
     return (torch.arange(2 * b, device=device) + b) % (2 * b)
 
 
-def negative_index(b: int, device=None) -> torch.Tensor:
-    """``(2b, 2b - 2)`` column indices of each anchor's negatives (all k not in {i, a(i)})."""
+def partner_mask(b: int, device=None) -> torch.Tensor:
+    """Bool ``(2b, 2b)``, True at (i, a(i))."""
     n = 2 * b
-    k = torch.arange(n, device=device).expand(n, n)
-    i = torch.arange(n, device=device).unsqueeze(1)
-    keep = (k != i) & (k != (i + b) % n)
-    return k[keep].view(n, n - 2)
+    return torch.arange(n, device=device).unsqueeze(0) == partner_index(b, device).unsqueeze(1)
+
+
+def negative_index(b: int, device=None) -> torch.Tensor:
+    """``(2b, 2b - 2)`` column indices of each anchor's negatives (all k not in {i, a(i)}).
+
+    Cached per (b, device): a training loop asks for the same batch size every step.
+    The returned tensor is shared; do not modify it in place.
+    """
+    return _negative_index(b, torch.device("cpu") if device is None else torch.device(device))
+
+
+@functools.lru_cache(maxsize=16)
+def _negative_index(b: int, device: torch.device) -> torch.Tensor:
+    n = 2 * b
+    with torch.inference_mode(False):  # a cached inference tensor could not be saved for backward
+        k = torch.arange(n, device=device).expand(n, n)
+        i = torch.arange(n, device=device).unsqueeze(1)
+        keep = (k != i) & (k != (i + b) % n)
+        return k[keep].view(n, n - 2)
 
 
 def two_view_logits(z1: torch.Tensor, z2: torch.Tensor, temperature: float):

@@ -38,7 +38,7 @@ mean_j x_j^beta (HCL's weights without its debiasing term), and beta = 0 then gi
 w_i = 1: BCL(alpha = 0.5, beta = 0) is exactly InfoNCE, for any tau_plus < 1.
 
 Numerics: sum_i w_i x_i = N exp(LSE(log p + (beta+1) s) - LSE(log p + beta s)), never
-forming x^beta (e^{beta/t} overflows float32 for beta >= ~6 at t = 0.07).
+forming x^beta or x^{beta+1} (e^{(beta+1)/t} overflows float32 for beta > ~5.2 at t = 0.07).
 Shapes: two-view ``z1, z2`` ``(b, d)`` -> mean over the 2b anchors; logits form
 ``pos_logits (n,)``, ``neg_logits (n, K)``, ``neg_mask (n, K)`` -> per ``reduction``.
 """
@@ -50,6 +50,7 @@ import torch
 from pubench.losses import LOSSES
 from pubench.losses._pairs import (
     check_logits,
+    check_real,
     check_reduction,
     check_temperature,
     check_unit,
@@ -66,7 +67,11 @@ def log_posterior_true_negative(phi: torch.Tensor, *, tau_plus: float, alpha: fl
     tau_minus = 1.0 - tau_plus
     with torch.no_grad():
         num = alpha * tau_minus + (1.0 - 2.0 * alpha) * phi * tau_minus
-        den = alpha * tau_minus + (1.0 - alpha) * tau_plus + (1.0 - 2.0 * alpha) * phi * (tau_minus - tau_plus)
+        den = (
+            alpha * tau_minus
+            + (1.0 - alpha) * tau_plus
+            + (1.0 - 2.0 * alpha) * phi * (tau_minus - tau_plus)
+        )
         num, den = num.clamp_min(0.0), den.clamp_min(0.0)  # remove -0.0 / rounding below 0
         degenerate = den <= 0  # only alpha = 1, phi = 1, tau_plus = 0: p(TN) = 1
         p = torch.where(degenerate, torch.ones_like(num), num / torch.where(degenerate, 1.0, den))
@@ -85,18 +90,21 @@ def bayesian_from_logits(
 ) -> torch.Tensor:
     """BCL on a logits form; Phi_N over each anchor's valid candidates."""
     check_reduction(reduction)
+    beta = check_real("beta", beta)
     tau_plus = check_unit("tau_plus", tau_plus, open_right=True)
     alpha = check_unit("alpha", alpha)
     neg_mask, n_neg = check_logits(pos_logits, neg_logits, neg_mask)
     phi = empirical_cdf(neg_logits, neg_mask)
     log_p = log_posterior_true_negative(phi, tau_plus=tau_plus, alpha=alpha)
-    log_sum = log_tilted_sum(neg_logits, neg_mask, n_neg, log_p, float(beta))
+    log_sum = log_tilted_sum(neg_logits, neg_mask, n_neg, log_p, beta)
     loss = torch.logaddexp(pos_logits, log_sum) - pos_logits
     return reduce(loss, reduction)
 
 
 @LOSSES.register("bayesian")
-def bayesian(z1, z2, temperature: float, tau_plus: float, alpha: float, beta: float, *, reduction: str = "mean"):
+def bayesian(
+    z1, z2, temperature: float, tau_plus: float, alpha: float, beta: float, *, reduction: str = "mean"
+):
     """BCL over the 2b views: negatives = the N = 2b - 2 other views, positive = a(i)."""
     check_views(z1, z2)
     pos, neg = two_view_logits(z1, z2, check_temperature(temperature))

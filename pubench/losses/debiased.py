@@ -56,6 +56,12 @@ def debiased_nll(pos, log_sum, n_neg, *, scale, pos_weight, temperature):
     return torch.logaddexp(pos, log_ng) - pos
 
 
+def dcl_coefficients(tau_plus: float) -> dict[str, float]:
+    """``scale`` and ``pos_weight`` of DCL's ``Ng = scale * sum neg - pos_weight * N * pos``."""
+    tau_plus = check_unit("tau_plus", tau_plus, open_right=True)
+    return {"scale": 1.0 / (1.0 - tau_plus), "pos_weight": tau_plus / (1.0 - tau_plus)}
+
+
 def debiased_from_logits(
     pos_logits: torch.Tensor,
     neg_logits: torch.Tensor,
@@ -67,18 +73,11 @@ def debiased_from_logits(
 ) -> torch.Tensor:
     """DCL on a logits form (memory bank / queue / graph negatives)."""
     check_reduction(reduction)
-    tau_plus = check_unit("tau_plus", tau_plus, open_right=True)
+    coef = dcl_coefficients(tau_plus)
     temperature = check_temperature(temperature)
     neg_mask, n_neg = check_logits(pos_logits, neg_logits, neg_mask)
     log_sum = masked_logsumexp(neg_logits, neg_mask)
-    loss = debiased_nll(
-        pos_logits,
-        log_sum,
-        n_neg,
-        scale=1.0 / (1.0 - tau_plus),
-        pos_weight=tau_plus / (1.0 - tau_plus),
-        temperature=temperature,
-    )
+    loss = debiased_nll(pos_logits, log_sum, n_neg, temperature=temperature, **coef)
     return reduce(loss, reduction)
 
 

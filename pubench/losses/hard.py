@@ -17,7 +17,7 @@ the same).
 Shapes: as ``debiased``; the two-view form returns the mean over the 2b anchors, the
 logits form per-anchor losses / mean / sum per ``reduction``.
 
-Numerics: x^beta and x^{beta+1} overflow float32 for beta >= ~5 at t = 0.07
+Numerics: x^beta and x^{beta+1} overflow float32 for beta > ~5.2 at t = 0.07
 (e^{(beta+1)/t}). We never form them: sum_j w_j x_j = N exp(LSE((beta+1) s) - LSE(beta s)),
 then the shared log-domain clamp of ``debiased_nll``.
 """
@@ -29,6 +29,7 @@ import torch
 from pubench.losses import LOSSES
 from pubench.losses._pairs import (
     check_logits,
+    check_real,
     check_reduction,
     check_temperature,
     check_unit,
@@ -37,7 +38,7 @@ from pubench.losses._pairs import (
     reduce,
     two_view_logits,
 )
-from pubench.losses.debiased import debiased_nll
+from pubench.losses.debiased import dcl_coefficients, debiased_nll
 
 
 def log_tilted_sum(neg_logits, neg_mask, n_neg, log_weights, beta: float):
@@ -67,18 +68,12 @@ def hard_from_logits(
 ) -> torch.Tensor:
     """HCL on a logits form (memory bank / queue / graph negatives)."""
     check_reduction(reduction)
-    tau_plus = check_unit("tau_plus", tau_plus, open_right=True)
+    beta = check_real("beta", beta)
+    coef = dcl_coefficients(tau_plus)
     temperature = check_temperature(temperature)
     neg_mask, n_neg = check_logits(pos_logits, neg_logits, neg_mask)
-    log_sum = log_tilted_sum(neg_logits, neg_mask, n_neg, None, float(beta))
-    loss = debiased_nll(
-        pos_logits,
-        log_sum,
-        n_neg,
-        scale=1.0 / (1.0 - tau_plus),
-        pos_weight=tau_plus / (1.0 - tau_plus),
-        temperature=temperature,
-    )
+    log_sum = log_tilted_sum(neg_logits, neg_mask, n_neg, None, beta)
+    loss = debiased_nll(pos_logits, log_sum, n_neg, temperature=temperature, **coef)
     return reduce(loss, reduction)
 
 

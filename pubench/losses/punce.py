@@ -49,6 +49,7 @@ from pubench.losses._pairs import (
     check_temperature,
     check_unit,
     check_views,
+    partner_mask,
     reduce,
     row_normalize,
     view_logits,
@@ -59,9 +60,7 @@ from pubench.losses.supcon import partner_weights, pucl_weights, same_label_weig
 
 def _soft_class_weights(members2: torch.Tensor, b: int, dtype) -> torch.Tensor:
     """Unlabeled-row weights uniform on ``members u {a(i)}`` (|members| + 1 entries)."""
-    m = members2.unsqueeze(0).expand(2 * b, 2 * b).clone()
-    m |= partner_weights(b, torch.float32, members2.device).bool()
-    return row_normalize(m, dtype)
+    return row_normalize(members2.unsqueeze(0) | partner_mask(b, members2.device), dtype)
 
 
 @LOSSES.register("punce")

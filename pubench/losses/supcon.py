@@ -12,6 +12,8 @@ anchor, positives included), with a row-stochastic attraction matrix W:
 * ``supcon_pu`` -- 001 eq. 11 (named SCL^PU there) = 003's puCL (eq. 29): labeled
   anchors i in P get W_ij = 1/(|P| - 1) on P \\ {i} (all other labeled views, incl.
   a(i)); unlabeled anchors get W = one-hot on a(i), i.e. InfoNCE (001 eq. 4).
+  Naming trap: 001's "SCL" baseline (eq. 11, L_SCL^PU) is this puCL, not 003's
+  sCL-PU (``supcon`` with PU labels).
 * ``mixed`` -- 003's mCL (eq. 28): lam * sCL-PU + (1 - lam) * ssCL (InfoNCE). Since the
   loss is linear in W it is computed once with W = lam W_sCL-PU + (1 - lam) W_ssCL.
 
@@ -38,7 +40,7 @@ from pubench.losses._pairs import (
     check_temperature,
     check_unit,
     check_views,
-    partner_index,
+    partner_mask,
     reduce,
     row_normalize,
     view_logits,
@@ -52,8 +54,7 @@ def _not_self(n: int, device) -> torch.Tensor:
 
 def partner_weights(b: int, dtype, device) -> torch.Tensor:
     """W of InfoNCE: one-hot on a(i)."""
-    w = torch.zeros(2 * b, 2 * b, dtype=dtype, device=device)
-    return w.scatter_(1, partner_index(b, device).unsqueeze(1), 1.0)
+    return partner_mask(b, device).to(dtype)
 
 
 def same_label_weights(labels2: torch.Tensor, dtype) -> torch.Tensor:

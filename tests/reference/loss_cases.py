@@ -67,6 +67,18 @@ def make_views(b: int, d: int, seed: int, dtype=torch.float64, scale: float = 1.
     return z1, z2
 
 
+def make_clustered_views(b: int, d: int, k: int, seed: int, dtype=torch.float32, noise: float = 1.0):
+    """Views of ``b`` samples drawn around ``k`` cluster centres: many hard negatives, so
+    DCL/HCL/PUCL at t = 0.07 are clamped on some anchors and not on others."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(k, d, generator=g, dtype=torch.float64)
+    noise0 = 0.5 * torch.randn(b, d, generator=g, dtype=torch.float64)
+    base = centres[torch.randint(0, k, (b,), generator=g)] + noise0
+    z1 = base + noise * torch.randn(b, d, generator=g, dtype=torch.float64)
+    z2 = base + noise * torch.randn(b, d, generator=g, dtype=torch.float64)
+    return z1.to(dtype), z2.to(dtype)
+
+
 def make_labels(kind: str | None, b: int, seed: int, n_labeled: int | None = None):
     """Label tensor for ``kind``: random with at least one labeled sample by default."""
     if kind is None:
