@@ -32,7 +32,6 @@ from pubench.losses._pairs import (
     check_real,
     check_reduction,
     check_temperature,
-    check_unit,
     check_views,
     masked_logsumexp,
     reduce,
