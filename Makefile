@@ -23,6 +23,7 @@ demo: install
 	$(PUBENCH) report fig5-bcl --tier paper
 
 test: install
+	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 smoke: install
