@@ -27,6 +27,7 @@ from pubench.registry.spec import (
 TOP_KEYS = {
     "id", "paper", "kind", "title", "caption", "version", "source", "metrics", "rows", "cols",
     "row_groups", "col_groups", "reported", "decisions", "claims", "experiment", "tiers", "include",
+    "derived_cols",
 }
 LAYER_KEYS = {"params", "rows", "cols", "cells"}
 
@@ -160,6 +161,16 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:  # noqa: C901 - a flat l
         ck.fail(f"tiers.{t}", f"unknown tier (one of {', '.join(TIERS)})")
 
     claims = _parse_claims(ck, raw, rows, cols, metrics)
+    derived = ck.get(raw, "derived_cols", dict, required=False, default={})
+    for name, d in derived.items():
+        where = f"derived_cols.{name}"
+        if name not in cols:
+            ck.fail(where, "not one of the cols")
+        if not isinstance(d, dict) or set(d) != {"mean_of"}:
+            ck.fail(where, "expected {mean_of: [cols]}")
+        for c in ck.str_list(d, "mean_of", where):
+            if c not in cols or c in derived:
+                ck.fail(f"{where}.mean_of", f"{c!r} is not a (non-derived) col")
     return Spec(
         id=sid, paper=paper, kind=kind,
         title=ck.get(raw, "title", str), caption=ck.get(raw, "caption", str),
@@ -168,6 +179,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:  # noqa: C901 - a flat l
         reported_seeds=reported_seeds, pm=pm, reported=cells, reported_notes=notes,
         decisions=ck.str_list(raw, "decisions", required=False), claims=claims,
         experiment=exp, exclude=exclude, tiers=tiers, path=file, raw=raw,
+        derived_cols={k: list(v["mean_of"]) for k, v in derived.items()},
     )
 
 

@@ -106,13 +106,15 @@ class Spec:
     experiment: dict[str, Any]
     exclude: list[str]
     tiers: dict[str, Tier]
+    derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
         """Every (row, col) the spec runs, in paper order (rows x cols minus excluded)."""
-        return [(r, c) for r in self.rows for c in self.cols if not self.is_excluded(r, c)]
+        return [(r, c) for r in self.rows for c in self.cols
+                if c not in self.derived_cols and not self.is_excluded(r, c)]
 
     def is_excluded(self, row: str, col: str) -> bool:
         return any(match_cell(p, row, col) for p in self.exclude)

@@ -61,8 +61,23 @@ class TableResult:
         return len(self.seeds_done)
 
 
+def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -> dict:
+    """A derived column (e.g. the paper's Mean): per seed, the mean over its source cols
+    (seeds present in all of them), then mean ± std over those seeds."""
+    out = {}
+    for dcol, sources in spec.derived_cols.items():
+        for row in spec.rows:
+            for metric in spec.metrics:
+                per_col = [values.get((row, c, metric), {}) for c in sources]
+                common = set.intersection(*(set(v) for v in per_col)) if per_col else set()
+                if common:
+                    out[(row, dcol, metric)] = CellStats(
+                        tuple(statistics.fmean(v[s] for v in per_col) for s in sorted(common)))
+    return out
+
+
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
-    values: dict[tuple[str, str, str], list[float]] = {}
+    values: dict[tuple[str, str, str], dict[int, float]] = {}
     seeds: dict[tuple[str, str], set[int]] = {}
     stale = 0
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
@@ -75,12 +90,13 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         seeds.setdefault(cell, set()).add(job["seed_index"])
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
-                values.setdefault((*cell, metric), []).append(float(v))
+                values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
     failed = {}
     for rec in store.records(tier, spec.id, failed=True):
         job = rec["job"]
         cell = (job["row"], job["col"])
         if cell not in seeds and current.get(cell) == job["params"]:
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
-    stats = {k: CellStats(tuple(v)) for k, v in values.items()}
+    stats = {k: CellStats(tuple(v.values())) for k, v in values.items()}
+    stats.update(_derived(spec, values))
     return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale)

@@ -112,3 +112,15 @@ def test_write_report_files_and_png_for_figures(tmp_path):
     res, paths = write_report(spec, "paper", store, tmp_path / "reports")
     assert [p.name for p in paths] == ["fig1-bcl.md", "fig1-bcl.tex", "fig1-bcl.png"]
     assert paths[2].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_derived_mean_column_is_not_run_and_is_averaged_per_seed(tmp_path):
+    text = selftest_spec(cols=("x", "y", "Mean")).replace(
+        "experiment:\n", "derived_cols:\n  Mean: {mean_of: [x, y]}\nexperiment:\n")
+    spec = parse_spec(yaml.safe_load(text), "<t>")
+    assert ("A", "Mean") not in spec.cells() and len(spec.cells()) == 4
+    spec2, store = _filled_store(tmp_path, text)
+    res = collect(spec2, "paper", store)
+    mean = res.get("A", "Mean", "score")
+    assert mean.n == 3 and mean.mean == pytest.approx((1.1 + 3.0) / 2)
+    assert mean.values == pytest.approx(((1.0 + 3.0) / 2, (1.2 + 3.0) / 2, (1.1 + 3.0) / 2))
