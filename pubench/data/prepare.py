@@ -1,0 +1,346 @@
+"""``pubench prepare``: make data sets available offline under the data root and check them.
+
+For every requested data set (default: all image data sets, SST-2 and, when
+:mod:`pubench.data.graphs` is present, the graph data sets) :func:`prepare`
+
+1. checks the files already under the data root (checksums where known: the canonical
+   md5s torchvision checks, the sha256s of ``../shared/data/MANIFEST.md``);
+2. copies what is missing from ``--from DIR`` (a folder laid out like ``../shared/data``,
+   or in torchvision's own layout), verifying checksums; MNIST / Fashion-MNIST ``.gz``
+   files go to ``<root>/MNIST/raw/`` (``FashionMNIST/raw/``) and are also unpacked there,
+   as torchvision's own download does; a torchvision archive found in ``DIR`` or the root
+   (``cifar-10-python.tar.gz``, ...) is unpacked;
+3. downloads what is still missing through torchvision, only when online (never in
+   ``--check`` mode; set ``PUBENCH_OFFLINE=1`` to forbid it);
+4. loads every split once, which writes the ``<root>/processed/*.pt`` caches (the JPEG
+   copy of CIFAR-10 is decoded here, ~10 s) and checks the number of images.
+
+It is idempotent (files already in place and valid are kept) and prints one table row per
+data set: ``present`` / ``copied`` / ``downloaded`` / ``missing`` (with the reason and what
+to place where) / ``error`` (e.g. a checksum mismatch). Returns 0 when everything
+requested is available, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pubench.data.images import DATASETS_BY_NAME, FileSpec, ImageDataset, cache_path, load_images
+
+# Number of images per split (checked after loading).
+EXPECTED_SIZES = {
+    "mnist": {"train": 60000, "test": 10000},
+    "fashion_mnist": {"train": 60000, "test": 10000},
+    "cifar10": {"train": 50000, "test": 10000},
+    "cifar10_jpeg": {"train": 50000, "test": 10000},
+    "cifar100": {"train": 50000, "test": 10000},
+    "stl10": {"train": 5000, "test": 8000, "unlabeled": 100000},
+    "svhn": {"train": 73257, "test": 26032},
+}
+
+# SST-2 (GLUE tsv) for the text track: sha256 from ../shared/data/MANIFEST.md.
+SST2_FILES = {
+    "train.tsv": "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
+    "dev.tsv": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
+    "test.tsv": "69a938605609b3e6663b4487918fe1565eb293734e6e520d0366d1d412fd2a13",
+}
+TEXT_NAMES = ("sst2",)
+GROUPS = {"images": "image data sets", "graphs": "graph data sets", "text": "text data sets"}
+BIG_FILE = 32 << 20  # show a progress bar when copying files larger than this
+
+
+class _Missing(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- helpers
+def file_digest(path: Path, algo: str) -> str:
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check(path: Path, md5: str | None = None, sha256: str | None = None) -> str | None:
+    """None when the file matches its known checksum (or none is known), else why not."""
+    for algo, want in (("md5", md5), ("sha256", sha256)):
+        if want:
+            got = file_digest(path, algo)
+            if got != want:
+                return f"{path}: {algo} {got}, expected {want}"
+    return None
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """Copy atomically, with a progress bar for big files."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".tmp-{dst.name}")
+    size = src.stat().st_size
+    try:
+        if size > BIG_FILE:
+            from tqdm import tqdm
+
+            with open(src, "rb") as fin, open(tmp, "wb") as fout, \
+                    tqdm(total=size, unit="B", unit_scale=True, desc=f"copy {src.name}", disable=None,
+                         leave=False) as bar:
+                for chunk in iter(lambda: fin.read(1 << 22), b""):
+                    fout.write(chunk)
+                    bar.update(len(chunk))
+        else:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _gunzip(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".tmp-{dst.name}")
+    try:
+        with gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def online(url: str | None, timeout: float = 3.0) -> bool:
+    """Whether the host of ``url`` answers (False when ``PUBENCH_OFFLINE`` is set)."""
+    if not url or os.environ.get("PUBENCH_OFFLINE"):
+        return False
+    u = urlparse(url)
+    try:
+        socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _short(paths: list[str], k: int = 3) -> str:
+    return ", ".join(paths[:k]) + (f" and {len(paths) - k} more" if len(paths) > k else "")
+
+
+# ---------------------------------------------------------------------------- image data sets
+def _image_files(ds: ImageDataset) -> list[FileSpec]:
+    out: list[FileSpec] = []
+    for s in ds.prepare_splits:
+        out += [f for f in ds.split_files(s) if f not in out]
+    return out
+
+
+def _verify_present(f: FileSpec, root: Path) -> str | None:
+    p = f.find(root)
+    if p is None:
+        return "missing"
+    if p == root / f.path:
+        return _check(p, f.md5, f.sha256)
+    return None  # an alternative (e.g. the unpacked file): no known checksum
+
+
+def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only: bool,
+                   download: bool | None) -> tuple[str, str]:
+    files = _image_files(ds)
+    actions: list[str] = []
+    problems: list[str] = []
+    for f in files:
+        state = _verify_present(f, root)
+        if state is None:
+            if f.unpack_gz and not check_only and not (root / f.path[:-3]).is_file() and (root / f.path).is_file():
+                _gunzip(root / f.path, root / f.path[:-3])
+            continue
+        if check_only or source is None:
+            if state != "missing":
+                problems.append(state)
+            continue
+        for rel in (f.path, *f.sources):
+            cand = source / rel
+            if cand.is_file() and _check(cand, f.md5, f.sha256) is None:
+                _copy(cand, root / f.path)
+                if f.unpack_gz:
+                    _gunzip(root / f.path, root / f.path[:-3])
+                actions.append("copied")
+                break
+        else:
+            if state != "missing":
+                problems.append(state)
+    missing = [f for f in files if f.find(root) is None]
+    if missing and not check_only and ds.archive:
+        fn, md5 = ds.archive
+        for cand in ([source / fn] if source else []) + [root / fn]:
+            if cand.is_file() and _check(cand, md5) is None:
+                from torchvision.datasets.utils import extract_archive
+
+                extract_archive(str(cand), str(root))
+                actions.append(f"unpacked {fn}")
+                break
+        missing = [f for f in files if f.find(root) is None]
+    if missing and not check_only and download is not False and ds.download and online(ds.url):
+        ds.download(root)
+        actions.append("downloaded")
+        missing = [f for f in files if f.find(root) is None]
+    if problems:
+        return "error", "checksum mismatch: " + "; ".join(problems)
+    if missing:
+        why = ds.how_to_get if not check_only else f"{ds.how_to_get} (--check copies nothing)"
+        return "missing", f"{ds.title}: {why}. Missing: {_short([str(root / f.path) for f in missing])}"
+    # every file in place: load each split (builds the cache) and count the images
+    sizes = []
+    for s in ds.prepare_splits:
+        if check_only:
+            sizes.append(f"{s} cached" if cache_path(ds.name, s, root).is_file() else f"{s} not cached yet")
+            continue
+        n = len(load_images(ds.name, s, root))
+        want = EXPECTED_SIZES.get(ds.name, {}).get(s)
+        if want is not None and n != want:
+            return "error", f"{ds.name} {s}: {n} images, expected {want}"
+        sizes.append(f"{s} {n:,}")
+    status = "downloaded" if "downloaded" in actions else "copied" if actions else "present"
+    detail = ", ".join(sizes) + (" (checksums ok)" if any(f.md5 or f.sha256 for f in files) else "")
+    if ds.name == "cifar10_jpeg":
+        detail += "; lossy JPEG copy: reduced tier only"
+    return status, detail
+
+
+# ---------------------------------------------------------------------------- SST-2
+def _prepare_sst2(root: Path, source: Path | None, check_only: bool) -> tuple[str, str]:
+    dst = root / "sst2"
+    copied, problems, missing = [], [], []
+    for fn, sha in SST2_FILES.items():
+        p = dst / fn
+        bad = _check(p, sha256=sha) if p.is_file() else "missing"
+        if bad is None:
+            continue
+        cand = source / "sst2" / fn if source else None
+        if not check_only and cand is not None and cand.is_file() and _check(cand, sha256=sha) is None:
+            _copy(cand, p)
+            copied.append(fn)
+        elif bad == "missing":
+            missing.append(str(p))
+        else:
+            problems.append(bad)
+    if problems:
+        return "error", "checksum mismatch: " + "; ".join(problems)
+    if missing:
+        return "missing", (f"SST-2 (GLUE tsv): place {_short(missing)}; ../shared/data/sst2 has them "
+                           "(`pubench prepare sst2 --from ../shared/data`)")
+    return ("copied" if copied else "present"), "train/dev/test tsv (sha256 ok)"
+
+
+# ---------------------------------------------------------------------------- graphs
+def _graph_module():
+    try:
+        from pubench.data import graphs
+    except ImportError:
+        return None
+    return graphs if hasattr(graphs, "prepare_graphs") and hasattr(graphs, "SPECS") else None
+
+
+def _prepare_graph(graphs, name: str, root: Path, source: Path | None, check_only: bool) -> tuple[str, str]:
+    spec = graphs.SPECS[name]
+    if check_only or source is None:
+        try:
+            fmt, path = graphs.find_source(spec, root)
+        except FileNotFoundError as e:
+            return "missing", str(e)
+        return "present", f"{fmt} format ({path})"
+    try:
+        (line,) = graphs.prepare_graphs(source, root, [name])
+    except FileNotFoundError as e:
+        return "missing", str(e)
+    except ValueError as e:
+        return "error", str(e)
+    detail = line.split(": ", 1)[1] if ": " in line else line
+    return ("present" if "copied 0 file" in line else "copied"), detail
+
+
+# ---------------------------------------------------------------------------- main entry
+def _resolve(names: list[str] | None, graphs) -> tuple[list[str], list[str], list[str]]:
+    graph_names = list(graphs.SPECS) if graphs is not None else []
+    if not names:
+        return list(DATASETS_BY_NAME), list(TEXT_NAMES), graph_names
+    img, txt, gr = [], [], []
+    for n in names:
+        if n == "images":
+            img += list(DATASETS_BY_NAME)
+        elif n == "text":
+            txt += list(TEXT_NAMES)
+        elif n == "graphs":
+            if graphs is None:
+                raise ValueError("graph data sets: pubench.data.graphs is not available")
+            gr += graph_names
+        elif n in DATASETS_BY_NAME:
+            img.append(n)
+        elif n in TEXT_NAMES:
+            txt.append(n)
+        elif n in graph_names:
+            gr.append(n)
+        else:
+            import difflib
+
+            known = list(DATASETS_BY_NAME) + list(TEXT_NAMES) + graph_names + list(GROUPS)
+            close = difflib.get_close_matches(n, known, n=1)
+            raise ValueError(f"unknown dataset {n!r}" + (f"; did you mean {close[0]!r}?" if close else "") +
+                             f" (known: {', '.join(known)})")
+    return list(dict.fromkeys(img)), list(dict.fromkeys(txt)), list(dict.fromkeys(gr))
+
+
+def prepare_rows(names: list[str] | None = None, source: Path | str | None = None,
+                 root: Path | str | None = None, check_only: bool = False,
+                 download: bool | None = None) -> list[tuple[str, str, str]]:
+    """Do the work of :func:`prepare`; one ``(dataset, status, detail)`` row per data set."""
+    if root is None:
+        from pubench.paths import data_root
+
+        root = data_root()
+    root = Path(root)
+    source = Path(source) if source is not None else None
+    if source is not None and not source.is_dir():
+        raise FileNotFoundError(f"--from {source}: no such folder")
+    graphs = _graph_module()
+    img, txt, gr = _resolve(names, graphs)
+    if not check_only:
+        root.mkdir(parents=True, exist_ok=True)
+
+    rows = []
+    for n in img:
+        try:
+            status, detail = _prepare_image(DATASETS_BY_NAME[n], root, source, check_only, download)
+        except (OSError, ValueError, RuntimeError) as e:
+            status, detail = "error", f"{type(e).__name__}: {e}"
+        rows.append((n, status, detail))
+    for n in txt:
+        rows.append((n, *_prepare_sst2(root, source, check_only)))
+    if graphs is None and not names:
+        rows.append(("graphs", "skipped", "pubench.data.graphs not available"))
+    for n in gr:
+        rows.append((n, *_prepare_graph(graphs, n, root, source, check_only)))
+    return rows
+
+
+def prepare(names: list[str] | None = None, source: Path | str | None = None, root: Path | str | None = None,
+            check_only: bool = False, download: bool | None = None) -> int:
+    """Make ``names`` (default: all) available under ``root``; print a status table.
+
+    ``source``: folder with local copies (``--from``). ``check_only``: copy, download and
+    write nothing. ``download``: None = only when online, False = never. Returns 0 when
+    every requested data set is available, else 1.
+    """
+    from tabulate import tabulate
+
+    from pubench.paths import data_root
+
+    root = Path(root) if root is not None else data_root()
+    rows = prepare_rows(names, source, root, check_only, download)
+    mode = "check only" if check_only else f"from {source}" if source else "no --from folder"
+    print(f"pubench prepare: data root {root.resolve()} ({mode})")
+    print(tabulate(rows, headers=["dataset", "status", "detail"], tablefmt="simple", maxcolwidths=[None, None, 100]))
+    bad = [r[0] for r in rows if r[1] in ("missing", "error")]
+    if bad:
+        print(f"\n{len(bad)} of {len(rows)} not available: {', '.join(bad)}")
+    return 1 if bad else 0
