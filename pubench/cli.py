@@ -219,6 +219,22 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from pubench.report.compare import compare_stores, render_diffs
+    from pubench.store import ResultStore
+
+    baseline = Path(args.baseline)
+    if not baseline.is_dir():
+        raise UsageError(f"baseline store {baseline} does not exist")
+    diffs = compare_stores(_specs(args.ids or None), args.tier, ResultStore(baseline),
+                           ResultStore(paths.results_root()), args.sigmas, args.abs_tol)
+    print(render_diffs(diffs, only_flagged=args.only_flagged), end="")
+    if not diffs:
+        print("pubench: no cell has results in both stores", file=sys.stderr)
+        return 1
+    return 1 if any(d.flagged for d in diffs) else 0
+
+
 # ---- parser --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
@@ -298,6 +314,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default="md", choices=["md", "latex"], help="what to print (both are written)")
     s.add_argument("--quiet", action="store_true", help="write the files, print nothing")
     s.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser("compare", help="compare this result store with a baseline store, cell by cell "
+                       "(the nightly regression check)", formatter_class=fmt,
+                       epilog="example (what .ci/nightly does):\n"
+                              "  PUBENCH_RESULTS=/tmp/nightly pubench run table1-punce --tier reduced --seeds 1\n"
+                              "  PUBENCH_RESULTS=/tmp/nightly pubench compare --baseline results --tier reduced")
+    s.add_argument("ids", nargs="*")
+    s.add_argument("--baseline", required=True, help="the result store to compare against (e.g. the committed results/)")
+    s.add_argument("--tier", default="reduced", choices=["paper", "reduced", "smoke"])
+    s.add_argument("--sigmas", type=float, default=3.0, help="tolerance in pooled seed stds (default 3)")
+    s.add_argument("--abs-tol", type=float, default=0.5, help="minimum tolerance in metric units (default 0.5)")
+    s.add_argument("--only-flagged", action="store_true")
+    s.set_defaults(fn=cmd_compare)
     return p
 
 

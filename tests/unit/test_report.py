@@ -124,3 +124,15 @@ def test_derived_mean_column_is_not_run_and_is_averaged_per_seed(tmp_path):
     mean = res.get("A", "Mean", "score")
     assert mean.n == 3 and mean.mean == pytest.approx((1.1 + 3.0) / 2)
     assert mean.values == pytest.approx(((1.0 + 3.0) / 2, (1.2 + 3.0) / 2, (1.1 + 3.0) / 2))
+
+
+def test_compare_flags_cells_outside_tolerance(tmp_path):
+    from pubench.report.compare import compare_stores
+
+    spec, base = _filled_store(tmp_path / "base")
+    values = {("A", "x"): [1.1, 1.1, 1.1], ("A", "y"): [3.0, 3.0, 3.0], ("B", "x"): [9.0, 9.0, 9.0],
+              ("B", "y"): [4.1, 4.1, 4.1]}
+    _, new = _filled_store(tmp_path / "new", values=values)
+    diffs = {(d.row, d.col): d for d in compare_stores({spec.id: spec}, "paper", base, new, sigmas=3, abs_tol=0.2)}
+    assert not diffs[("A", "x")].flagged and not diffs[("A", "y")].flagged
+    assert diffs[("B", "x")].flagged and not diffs[("B", "x")].worse  # higher is better: 9.0 > 2.6
