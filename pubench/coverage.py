@@ -60,9 +60,22 @@ def implemented() -> dict[str, set[str]]:
     return out
 
 
+def config_error(task: str, params: dict) -> str | None:
+    """Why the task rejects this config (its ``validate``), or None if it accepts it."""
+    fn = getattr(_registry(TASK_REGISTRY).get(task), "validate", None)
+    if fn is None:
+        return None
+    try:
+        fn(params)
+    except Exception as e:  # noqa: BLE001 - any rejection means "not runnable"
+        return f"{type(e).__name__}: {e}".splitlines()[0][:160]
+    return None
+
+
 def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
     have = implemented()
     tables, missing = [], defaultdict(lambda: {"cells": 0, "tables": set()})
+    rejected: dict[str, dict[str, Any]] = {}
     for sid, spec in specs.items():
         runnable = {t: 0 for t in TIERS}
         table_missing = set()
@@ -75,8 +88,16 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
                         missing[u]["cells"] += 1
                         missing[u]["tables"].add(sid)
                     table_missing |= lacking
-                if not lacking and not spec.unavailable_reason(tier, row, col):
-                    runnable[tier] += 1
+                if lacking or spec.unavailable_reason(tier, row, col):
+                    continue
+                why = config_error(cfg["task"], cfg["params"])
+                if why:
+                    r = rejected.setdefault(why, {"cells": 0, "tables": set(), "tiers": set()})
+                    r["cells"] += 1
+                    r["tables"].add(sid)
+                    r["tiers"].add(tier)
+                    continue
+                runnable[tier] += 1
         tables.append({
             "id": sid, "paper": spec.paper, "cells": len(spec.cells()),
             "values": len(spec.cells()) * len(spec.metrics),
@@ -95,7 +116,9 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
         {"kind": k, "name": n, "cells": v["cells"], "tables": sorted(v["tables"])}
         for (k, n), v in sorted(missing.items(), key=lambda kv: (-kv[1]["cells"], kv[0]))
     ]
-    return {"tables": tables, "total": total, "missing_units": missing_units,
+    rejected_configs = [{"error": k, "cells": v["cells"], "tables": sorted(v["tables"]), "tiers": sorted(v["tiers"])}
+                        for k, v in sorted(rejected.items(), key=lambda kv: -kv[1]["cells"])]
+    return {"tables": tables, "total": total, "missing_units": missing_units, "rejected_configs": rejected_configs,
             "implemented": {k: sorted(v) for k, v in have.items()}}
 
 
@@ -110,6 +133,11 @@ def render_coverage(cov: dict[str, Any]) -> str:
         lines.append("Units named by specs that the code does not implement yet (cells blocked at paper tier):")
         lines.append(tabulate([[u["kind"], u["name"], u["cells"], ", ".join(u["tables"])]
                                for u in cov["missing_units"]], headers=["kind", "name", "cells", "tables"]))
+        lines.append("")
+    if cov["rejected_configs"]:
+        lines.append("Cells whose config a task rejects (a feature the code does not support yet, or a spec error):")
+        lines.append(tabulate([[r["cells"], ", ".join(r["tiers"]), ", ".join(r["tables"]), r["error"]]
+                               for r in cov["rejected_configs"]], headers=["cells", "tiers", "tables", "error"]))
         lines.append("")
     share = {x: f"{100 * tot['runnable'][x] / tot['cells']:.0f}%" if tot["cells"] else "-" for x in TIERS}
     lines.append(f"{tot['tables']} tables/figures, {tot['cells']} cells, {tot['reported']} reported values; "

@@ -4,6 +4,8 @@ A task is a function ``task(params: dict, seeds: dict[str, int]) -> dict`` regis
 ``@TASKS.register(name)`` in its own module of this package (found automatically). It
 validates its params, runs, and returns ``{"metrics": {name: float}, "info": {...}}``;
 ``info`` holds what a reader needs to trust the number (split counts, prior, ...).
+A task may carry ``task.validate(params)``: the same config checks without running
+anything; ``pubench coverage`` uses it to count only cells whose config a task accepts.
 Tasks are the only bridge from the pipeline to the science packages.
 """
 

@@ -19,13 +19,7 @@ class EstimatorConfig:
     beta: float = 0.0  # only BCL uses it; Sec. 4.3 sets beta = 0
 
 
-@TASKS.register("bcl_simulation")
-def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
-    """``params = {data: ProcessConfig fields, estimator: {name, beta}}``.
-
-    The process is drawn from the ``data`` seed, so every estimator of a column sees the
-    same observations: the comparison between rows is paired.
-    """
+def validate(params: dict) -> tuple[bp.ProcessConfig, EstimatorConfig]:
     unknown = set(params) - {"data", "estimator"}
     if unknown:
         raise ValueError(f"params: unknown key {sorted(unknown)[0]!r}")
@@ -33,6 +27,17 @@ def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
     est = build_config(EstimatorConfig, params["estimator"], "params.estimator")
     if est.name not in ESTIMATORS:
         raise ValueError(f"params.estimator.name: {est.name!r} is not one of {ESTIMATORS}")
+    return cfg, est
+
+
+@TASKS.register("bcl_simulation")
+def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
+    """``params = {data: ProcessConfig fields, estimator: {name, beta}}``.
+
+    The process is drawn from the ``data`` seed, so every estimator of a column sees the
+    same observations: the comparison between rows is paired.
+    """
+    cfg, est = validate(params)
     obs = bp.simulate(cfg, np.random.default_rng(seeds["data"]))
     target = bp.theta_sup(obs)
     if est.name == "biased":
@@ -55,3 +60,6 @@ def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
             "accept_reject_rounds": obs.rounds,
         },
     }
+
+
+bcl_simulation.validate = validate

@@ -1,0 +1,143 @@
+"""puPL: positive-unlabeled pseudo-labeling (003, Sec. 7.1, Algorithm 2), DOWNSTREAM ``pupl``.
+
+On the frozen encoder's embeddings ``f_i`` of the training examples (labeled positives P
+and unlabeled U):
+
+1. positive centre ``mu_P = mean_{i in P} f_i`` (eq. 47);
+2. negative centre drawn k-means++-style from U with probability proportional to
+   ``D(f_j)^2 = ||f_j - mu_P||^2`` (eq. 48-49), from the run's numpy/torch generator;
+3. Lloyd iterations: assign every unlabeled example to its nearest centre (eq. 50),
+   labeled positives keep label 1 (Algorithm 2's "if i in P" branch; ``fix_labeled``),
+   recompute both centres as the means of their members; until no assignment changes
+   (or ``max_iter``);
+4. a linear classifier is trained on the pseudo-labels with cross-entropy (Sec. 7.1) and
+   evaluated on the test split (features z-scored for it, ``standardize``, as in
+   ``linear_probe``; the clustering uses the embeddings as they are).
+
+The paper uses Faiss; 2-means is done here in torch (float64 distances), exactly.
+Embeddings are the backbone output (the projector is discarded); ``normalize: true``
+L2-normalizes them first (not in the paper; off by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pubench.models.heads import linear_head
+from pubench.train import DOWNSTREAM
+from pubench.train._common import RiskSettings, Targets, fit, generator, sub_seeds
+from pubench.train.metrics import evaluate_scores
+from pubench.train.optim import (
+    build_optimizer,
+    build_scheduler,
+    optimizer_config,
+    schedule_config,
+)
+from pubench.train.probe import DownstreamData, encode, feature_standardizer
+from pubench.utils.config import ConfigError
+
+
+def pu_two_means(feats: torch.Tensor, labeled: torch.Tensor, rng: np.random.Generator, max_iter: int = 300,
+                 fix_labeled: bool = True) -> dict:
+    """Algorithm 2's clustering. Returns ``{labels (n,) 0/1, centers (2, d), iterations, converged}``
+    (``centers[1]`` positive, ``centers[0]`` negative)."""
+    f = feats.to(torch.float64)
+    labeled = labeled.bool()
+    if not bool(labeled.any()):
+        raise ValueError("puPL needs at least one labeled positive")
+    unl = torch.nonzero(~labeled).squeeze(1)
+    if unl.numel() == 0:
+        raise ValueError("puPL needs unlabeled examples")
+    mu_p = f[labeled].mean(0)
+    d2 = ((f[unl] - mu_p) ** 2).sum(1).numpy()
+    if d2.sum() > 0:
+        j = int(rng.choice(len(unl), p=d2 / d2.sum()))
+    else:
+        j = int(rng.integers(len(unl)))
+    centers = torch.stack([f[unl[j]], mu_p])
+    assign = None
+    it, converged = 0, False
+    for it in range(1, max_iter + 1):
+        dist = torch.cdist(f, centers) ** 2
+        new = (dist[:, 1] < dist[:, 0]).long()  # ties -> negative
+        if fix_labeled:
+            new[labeled] = 1
+        if assign is not None and torch.equal(new, assign):
+            converged = True
+            break
+        assign = new
+        for k in (0, 1):
+            members = assign == k
+            if bool(members.any()):
+                centers[k] = f[members].mean(0)
+    return {"labels": assign, "centers": centers, "iterations": it, "converged": converged}
+
+
+@dataclass(frozen=True)
+class PuplConfig:
+    name: str
+    epochs: int
+    batch_size: int
+    optimizer: dict = field(default_factory=lambda: {"name": "adam", "lr": 1e-3})
+    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    max_iter: int = 300
+    fix_labeled: bool = True
+    normalize: bool = False
+    standardize: bool = True      # z-score the features for the classifier (as linear_probe); clustering uses them raw
+
+    def check(self, where: str = "downstream") -> None:
+        if self.epochs < 0 or self.batch_size < 1 or self.max_iter < 1:
+            raise ConfigError(f"{where}: epochs >= 0, batch_size >= 1 and max_iter >= 1 needed")
+        optimizer_config(self.optimizer, f"{where}.optimizer")
+        schedule_config(self.schedule, f"{where}.schedule")
+
+
+@DOWNSTREAM.register("pupl")
+class PuPL:
+    config_cls = PuplConfig
+
+    @staticmethod
+    def run(cfg: PuplConfig, encoder, data: DownstreamData, seed: int, device="cpu"):
+        cfg.check()
+        if data.split_kind != "pu" or data.n_classes != 2:
+            raise ConfigError("downstream pupl needs a binary PU split (data.split.kind: pu)")
+        init_seed, order_seed, cluster_seed = sub_seeds(seed, 3)
+        feats = encode(encoder, data.x_train, data.mean, data.std, device)
+        if cfg.normalize:
+            feats = F.normalize(feats, dim=1)
+        labeled = data.observed == 1
+        km = pu_two_means(feats, labeled, np.random.default_rng(cluster_seed), cfg.max_iter, cfg.fix_labeled)
+        pseudo = km["labels"]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(init_seed)
+            head = linear_head(encoder.out_dim, 1).to(device)
+        shift, scale = feature_standardizer(feats, cfg.standardize)
+        feats_d = ((feats - shift) / scale).to(device)
+        targets = Targets("pn", torch.arange(len(pseudo)), target=pseudo)
+        opt = build_optimizer(cfg.optimizer, head)
+        sched = build_scheduler(cfg.schedule, opt, max(1, -(-len(pseudo) // cfg.batch_size)), cfg.epochs)
+        hist = fit(lambda rows: head(feats_d[rows.to(device)]), [head], opt, sched, targets,
+                   RiskSettings("pn"), cfg.epochs, cfg.batch_size, generator(order_seed), "puPL classifier")
+        test = encode(encoder, data.x_test, data.mean, data.std, device)
+        if cfg.normalize:
+            test = F.normalize(test, dim=1)
+        test = (test - shift) / scale
+        head.eval()
+        with torch.no_grad():
+            out = head(test.to(device)).cpu()
+        metrics = evaluate_scores(out, data.y_test, 2)
+        unl = ~labeled
+        info = {
+            "risk": "pn on pseudo-labels (cross-entropy)",
+            "kmeans_iterations": km["iterations"],
+            "kmeans_converged": km["converged"],
+            "pseudo_positive_fraction_unlabeled": float(pseudo[unl].float().mean()),
+            "pseudo_label_acc_unlabeled": 100.0 * float((pseudo[unl] == data.y_true[unl]).float().mean()),
+            "final_train_risk": hist[-1] if hist else None,
+            "normalize": cfg.normalize,
+        }
+        return metrics, info

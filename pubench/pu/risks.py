@@ -1,0 +1,152 @@
+"""PU classification risks: PN, uPU (du Plessis et al. 2014/2015), nnPU (Kiryo et al. 2017).
+
+Notation: ``g`` is the real-valued score (logit) of a binary classifier, positive class
+``+1``; ``l(z, y)`` a surrogate loss of the margin ``y z``. From a labeled-positive set
+``P`` and an unlabeled set ``U`` whose positive fraction is the class prior ``pi``:
+
+    R_P^+ = E_P[l(g, +1)],   R_P^- = E_P[l(g, -1)],   R_U^- = E_U[l(g, -1)]
+
+    PN  (plain):  E_{x,y}[l(g(x), y)]                        (targets given, e.g. U -> -1)
+    uPU:          pi R_P^+ + R_U^- - pi R_P^-                 (du Plessis et al. 2014 / 2015)
+    nnPU:         pi R_P^+ + max(0, R_U^- - pi R_P^-)         (Kiryo et al. 2017, eq. 6)
+    PvU:          pi R_P^+ + R_U^-                            (uPU without its correction term;
+                                                               001's "cost-sensitive" PvU baseline)
+
+``U`` is the unlabeled part only: in 001's single-training-set setting the labeled
+positives are training samples too but are not in ``U``, and ``pi`` is the positive
+fraction among the unlabeled samples (001 A.1.1, the Split's ``prior``). In a
+case-control split the labeled positives are drawn separately and ``U`` is the whole
+unlabeled sample. Either way the caller passes scores and a boolean ``labeled`` mask.
+
+Empirical means over a mini-batch: a term whose set is empty in the batch is 0 (the
+nnPU reference code divides by ``max(1, n)``).
+
+Training with nnPU (Kiryo et al. 2017, Algorithm 1) does not simply descend the
+non-negative risk: when the negative-risk estimate ``r = R_U^- - pi R_P^-`` falls below
+``-beta`` it takes a step along ``-gamma * grad r`` ("defeat" the overfitting), else a
+step along ``grad`` of the non-negative risk. :func:`nnpu_objective` returns the
+surrogate whose gradient is that step, together with the risk value to report. Note:
+the authors' chainer code uses the gradient of the *uPU* risk in the first branch; for
+``r >= 0`` (always the case with the default ``beta = 0``) both coincide; for
+``-beta <= r < 0`` we follow the paper's Algorithm 1 (gradient of ``pi R_P^+`` only).
+
+Surrogate losses (``l(z, y)``, ``y`` in {+1, -1}):
+``sigmoid``: ``sigmoid(-y z)`` (Kiryo et al.'s choice); ``logistic``: ``log(1 + exp(-y z))``
+(= binary cross-entropy with logits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+SurrogateLoss = Callable[[torch.Tensor, int], torch.Tensor]
+
+
+def sigmoid_loss(z: torch.Tensor, y: int) -> torch.Tensor:
+    return torch.sigmoid(-y * z)
+
+
+def logistic_loss(z: torch.Tensor, y: int) -> torch.Tensor:
+    return F.softplus(-y * z)
+
+
+SURROGATES: dict[str, SurrogateLoss] = {"sigmoid": sigmoid_loss, "logistic": logistic_loss}
+
+
+def surrogate(loss: str | SurrogateLoss) -> SurrogateLoss:
+    """The surrogate loss ``l(z, y)`` by name (or the callable itself)."""
+    if callable(loss):
+        return loss
+    try:
+        return SURROGATES[loss]
+    except KeyError:
+        raise ValueError(f"unknown surrogate loss {loss!r}; one of {sorted(SURROGATES)}") from None
+
+
+def _check(scores: torch.Tensor, mask: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    scores = scores.reshape(-1) if scores.dim() == 2 and scores.shape[1] == 1 else scores
+    if scores.dim() != 1:
+        raise ValueError(f"scores must be (n,) or (n, 1), got {tuple(scores.shape)}")
+    mask = torch.as_tensor(mask, device=scores.device)
+    if mask.shape != scores.shape:
+        raise ValueError(f"{name} must have shape {tuple(scores.shape)}, got {tuple(mask.shape)}")
+    return scores, mask.bool()
+
+
+def _check_prior(prior: float) -> float:
+    prior = float(prior)
+    if not 0.0 <= prior <= 1.0:
+        raise ValueError(f"prior must be in [0, 1], got {prior}")
+    return prior
+
+
+def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values[mask]``; 0 when the mask is empty (reference code: sum / max(1, n))."""
+    n = mask.sum().clamp(min=1).to(values.dtype)
+    return (values * mask.to(values.dtype)).sum() / n
+
+
+def pu_terms(scores, labeled, prior: float, loss="sigmoid") -> dict[str, torch.Tensor]:
+    """``pi R_P^+`` (``positive``) and ``R_U^- - pi R_P^-`` (``negative``)."""
+    scores, labeled = _check(scores, labeled, "labeled")
+    prior = _check_prior(prior)
+    ell = surrogate(loss)
+    r_p_plus = _mean(ell(scores, +1), labeled)
+    r_p_minus = _mean(ell(scores, -1), labeled)
+    r_u_minus = _mean(ell(scores, -1), ~labeled)
+    return {"positive": prior * r_p_plus, "negative": r_u_minus - prior * r_p_minus}
+
+
+def pn_risk(scores, targets, loss="logistic") -> torch.Tensor:
+    """Plain supervised risk ``mean_i l(g(x_i), y_i)`` with ``targets`` 1 (-> +1) / 0 (-> -1).
+
+    With the logistic loss this is the binary cross-entropy. On PU data with the
+    observed labels as targets it is the naive "unlabeled = negative" classifier.
+    """
+    scores, pos = _check(scores, targets, "targets")
+    ell = surrogate(loss)
+    return torch.where(pos, ell(scores, +1), ell(scores, -1)).mean()
+
+
+def upu_risk(scores, labeled, prior: float, loss="sigmoid") -> torch.Tensor:
+    """Unbiased PU risk ``pi R_P^+ + R_U^- - pi R_P^-`` (du Plessis et al. 2014)."""
+    t = pu_terms(scores, labeled, prior, loss)
+    return t["positive"] + t["negative"]
+
+
+def nnpu_risk(scores, labeled, prior: float, loss="sigmoid") -> torch.Tensor:
+    """Non-negative PU risk ``pi R_P^+ + max(0, R_U^- - pi R_P^-)`` (Kiryo et al. 2017)."""
+    t = pu_terms(scores, labeled, prior, loss)
+    return t["positive"] + t["negative"].clamp(min=0)
+
+
+def pvu_risk(scores, labeled, prior: float, loss="sigmoid") -> torch.Tensor:
+    """Prior-weighted P-vs-U risk ``pi R_P^+ + R_U^-`` (uPU without the correction term)."""
+    scores, labeled = _check(scores, labeled, "labeled")
+    prior = _check_prior(prior)
+    ell = surrogate(loss)
+    return prior * _mean(ell(scores, +1), labeled) + _mean(ell(scores, -1), ~labeled)
+
+
+def nnpu_objective(scores, labeled, prior: float, loss="sigmoid", beta: float = 0.0,
+                   gamma: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """One nnPU training step (Kiryo et al. 2017, Algorithm 1).
+
+    Returns ``(objective, risk, defeated)``: call ``objective.backward()``; ``risk`` is the
+    detached non-negative risk estimate to report; ``defeated`` says whether the step was
+    the "defeat" step ``-gamma * grad(R_U^- - pi R_P^-)`` (taken when that estimate is
+    below ``-beta``).
+    """
+    if beta < 0 or gamma < 0:
+        raise ValueError(f"beta and gamma must be >= 0, got beta={beta}, gamma={gamma}")
+    t = pu_terms(scores, labeled, prior, loss)
+    risk = (t["positive"] + t["negative"].clamp(min=0)).detach()
+    if bool(t["negative"].detach() < -beta):
+        return -gamma * t["negative"], risk, True
+    return t["positive"] + t["negative"].clamp(min=0), risk, False
+
+
+RISKS = {"pn": pn_risk, "upu": upu_risk, "nnpu": nnpu_risk, "pvu": pvu_risk}

@@ -1,0 +1,91 @@
+"""Task ``contrastive_probe``: contrastive pre-training of an encoder, then a downstream
+classifier on it, evaluated on the test split (docs/tasks.md).
+
+``params = {data, model, pretrain, downstream}``. Seeds: ``data`` -> subsets and the
+split (shared by every row with the same ``params.data``); ``init`` -> model
+initialization, augmentations, data order and the downstream classifier. The whole run
+happens inside ``torch.random.fork_rng`` seeded from ``init``, so nothing depends on (or
+changes) the caller's global RNG. Torch's thread setting is left as the executor set it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from pubench.tasks import TASKS
+from pubench.tasks._image_common import (
+    build_encoder,
+    build_projector,
+    check_top,
+    data_config,
+    device,
+    model_config,
+    prepare_data,
+    run_info_common,
+)
+from pubench.train._common import sub_seeds
+from pubench.train.pretrain import (
+    LossCall,
+    PretrainConfig,
+    check_pretrain_config,
+    pretrain,
+)
+from pubench.train.probe import downstream_unit
+from pubench.utils.config import ConfigError, build_config
+
+KEYS = {"data", "model", "pretrain", "downstream"}
+
+
+def validate(params: dict[str, Any]):
+    """All configs, before any data is loaded (unknown / missing keys fail here)."""
+    check_top(params, KEYS, KEYS)
+    data = data_config(params["data"])
+    model = model_config(params["model"])
+    pre = build_config(PretrainConfig, params["pretrain"], "params.pretrain")
+    if not isinstance(params["downstream"], dict) or "name" not in params["downstream"]:
+        raise ConfigError("params.downstream must be a mapping with 'name'")
+    unit = downstream_unit(params["downstream"]["name"])
+    down = build_config(unit.config_cls, params["downstream"], "params.downstream")
+    down.check("params.downstream")
+    # loss checks that need no prior now; the prior is known after the split
+    check_pretrain_config(pre, prior=0.5)
+    return data, model, pre, unit, down
+
+
+def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+    data_cfg, model_cfg, pre_cfg, unit, down_cfg = validate(params)
+    prepared = prepare_data(data_cfg, seeds["data"])
+    d = prepared.data
+    LossCall(pre_cfg.loss, d.prior, "params.pretrain.loss")  # prior-dependent checks
+    dev = device()
+    enc_seed, proj_seed, pre_seed, down_seed, global_seed = sub_seeds(seeds["init"], 5)
+    info: dict[str, Any] = dict(prepared.info)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(global_seed)  # anything that still draws from the global RNG (dropout)
+        encoder = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
+        projector = build_projector(model_cfg, encoder.out_dim, proj_seed).to(dev)
+        t0 = time.perf_counter()
+        hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
+                        mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev)
+        t1 = time.perf_counter()
+        metrics, down_info = unit.run(down_cfg, encoder, d, down_seed, dev)
+        t2 = time.perf_counter()
+    info.update(
+        epochs_run=hist["epochs_run"],
+        pretrain={k: v for k, v in hist.items() if k != "epochs_run"},
+        downstream={"name": down_cfg.name, **down_info},
+        seconds={"pretrain": round(t1 - t0, 2), "downstream": round(t2 - t1, 2)},
+        **run_info_common(),
+    )
+    return {"metrics": metrics, "info": info}
+
+
+@TASKS.register("contrastive_probe")
+def contrastive_probe(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+    return run_contrastive(params, seeds)
+
+
+contrastive_probe.validate = validate

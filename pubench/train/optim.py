@@ -1,0 +1,180 @@
+"""Optimizers and learning-rate schedules by config.
+
+* :class:`LARS`: layer-wise adaptive rate scaling, You, Gitman & Ginsburg 2017
+  ("Large Batch Training of Convolutional Networks", Algorithm 1). For every parameter
+  tensor ``w`` with gradient ``g``, weight decay ``beta``, trust coefficient ``eta``,
+  momentum ``m`` and global learning rate ``gamma_t``::
+
+      local_lr = eta * ||w|| / (||g|| + beta * ||w||)
+      v <- m * v + gamma_t * local_lr * (g + beta * w)
+      w <- w - v
+
+  (``local_lr = 1`` when ``||w||`` or ``||g||`` is 0.) As in SimCLR, biases and
+  BatchNorm parameters (every tensor with ``ndim <= 1``) are excluded from both the
+  adaptation and the weight decay: for them ``v <- m v + gamma_t g``. SimCLR's
+  TensorFlow LARS divides by ``||g + beta w||`` instead of ``||g|| + beta ||w||``; with
+  the papers' ``beta = 1e-6`` the two differ by far less than float32 noise. No
+  maintained LARS ships with torch; the small ones on PyPI (``torchlars``, the LARS of
+  ``pytorch-optimizer``) implement other variants (MAE's) and would add a dependency for
+  40 lines, so this one is written here and tested against the formula.
+* Schedules, stepped once per optimizer step: ``constant`` and ``cosine`` (SimCLR:
+  linear warm-up from ``gamma/W`` to ``gamma`` over ``W = warmup_epochs * steps_per_epoch``
+  steps, then ``gamma * 0.5 * (1 + cos(pi * k / (T - W)))`` for the ``k``-th step after
+  warm-up, ``T`` the total number of steps).
+* :func:`build_optimizer` from ``{name: lars | sgd | adam | adamw, lr, momentum,
+  weight_decay, ...}``; momentum is required for ``lars``/``sgd`` and refused for Adam.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from pubench.utils.config import ConfigError, build_config
+
+
+class LARS(torch.optim.Optimizer):
+    """LARS (You et al. 2017). Param groups may set ``lars_adapt: False`` (and
+    ``weight_decay: 0``) for tensors excluded from the adaptation; :func:`lars_param_groups`
+    builds the SimCLR grouping (exclude ``ndim <= 1``)."""
+
+    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
+                 trust_coefficient: float = 1e-3, eps: float = 0.0):
+        if lr < 0 or momentum < 0 or weight_decay < 0 or trust_coefficient <= 0:
+            raise ValueError("LARS: lr, momentum, weight_decay must be >= 0 and trust_coefficient > 0")
+        defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
+                        trust_coefficient=trust_coefficient, eps=eps, lars_adapt=True)
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, m, wd = group["lr"], group["momentum"], group["weight_decay"]
+            eta, eps, adapt = group["trust_coefficient"], group["eps"], group["lars_adapt"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                if adapt:
+                    w_norm = torch.linalg.vector_norm(p)
+                    g_norm = torch.linalg.vector_norm(g)
+                    local = eta * w_norm / (g_norm + wd * w_norm + eps)
+                    local = torch.where((w_norm > 0) & (g_norm > 0), local, torch.ones_like(local))
+                    update = (g + wd * p) * local
+                else:
+                    update = g + wd * p if wd else g
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+                buf = state["momentum_buffer"]
+                buf.mul_(m).add_(update, alpha=lr)
+                p.sub_(buf)
+        return loss
+
+
+def split_decay_params(model: nn.Module | list[nn.Parameter]) -> tuple[list, list]:
+    """(weights with ndim > 1, biases and normalization parameters with ndim <= 1)."""
+    params = model.parameters() if isinstance(model, nn.Module) else model
+    adapt, rest = [], []
+    for p in params:
+        if p.requires_grad:
+            (adapt if p.ndim > 1 else rest).append(p)
+    return adapt, rest
+
+
+def lars_param_groups(model, weight_decay: float) -> list[dict]:
+    adapt, rest = split_decay_params(model)
+    groups = [{"params": adapt, "weight_decay": weight_decay, "lars_adapt": True}]
+    if rest:
+        groups.append({"params": rest, "weight_decay": 0.0, "lars_adapt": False})
+    return groups
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    name: str
+    lr: float
+    weight_decay: float = 0.0
+    momentum: float | None = None
+    trust_coefficient: float = 1e-3     # lars only (You et al. 2017, SimCLR: 0.001)
+    nesterov: bool = False              # sgd only
+    betas: list[float] | None = None    # adam / adamw
+
+
+OPTIMIZERS = ("lars", "sgd", "adam", "adamw")
+
+
+def optimizer_config(cfg: dict, where: str = "optimizer") -> OptimizerConfig:
+    c = build_config(OptimizerConfig, cfg, where)
+    if c.name not in OPTIMIZERS:
+        raise ConfigError(f"{where}.name: {c.name!r} is not one of {OPTIMIZERS}")
+    if c.name in ("lars", "sgd") and c.momentum is None:
+        raise ConfigError(f"{where}: {c.name} needs 'momentum'")
+    if c.name in ("adam", "adamw") and c.momentum is not None:
+        raise ConfigError(f"{where}: {c.name} takes no 'momentum' (use betas)")
+    if c.name != "lars" and "trust_coefficient" in cfg:
+        raise ConfigError(f"{where}: trust_coefficient is a LARS option")
+    if c.lr <= 0 or c.weight_decay < 0:
+        raise ConfigError(f"{where}: lr must be > 0 and weight_decay >= 0")
+    return c
+
+
+def build_optimizer(cfg: dict | OptimizerConfig, model: nn.Module | list) -> torch.optim.Optimizer:
+    c = cfg if isinstance(cfg, OptimizerConfig) else optimizer_config(cfg)
+    params = list(model.parameters()) if isinstance(model, nn.Module) else list(model)
+    params = [p for p in params if p.requires_grad]
+    if c.name == "lars":
+        return LARS(lars_param_groups(params, c.weight_decay), lr=c.lr, momentum=c.momentum,
+                    weight_decay=c.weight_decay, trust_coefficient=c.trust_coefficient)
+    if c.name == "sgd":
+        return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay,
+                               nesterov=c.nesterov)
+    betas = tuple(c.betas) if c.betas else (0.9, 0.999)
+    cls = torch.optim.Adam if c.name == "adam" else torch.optim.AdamW
+    return cls(params, lr=c.lr, betas=betas, weight_decay=c.weight_decay)
+
+
+# ------------------------------------------------------------------ schedules
+@dataclass(frozen=True)
+class ScheduleConfig:
+    name: str = "constant"
+    warmup_epochs: float = 0.0    # cosine only
+
+
+SCHEDULES = ("constant", "cosine")
+
+
+def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig:
+    c = build_config(ScheduleConfig, cfg or {}, where)
+    if c.name not in SCHEDULES:
+        raise ConfigError(f"{where}.name: {c.name!r} is not one of {SCHEDULES}")
+    if c.name == "constant" and c.warmup_epochs:
+        raise ConfigError(f"{where}: warmup_epochs needs name: cosine")
+    if c.warmup_epochs < 0:
+        raise ConfigError(f"{where}.warmup_epochs must be >= 0")
+    return c
+
+
+def cosine_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of the base lr at (0-based) ``step``: linear warm-up, then cosine to 0."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    decay = max(1, total_steps - warmup_steps)
+    k = min(step - warmup_steps, decay)
+    return 0.5 * (1.0 + math.cos(math.pi * k / decay))
+
+
+def build_scheduler(cfg: dict | ScheduleConfig | None, optimizer, steps_per_epoch: int, epochs: int):
+    c = cfg if isinstance(cfg, ScheduleConfig) else schedule_config(cfg)
+    if c.name == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    total = max(1, steps_per_epoch * epochs)
+    warm = int(round(c.warmup_epochs * steps_per_epoch))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_factor(step, total, warm))

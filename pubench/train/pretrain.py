@@ -1,0 +1,257 @@
+"""Contrastive pre-training: two augmented views per image, any ``pubench.losses`` loss.
+
+Framework ``simclr`` (Chen et al. 2020, registered in ``FRAMEWORKS``): a batch of ``b``
+source images gives ``2b`` views (two independent draws of the augmentation); both go
+through encoder + projector in one forward pass (so BatchNorm sees the ``2b`` views), and
+the loss gets the projections ``z1, z2`` (``(b, d)`` each). Every other view is a negative.
+
+Loss selection: ``loss: {name, **hyperparameters}``. The loss's signature is inspected:
+``labeled=`` gets the batch's labeled-positive mask (``observed == 1``) and ``labels=`` the
+observed labels (PU: 1 / 0; PNU: 1 / 0 / -1). A loss that takes ``prior`` and is not given
+one gets the run's class prior (recorded in the history). Other hyperparameters have no
+defaults (the loss raises if one is missing).
+
+Scheduled hyperparameters (BCL, 002 App. B.2): a key ``<p>_schedule`` replaces ``<p>``;
+the value used in epoch ``e`` (counted from 0) is
+
+* a list ``[{until_epoch: E1, value: v1}, {until_epoch: E2, value: v2}, ...]``: the value
+  of the first entry with ``e < until_epoch`` (the last entry's value after that);
+* ``{kind: linear, start: s, per_epoch: d, update_every: k}``: ``s + d * (k * floor(e / k))``
+  (``update_every`` defaults to 1).
+
+MoCo (queue) and CMC (memory bank) are not implemented: their frameworks are left
+unregistered, so ``pubench coverage`` lists them as missing.
+
+``eval_at_epoch: E`` stops after ``E`` epochs of an ``epochs``-long run (the lr schedule
+still spans ``epochs``): the checkpoint of epoch ``E`` of the full run, evaluated downstream.
+
+Batches: a fresh permutation per epoch; incomplete last batches are dropped (SimCLR),
+unless the data set is smaller than one batch (then one batch of everything).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from pubench.losses import LOSSES
+from pubench.train import FRAMEWORKS
+from pubench.train._common import batches, generator, progress, set_postfix, sub_seeds
+from pubench.train.augment import build_augment
+from pubench.train.optim import (
+    build_optimizer,
+    build_scheduler,
+    optimizer_config,
+    schedule_config,
+)
+from pubench.utils.config import ConfigError, build_config
+
+LABEL_ARGS = ("labeled", "labels")
+NOT_HYPER = ("z1", "z2", "reduction", *LABEL_ARGS)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    framework: dict
+    loss: dict
+    epochs: int
+    batch_size: int
+    optimizer: dict
+    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    augment: dict = field(default_factory=lambda: {"name": "simclr"})
+    eval_at_epoch: int | None = None   # stop after this many epochs (schedule still spans `epochs`)
+
+
+# ------------------------------------------------------------------ scheduled loss params
+def schedule_value(spec: Any, epoch: int, where: str = "schedule") -> float:
+    """The value of a ``<p>_schedule`` at ``epoch`` (see the module docstring)."""
+    if isinstance(spec, list):
+        if not spec:
+            raise ConfigError(f"{where}: empty schedule")
+        last = -math.inf
+        for i, item in enumerate(spec):
+            if not isinstance(item, dict) or set(item) != {"until_epoch", "value"}:
+                raise ConfigError(f"{where}[{i}]: expected {{until_epoch, value}}, got {item!r}")
+            if item["until_epoch"] <= last:
+                raise ConfigError(f"{where}: until_epoch must increase")
+            last = item["until_epoch"]
+        for item in spec:
+            if epoch < item["until_epoch"]:
+                return float(item["value"])
+        return float(spec[-1]["value"])
+    if isinstance(spec, dict):
+        if spec.get("kind") != "linear":
+            raise ConfigError(f"{where}: kind must be 'linear' (or give a list of until_epoch steps)")
+        extra = set(spec) - {"kind", "start", "per_epoch", "update_every"}
+        if extra or not {"start", "per_epoch"} <= set(spec):
+            raise ConfigError(f"{where}: linear schedule is {{kind, start, per_epoch, update_every}}")
+        k = int(spec.get("update_every", 1))
+        if k < 1:
+            raise ConfigError(f"{where}.update_every must be >= 1")
+        return float(spec["start"]) + float(spec["per_epoch"]) * (k * (epoch // k))
+    raise ConfigError(f"{where}: expected a list of steps or a {{kind: linear}} mapping, got {spec!r}")
+
+
+class LossCall:
+    """A loss by name with its fixed, scheduled and label arguments resolved."""
+
+    def __init__(self, cfg: dict, prior: float | None, where: str = "pretrain.loss"):
+        if not isinstance(cfg, dict) or "name" not in cfg:
+            raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
+        try:
+            self.fn = LOSSES.get(cfg["name"])
+        except KeyError as exc:
+            raise ConfigError(f"{where}.name: {exc}") from None
+        self.name = cfg["name"]
+        sig = inspect.signature(self.fn).parameters
+        self.label_arg = next((a for a in LABEL_ARGS if a in sig), None)
+        hyper = {k for k in sig if k not in NOT_HYPER}
+        self.fixed: dict[str, Any] = {}
+        self.schedules: dict[str, Any] = {}
+        for k, v in cfg.items():
+            if k == "name":
+                continue
+            if k.endswith("_schedule"):
+                p = k[: -len("_schedule")]
+                if p not in hyper:
+                    raise ConfigError(f"{where}.{k}: loss {self.name!r} has no parameter {p!r}")
+                if p in cfg:
+                    raise ConfigError(f"{where}: give either {p} or {k}, not both")
+                schedule_value(v, 0, f"{where}.{k}")
+                self.schedules[p] = v
+            elif k in hyper:
+                self.fixed[k] = v
+            else:
+                raise ConfigError(f"{where}: loss {self.name!r} takes no {k!r} (its parameters: {sorted(hyper)})")
+        self.prior_filled = False
+        if "prior" in hyper and "prior" not in self.fixed and "prior" not in self.schedules:
+            if prior is None:
+                raise ConfigError(f"{where}: loss {self.name!r} needs a prior and the split gives none")
+            self.fixed["prior"] = float(prior)
+            self.prior_filled = True
+        required = {k for k, p in sig.items() if k not in NOT_HYPER and p.default is inspect.Parameter.empty}
+        missing = required - set(self.fixed) - set(self.schedules)
+        if missing:
+            raise ConfigError(f"{where}: loss {self.name!r} needs {sorted(missing)}")
+
+    def kwargs(self, epoch: int) -> dict[str, Any]:
+        out = dict(self.fixed)
+        for p, spec in self.schedules.items():
+            out[p] = schedule_value(spec, epoch)
+        return out
+
+    def __call__(self, z1, z2, observed: torch.Tensor | None, epoch: int) -> torch.Tensor:
+        kw = self.kwargs(epoch)
+        if self.label_arg == "labeled":
+            kw["labeled"] = (observed == 1) if observed is not None else torch.zeros(z1.shape[0], dtype=torch.bool)
+        elif self.label_arg == "labels":
+            if observed is None:
+                raise ConfigError(f"loss {self.name!r} needs labels; the split has none")
+            kw["labels"] = observed
+        return self.fn(z1, z2, **kw)
+
+
+# ------------------------------------------------------------------ frameworks
+@dataclass(frozen=True)
+class SimCLRConfig:
+    name: str = "simclr"
+
+
+@FRAMEWORKS.register("simclr")
+class SimCLR:
+    """Two views through one encoder + projector (Chen et al. 2020)."""
+
+    config_cls = SimCLRConfig
+
+    def __init__(self, encoder: nn.Module, projector: nn.Module, cfg: SimCLRConfig):
+        self.encoder, self.projector, self.cfg = encoder, projector, cfg
+
+    def modules(self) -> list[nn.Module]:
+        return [self.encoder, self.projector]
+
+    def projections(self, v1: torch.Tensor, v2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = self.projector(self.encoder(torch.cat([v1, v2])))
+        return z[: v1.shape[0]], z[v1.shape[0]:]
+
+
+def build_framework(cfg: dict, encoder, projector, where: str = "pretrain.framework"):
+    if not isinstance(cfg, dict) or "name" not in cfg:
+        raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
+    try:
+        cls = FRAMEWORKS.get(cfg["name"])
+    except KeyError as exc:
+        raise ConfigError(f"{where}.name: {exc}") from None
+    return cls(encoder, projector, build_config(cls.config_cls, cfg, where))
+
+
+def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> LossCall:
+    """Validate everything that does not need the model (fail before any work)."""
+    if cfg.epochs < 0 or cfg.batch_size < 2:
+        raise ConfigError("pretrain: epochs must be >= 0 and batch_size >= 2")
+    if cfg.eval_at_epoch is not None and not 0 <= cfg.eval_at_epoch <= cfg.epochs:
+        raise ConfigError(f"pretrain.eval_at_epoch must be in [0, epochs = {cfg.epochs}], got {cfg.eval_at_epoch}")
+    optimizer_config(cfg.optimizer, "pretrain.optimizer")
+    schedule_config(cfg.schedule, "pretrain.schedule")
+    build_augment(cfg.augment, [0.0], [1.0], "pretrain.augment")
+    if "name" not in cfg.framework or cfg.framework["name"] not in FRAMEWORKS:
+        raise ConfigError(f"pretrain.framework: unknown framework {cfg.framework.get('name')!r} "
+                          f"(implemented: {FRAMEWORKS.names()})")
+    return LossCall(cfg.loss, prior)
+
+
+def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
+             cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
+             device: torch.device | str = "cpu") -> dict[str, Any]:
+    """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W).
+
+    ``observed``: per-image labels the loss may use (1 labeled positive, 0 / -1 as in the
+    Split), or None. ``seed`` drives data order and augmentations. Returns a history dict.
+    """
+    loss = check_pretrain_config(cfg, prior)
+    framework = build_framework(cfg.framework, encoder, projector)
+    aug = build_augment(cfg.augment, mean, std, "pretrain.augment")
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError("pre-training needs at least 2 images")
+    bs = min(cfg.batch_size, n)
+    steps_per_epoch = max(1, n // bs)
+    params = [p for m in framework.modules() for p in m.parameters()]
+    opt = build_optimizer(cfg.optimizer, params)
+    sched = build_scheduler(cfg.schedule, opt, steps_per_epoch, cfg.epochs)
+    order_seed, aug_seed = sub_seeds(seed, 2)
+    order_gen, aug_gen = generator(order_seed), generator(aug_seed)
+    history: dict[str, Any] = {"loss": [], "steps": 0, "epochs_run": 0, "batch_size": bs,
+                               "steps_per_epoch": steps_per_epoch, "loss_name": loss.name,
+                               "loss_kwargs": loss.kwargs(0), "prior_filled": loss.prior_filled}
+    if loss.schedules:
+        history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
+    run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
+    bar = progress(range(run_epochs), f"pretrain {loss.name}", total=run_epochs)
+    for epoch in bar:
+        for m in framework.modules():
+            m.train()
+        total, count = 0.0, 0
+        for idx in batches(n, bs, order_gen, drop_last=True, min_size=2):
+            xb = x[idx].to(device)
+            v1, v2 = aug(xb, aug_gen), aug(xb, aug_gen)
+            z1, z2 = framework.projections(v1, v2)
+            obs = observed[idx].to(device) if observed is not None else None
+            value = loss(z1, z2, obs, epoch)
+            if not torch.isfinite(value):
+                raise FloatingPointError(f"pre-training loss is {float(value)} at epoch {epoch}")
+            opt.zero_grad(set_to_none=True)
+            value.backward()
+            opt.step()
+            sched.step()
+            total += float(value.detach()) * len(idx)
+            count += len(idx)
+            history["steps"] += 1
+        history["loss"].append(total / max(1, count))
+        history["epochs_run"] = epoch + 1
+        set_postfix(bar, loss=history["loss"][-1], lr=opt.param_groups[0]["lr"])
+    return history

@@ -1,0 +1,157 @@
+"""Batched per-sample augmentations: shapes, ranges, determinism, per-sample variation,
+and agreement of the colour ops with torchvision's functional ops."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torchvision.transforms.v2.functional as TF
+
+from pubench.train import augment as A
+from pubench.utils.config import ConfigError
+
+MEAN3, STD3 = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]
+
+
+def _images(n=8, c=3, h=32, w=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (n, c, h, w), generator=g, dtype=torch.uint8)
+
+
+def _gen(seed=1):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_shapes_dtype_range():
+    x = _images()
+    aug = A.build_augment({"name": "simclr"}, MEAN3, STD3)
+    out = aug(x, _gen())
+    assert out.shape == (8, 3, 32, 32) and out.dtype == torch.float32
+    raw = out * 0.25 + 0.5
+    assert raw.min() >= -1e-5 and raw.max() <= 1 + 1e-5
+    aug28 = A.build_augment({"name": "mnist_crop", "size": 20}, [0.1307], [0.3081])
+    out = aug28(_images(c=1, h=28, w=28), _gen())
+    assert out.shape == (8, 1, 20, 20)
+
+
+def test_deterministic_given_generator():
+    x = _images()
+    aug = A.build_augment({"name": "simclr", "blur_p": 0.5}, MEAN3, STD3)
+    a, b = aug(x, _gen(5)), aug(x, _gen(5))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, aug(x, _gen(6)))
+
+
+def test_per_sample_crops_differ():
+    # the same image twice in one batch gets two different views
+    x = _images(n=1).repeat(2, 1, 1, 1)
+    for name in ("simclr", "mnist_crop", "crop"):
+        aug = A.build_augment({"name": name}, MEAN3, STD3)
+        p = aug.draw(2, 32, 32, 3, _gen(3))
+        assert not torch.equal(p["box"][0], p["box"][1])
+        out = aug(x, _gen(3))
+        assert not torch.allclose(out[0], out[1])
+
+
+def test_crop_boxes_follow_torchvision_semantics():
+    aug = A.build_augment({"name": "crop", "scale": [0.2, 1.0]}, MEAN3, STD3)
+    box = aug.crop_params(4000, 32, 32, _gen(0))
+    top, left, h, w = box.unbind(1)
+    assert (top >= 0).all() and (left >= 0).all() and (top + h <= 32).all() and (left + w <= 32).all()
+    assert (h >= 1).all() and (w >= 1).all()
+    area = h * w / 1024
+    assert area.min() >= 0.15 and area.max() <= 1.0
+    assert len(torch.unique(box, dim=0)) > 1000
+    assert torch.equal(box, torch.round(box))
+
+
+def test_full_box_without_flip_is_identity():
+    x = _images(n=3)
+    aug = A.build_augment({"name": "crop", "flip": 0.0}, [0, 0, 0], [1, 1, 1])
+    box = torch.tensor([[0.0, 0.0, 32.0, 32.0]]).repeat(3, 1)
+    out = aug(x, _gen(), params={"box": box, "flip": torch.zeros(3, dtype=torch.bool)})
+    assert torch.allclose(out, x.float() / 255, atol=1e-5)
+    flipped = aug(x, _gen(), params={"box": box, "flip": torch.ones(3, dtype=torch.bool)})
+    assert torch.allclose(flipped, x.float().flip(-1) / 255, atol=1e-5)
+
+
+def test_crop_box_region():
+    x = _images(n=1)
+    aug = A.build_augment({"name": "crop", "flip": 0.0, "size": 8}, [0, 0, 0], [1, 1, 1])
+    box = torch.tensor([[4.0, 10.0, 8.0, 8.0]])
+    out = aug(x, _gen(), params={"box": box, "flip": torch.zeros(1, dtype=torch.bool)})
+    assert torch.allclose(out[0], x[0, :, 4:12, 10:18].float() / 255, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,ref", [
+    (A.adjust_brightness, TF.adjust_brightness),
+    (A.adjust_contrast, TF.adjust_contrast),
+    (A.adjust_saturation, TF.adjust_saturation),
+])
+def test_colour_ops_match_torchvision(op, ref):
+    x = _images(n=4).float() / 255
+    f = torch.tensor([0.6, 0.9, 1.2, 1.4])
+    ours = op(x.clone(), f)
+    theirs = torch.stack([ref(x[i], float(f[i])) for i in range(4)])
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_hue_matches_torchvision():
+    x = _images(n=4).float() / 255
+    f = torch.tensor([-0.1, -0.03, 0.05, 0.1])
+    ours = A.adjust_hue(x.clone(), f)
+    theirs = torch.stack([TF.adjust_hue(x[i], float(f[i])) for i in range(4)])
+    assert torch.allclose(ours, theirs, atol=1e-4)
+
+
+def test_grayscale_inputs_get_no_colour_ops():
+    aug = A.build_augment({"name": "simclr"}, [0.5], [0.25])
+    p = aug.draw(4, 28, 28, 1, _gen())
+    assert "jitter" not in p
+    assert aug(_images(n=4, c=1, h=28, w=28), _gen()).shape == (4, 1, 28, 28)
+
+
+def test_jitter_probability_and_gray():
+    aug = A.build_augment({"name": "simclr"}, MEAN3, STD3)
+    p = aug.draw(20000, 32, 32, 3, _gen())
+    assert abs(p["jitter_applied"].float().mean() - 0.8) < 0.02
+    assert abs(p["gray"].float().mean() - 0.2) < 0.02
+    assert abs(p["flip"].float().mean() - 0.5) < 0.02
+    j = p["jitter"][p["jitter_applied"]]
+    assert j[:, 0].min() >= 0.6 and j[:, 0].max() <= 1.4 and j[:, 3].abs().max() <= 0.1
+    # a sample drawn gray is gray: all channels equal
+    x = _images(n=64)
+    out = aug(x, _gen(2))
+    p = aug.draw(64, 32, 32, 3, _gen(2))
+    g = p["gray"]
+    assert g.any()
+    raw = out[g] * 0.25 + 0.5
+    assert torch.allclose(raw[:, 0], raw[:, 1], atol=1e-5) and torch.allclose(raw[:, 1], raw[:, 2], atol=1e-5)
+
+
+def test_blur_runs_and_smooths():
+    x = _images(n=4)
+    aug = A.build_augment({"name": "simclr", "blur_p": 1.0, "jitter_p": 0.0, "gray_p": 0.0, "flip": 0.0,
+                           "scale": [1.0, 1.0], "ratio": [1.0, 1.0], "blur_sigma": [2.0, 2.0]}, [0, 0, 0], [1, 1, 1])
+    out = aug(x, _gen())
+    assert out.shape == x.shape
+    assert out.std() < (x.float() / 255).std()
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="unknown key"):
+        A.build_augment({"name": "simclr", "colour": 1}, MEAN3, STD3)
+    with pytest.raises(ConfigError, match="unknown augment"):
+        A.build_augment({"name": "autoaugment"}, MEAN3, STD3)
+    with pytest.raises(ConfigError, match="scale"):
+        A.build_augment({"name": "crop", "scale": [0.5, 0.2]}, MEAN3, STD3)
+    with pytest.raises(ValueError, match="uint8"):
+        A.build_augment({"name": "crop"}, MEAN3, STD3)(torch.zeros(2, 3, 8, 8), _gen())
+
+
+def test_channel_stats():
+    x = torch.zeros(4, 2, 3, 3, dtype=torch.uint8)
+    x[:, 1] = 255
+    x[:2, 0] = 255
+    mean, std = A.channel_stats(x, chunk=3)
+    assert mean == pytest.approx([0.5, 1.0]) and std[0] == pytest.approx(0.5) and std[1] == pytest.approx(0, abs=1e-5)
