@@ -131,7 +131,8 @@ def cmd_run(args) -> int:
         return 0
     from pubench.executors import LocalExecutor
 
-    counts = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress).run(todo, desc=spec.id)
+    counts = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress,
+                           threads=args.threads).run(todo, desc=spec.id)
     print(f"pubench: {counts['ok']} ok, {counts['failed']} failed"
           + (f" (failure records in {store.folder(args.tier, spec.id)}; rerun to retry)" if counts["failed"] else ""))
     return 1 if counts["failed"] else 0
@@ -289,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only cells matching this glob pattern (repeatable)")
     s.add_argument("--executor", default="local", choices=["local", "slurm"])
     s.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1: in this process)")
+    s.add_argument("--threads", type=int, help="torch threads per job (default: cores / jobs); use 1 when "
+                   "other heavy processes share the machine: OpenMP threads waiting on a busy core are 10x slower")
     s.add_argument("--profile", default="default", help="SLURM profile slurm/<name>.yaml (default: default)")
     s.add_argument("--cluster", default="slurm", choices=["slurm", "local", "debug"],
                    help=argparse.SUPPRESS)  # submitit backends other than slurm, for tests
