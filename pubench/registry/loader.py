@@ -95,13 +95,25 @@ def _with_includes(path: Path, data: dict[str, Any], seen: tuple[Path, ...] = ()
             raise SpecError(str(path), "include", f"include cycle through {inc}")
         if not ipath.exists():
             raise SpecError(str(path), "include", f"file not found: {inc}")
-        merged = deep_merge(merged, _with_includes(ipath, read_yaml(ipath), seen + (ipath,)))
-    return deep_merge(merged, data)
+        merged = deep_merge(merged, _with_includes(ipath, read_yaml(ipath), seen + (ipath,)), keep_nulls=True)
+    return deep_merge(merged, data, keep_nulls=True)
+
+
+def _drop_null_entries(raw: dict[str, Any]) -> dict[str, Any]:
+    """``cols: {SVHN: null}`` in a spec removes the entry an include provided; other nulls
+    stay, as deletions applied when a cell's config is resolved."""
+    layers = [raw.get("experiment")] + list((raw.get("tiers") or {}).values())
+    for layer in layers:
+        if isinstance(layer, dict):
+            for key in ("rows", "cols", "cells"):
+                if isinstance(layer.get(key), dict):
+                    layer[key] = {k: v for k, v in layer[key].items() if v is not None}
+    return raw
 
 
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
-    raw = _with_includes(path, read_yaml(path), (path.resolve(),))
+    raw = _drop_null_entries(_with_includes(path, read_yaml(path), (path.resolve(),)))
     return parse_spec(raw, str(path))
 
 
@@ -260,9 +272,8 @@ def _check_layer(ck: _Checker, layer: dict, where: str, rows, cols, extra=frozen
             if not isinstance(v, dict):
                 ck.fail(f"{where}.{key}.{name}", "expected a mapping of params")
     for name, v in ck.get(layer, "cells", dict, where, required=False, default={}).items():
-        r, _, c = name.partition("|")
-        if r not in rows or c not in cols:
-            ck.fail(f"{where}.cells.{name}", "expected 'row|col' naming an existing row and col")
+        if "|" not in name or not any(match_cell(name, r, c) for r in rows for c in cols):
+            ck.fail(f"{where}.cells.{name}", "expected 'row|col' (globs allowed) matching at least one cell")
         if not isinstance(v, dict):
             ck.fail(f"{where}.cells.{name}", "expected a mapping of params")
 

@@ -140,7 +140,9 @@ class Spec:
             params = deep_merge(params, layer.get("params", {}))
             params = deep_merge(params, layer.get("rows", {}).get(row, {}))
             params = deep_merge(params, layer.get("cols", {}).get(col, {}))
-            params = deep_merge(params, layer.get("cells", {}).get(cell_key(row, col), {}))
+            for pattern, over in layer.get("cells", {}).items():  # exact keys or globs, in file order
+                if match_cell(pattern, row, col):
+                    params = deep_merge(params, over)
         out["params"] = params
         return out
 
@@ -161,14 +163,28 @@ def match_cell(pattern: str, row: str, col: str) -> bool:
     return fnmatch.fnmatchcase(row, prow) and fnmatch.fnmatchcase(col, pcol or "*")
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Recursive dict merge; ``over`` wins; a value of ``None`` in ``over`` deletes the key."""
+def deep_merge(base: dict[str, Any], over: dict[str, Any], keep_nulls: bool = False) -> dict[str, Any]:
+    """Recursive dict merge; ``over`` wins; a value of ``None`` in ``over`` deletes the key.
+
+    Deleting from nothing creates nothing: ``{pu_method: {prior: null}}`` merged into a
+    config without ``pu_method`` leaves it without one. ``keep_nulls`` keeps ``None``
+    values as they are (merging YAML files, where a null is an instruction for later).
+    """
     out = copy.deepcopy(base)
     for k, v in (over or {}).items():
-        if v is None:
+        if v is None and not keep_nulls:
             out.pop(k, None)
-        elif isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_merge(out[k], v)
+        elif isinstance(v, dict):
+            merged = deep_merge(out[k] if isinstance(out.get(k), dict) else {}, v, keep_nulls)
+            if keep_nulls:
+                out[k] = merged
+                continue
+            if merged or isinstance(out.get(k), dict) or not _only_deletions(v):
+                out[k] = merged
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+def _only_deletions(d: dict[str, Any]) -> bool:
+    return all(v is None or (isinstance(v, dict) and _only_deletions(v)) for v in d.values())

@@ -98,6 +98,18 @@ def test_resolution_order_and_null_deletes():
     assert spec.resolve("reduced", "A", "y")["params"] == {"value": 9.0}
 
 
+def test_glob_cells_layer_applies_in_file_order():
+    text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
+        cells={"*|*": {"sleep": 0.1}, "A|*": {"sleep": 0.2}, "*|y": {"data": {"n": None}}}, deviations=["d"]))
+    spec = _parse(text)
+    assert spec.resolve("reduced", "A", "x")["params"] == {"value": 1.0, "sleep": 0.2}
+    assert spec.resolve("reduced", "B", "x")["params"] == {"value": 2.0, "sleep": 0.1}
+    assert "data" not in spec.resolve("reduced", "B", "y")["params"]  # deleting from nothing creates nothing
+    bad = _mutate(selftest_spec(), lambda d: d["experiment"].update(cells={"Z*|*": {}}))
+    with pytest.raises(SpecError, match="matching at least one cell"):
+        _parse(bad)
+
+
 def test_glob_cell_patterns():
     assert match_cell("*|STL*", "puNCE", "STL-I")
     assert not match_cell("*|STL*", "puNCE", "CIFAR-I")
@@ -108,6 +120,22 @@ def test_deep_merge_does_not_mutate():
     a = {"x": {"y": 1}}
     b = deep_merge(a, {"x": {"z": 2}})
     assert a == {"x": {"y": 1}} and b == {"x": {"y": 1, "z": 2}}
+    assert deep_merge(a, {"q": {"r": None}}) == a
+    assert deep_merge(a, {"x": {"y": None}}) == {"x": {}}
+    assert deep_merge(a, {"q": {"r": None}}, keep_nulls=True) == {"x": {"y": 1}, "q": {"r": None}}  # YAML includes
+
+
+def test_every_tier_cell_is_runnable_or_says_why():
+    """A cell a tier cannot run carries a reason; every other one names implemented units and
+    a config its task accepts, or coverage lists it as missing/rejected (never silently)."""
+    from pubench.coverage import coverage
+
+    cov = coverage(load_all())
+    for t in cov["tables"]:
+        for tier, n in t["runnable"].items():
+            assert 0 <= n <= t["cells"]
+    for r in cov["rejected_configs"]:
+        assert r["error"] and r["cells"] > 0
 
 
 def test_every_real_spec_is_valid():
