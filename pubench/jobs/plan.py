@@ -55,10 +55,14 @@ class Job:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
-def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int) -> dict[str, int]:
+def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int,
+                 init_axes: tuple[str, ...] = ("row", "col")) -> dict[str, int]:
+    """``init_axes`` names the cell axes the init seed depends on: ``("row",)`` gives every
+    column of a row the same initialisation (e.g. one pre-trained encoder, two probes)."""
     return {
         "data": derive_seed("data", spec_id, params.get("data"), seed_index),
-        "init": derive_seed("init", spec_id, row, col, seed_index),
+        "init": derive_seed("init", spec_id, row if "row" in init_axes else None,
+                            col if "col" in init_axes else None, seed_index),
     }
 
 
@@ -95,6 +99,6 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
             jobs.append(Job(
                 spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
-                seeds=derive_seeds(spec.id, row, col, cfg["params"], k),
+                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from),
             ))
     return Plan(spec, tier, n, jobs, unavailable)

@@ -160,7 +160,10 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:  # noqa: C901 - a flat l
 
     exp = ck.get(raw, "experiment", dict)
     ck.get(exp, "task", str, "experiment")
-    _check_layer(ck, exp, "experiment", rows, cols, extra={"task", "exclude"})
+    _check_layer(ck, exp, "experiment", rows, cols, extra={"task", "exclude", "init_seed_from"})
+    axes = ck.str_list(exp, "init_seed_from", "experiment", required=False)
+    if set(axes) - {"row", "col"}:
+        ck.fail("experiment.init_seed_from", "a subset of [row, col]")
     exclude = ck.str_list(exp, "exclude", "experiment", required=False)
 
     tiers_raw = ck.get(raw, "tiers", dict)

@@ -107,6 +107,11 @@ class Spec:
     exclude: list[str]
     tiers: dict[str, Tier]
     derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
+
+    @property
+    def init_seed_from(self) -> tuple[str, ...]:
+        """Cell axes the init seed depends on (``experiment.init_seed_from``, default row and col)."""
+        return tuple(self.experiment.get("init_seed_from", ("row", "col")))
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 

@@ -58,6 +58,13 @@ def test_data_seed_shared_across_rows_init_seed_not():
     assert by[("A", "x", 0)]["init"] != by[("B", "x", 0)]["init"]
 
 
+def test_init_seed_shared_along_a_row_when_asked():
+    text = selftest_spec().replace("  task: selftest", "  task: selftest\n  init_seed_from: [row]")
+    jobs = expand(_spec(text), "paper", 1).jobs
+    by = {(j.row, j.col): j.seeds["init"] for j in jobs}
+    assert by[("A", "x")] == by[("A", "y")] != by[("B", "x")]
+
+
 def test_unavailable_cells_are_listed_not_run():
     text = selftest_spec().replace("reduced: {seeds: 2}", "reduced: {seeds: 2, unavailable: {'*|y': no data here}}")
     plan = expand(_spec(text), "reduced")
