@@ -22,7 +22,7 @@ from pubench.losses.infonce import info_nce, info_nce_from_logits  # noqa: E402
 from pubench.losses.pucl import pu_corrected, pu_corrected_from_logits  # noqa: E402
 from pubench.losses.punce import punce, punce_pnu  # noqa: E402
 from pubench.losses.ring import ring, ring_from_logits  # noqa: E402
-from pubench.losses.supcon import mixed, supcon, supcon_pu  # noqa: E402
+from pubench.losses.supcon import mixed, supcon, supcon_pnu, supcon_pu  # noqa: E402
 
 __all__ = [
     "LOSSES",
@@ -42,5 +42,6 @@ __all__ = [
     "ring",
     "ring_from_logits",
     "supcon",
+    "supcon_pnu",
     "supcon_pu",
 ]

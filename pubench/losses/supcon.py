@@ -14,6 +14,10 @@ anchor, positives included), with a row-stochastic attraction matrix W:
   a(i)); unlabeled anchors get W = one-hot on a(i), i.e. InfoNCE (001 eq. 4).
   Naming trap: 001's "SCL" baseline (eq. 11, L_SCL^PU) is this puCL, not 003's
   sCL-PU (``supcon`` with PU labels).
+* ``supcon_pnu`` -- the semi-supervised SCL of 001 Table 4 (Assran et al. 2020): with
+  PNU labels (1 labeled positive / 0 labeled negative / -1 unlabeled), labeled anchors get
+  W uniform on the other labeled views of their class; unlabeled anchors one-hot on a(i).
+  With no labeled negative it is ``supcon_pu``; with everything labeled, ``supcon``.
 * ``mixed`` -- 003's mCL (eq. 28): lam * sCL-PU + (1 - lam) * ssCL (InfoNCE). Since the
   loss is linear in W it is computed once with W = lam W_sCL-PU + (1 - lam) W_ssCL.
 
@@ -91,6 +95,26 @@ def supcon_pu(z1, z2, labeled: torch.Tensor, temperature: float, *, reduction: s
     labeled = check_labeled(labeled, b, z1.device)
     sim = view_logits(z1, z2, check_temperature(temperature))
     loss = weighted_view_nll(sim, pucl_weights(labeled.repeat(2), sim.dtype))
+    return reduce(loss, reduction)
+
+
+def pnu_weights(labels2: torch.Tensor, dtype) -> torch.Tensor:
+    """W of semi-supervised SCL: labeled rows uniform on their labeled class-mates, unlabeled
+    rows one-hot on a(i)."""
+    n = labels2.numel()
+    labeled = labels2 >= 0
+    same = (labels2.unsqueeze(0) == labels2.unsqueeze(1)) & labeled.unsqueeze(0) & _not_self(n, labels2.device)
+    return torch.where(labeled.unsqueeze(1), row_normalize(same, dtype), partner_weights(n // 2, dtype, labels2.device))
+
+
+@LOSSES.register("supcon_pnu")
+def supcon_pnu(z1, z2, labels: torch.Tensor, temperature: float, *, reduction: str = "mean"):
+    """Semi-supervised SCL on PNU labels (1 / 0 labeled, -1 unlabeled), 001 Table 4's SCL."""
+    b = check_views(z1, z2)
+    check_reduction(reduction)
+    labels = check_labels(labels, b, z1.device)
+    sim = view_logits(z1, z2, check_temperature(temperature))
+    loss = weighted_view_nll(sim, pnu_weights(labels.repeat(2), sim.dtype))
     return reduce(loss, reduction)
 
 

@@ -50,6 +50,7 @@ CASES = [
     LossCase("ring", L.ring, ref.naive_ring, {"lower": 0.0, "upper": 0.3}),
     LossCase("supcon", L.supcon, ref.naive_supcon, {}, "labels"),
     LossCase("supcon_pu", L.supcon_pu, ref.naive_supcon_pu, {}, "labeled"),
+    LossCase("supcon_pnu", L.supcon_pnu, ref.naive_supcon_pnu, {}, "pnu"),
     LossCase("mixed", L.mixed, ref.naive_mixed, {"lam": 0.3}, "labeled"),
     LossCase("punce", L.punce, ref.naive_punce, {"prior": 0.4}, "labeled"),
     LossCase("punce", L.punce, ref.naive_punce, {"prior": 1.0}, "labeled"),

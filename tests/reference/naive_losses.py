@@ -230,6 +230,20 @@ def naive_supcon_pu(z1, z2, labeled, temperature, anchors=None):
     return _supervised(z1, z2, temperature, anchors, weights)
 
 
+def naive_supcon_pnu(z1, z2, labels, temperature, anchors=None):
+    """Semi-supervised SCL (001 Table 4; Assran et al. 2020): labeled anchors (y in {0, 1})
+    over the other labeled views of their class; unlabeled anchors (y = -1) InfoNCE."""
+    y = [int(v) for v in _aslist(labels)]
+
+    def weights(i, b):
+        if y[i % b] < 0:
+            return {a(i, b): 1.0}
+        Q = [t for t in range(2 * b) if t != i and y[t % b] == y[i % b]]
+        return {j: 1 / len(Q) for j in Q}
+
+    return _supervised(z1, z2, temperature, anchors, weights)
+
+
 def naive_mixed(z1, z2, labeled, temperature, lam, anchors=None):
     """003 mCL: lam * sCL-PU + (1 - lam) * ssCL."""
     labels = [int(bool(v)) for v in _aslist(labeled)]

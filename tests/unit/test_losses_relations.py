@@ -176,3 +176,18 @@ def test_mixed_endpoints_and_linearity(seed):
 def test_supcon_with_distinct_labels_is_infonce(seed):
     z1, z2 = views(seed)
     close(supcon(z1, z2, labels=torch.arange(9), temperature=T), info_nce(z1, z2, temperature=T))
+
+
+def test_supcon_pnu_special_cases():
+    """Semi-supervised SCL: no labels -> InfoNCE; PU labels -> puCL; all labeled -> SupCon."""
+    from pubench.losses import info_nce, supcon, supcon_pnu, supcon_pu
+
+    z1, z2 = make_views(8, 5, seed=3)
+    none = torch.full((8,), -1)
+    torch.testing.assert_close(supcon_pnu(z1, z2, labels=none, temperature=0.5), info_nce(z1, z2, temperature=0.5))
+    pu = torch.tensor([1, -1, 1, -1, -1, 1, -1, -1])
+    torch.testing.assert_close(supcon_pnu(z1, z2, labels=pu, temperature=0.5),
+                               supcon_pu(z1, z2, labeled=pu == 1, temperature=0.5))
+    full = torch.tensor([1, 0, 1, 0, 0, 1, 1, 0])
+    torch.testing.assert_close(supcon_pnu(z1, z2, labels=full, temperature=0.5),
+                               supcon(z1, z2, labels=full, temperature=0.5))
