@@ -84,3 +84,4 @@ def data_root():
 
 def pytest_configure(config):
     os.environ.setdefault("PUBENCH_NO_MALLOC_TUNING", "1")
+    os.environ.setdefault("PUBENCH_ENCODER_CACHE", "0")  # tests never read or write the project's cache

@@ -26,6 +26,7 @@ from pubench.tasks._image_common import (
     prepare_data,
     run_info_common,
 )
+from pubench.train import encoder_cache
 from pubench.train._common import sub_seeds
 from pubench.train.pretrain import (
     LossCall,
@@ -68,8 +69,18 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
         encoder = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
         projector = build_projector(model_cfg, encoder.out_dim, proj_seed).to(dev)
         t0 = time.perf_counter()
-        hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
-                        mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev)
+        key = encoder_cache.encoder_key(
+            {k: params[k] for k in ("data", "model", "pretrain")},
+            {"data": seeds["data"], "init": [enc_seed, proj_seed, pre_seed, global_seed]})
+        cached = encoder_cache.load(key)
+        if cached is not None:  # the same pre-training already ran (e.g. the other probe of a row)
+            encoder.load_state_dict(cached[0])
+            hist = cached[1]
+        else:
+            hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
+                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev)
+            encoder_cache.save(key, encoder.state_dict(), hist)
+        info["encoder_cache"] = {"key": key, "hit": cached is not None}
         t1 = time.perf_counter()
         metrics, down_info = unit.run(down_cfg, encoder, d, down_seed, dev)
         t2 = time.perf_counter()

@@ -75,3 +75,12 @@ def test_run_status_report_end_to_end(tmp_registry, capsys):
 def test_help_has_examples():
     out = _run("run", "--help")
     assert out.returncode == 0 and "examples:" in out.stdout and "--dry-run" in out.stdout
+
+
+def test_cells_naming_missing_units_are_skipped_not_failed(tmp_registry, capsys):
+    text = selftest_spec().replace("B: {value: 2.0}", "B: {value: 2.0, data: {dataset: no_such_dataset}}")
+    tmp_registry(text)
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "not implemented yet, not run: B|x: dataset:no_such_dataset" in out
+    assert "2 job(s)" in out
