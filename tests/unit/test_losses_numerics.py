@@ -24,7 +24,7 @@ from pubench.losses import LOSSES  # noqa: E402
 
 REGISTERED = [
     "bayesian", "debiased", "hard", "info_nce", "mixed", "pu_corrected",
-    "punce", "punce_pnu", "ring", "supcon", "supcon_pu",
+    "punce", "punce_pnu", "ring", "supcon", "supcon_pnu", "supcon_pu",
 ]  # fmt: skip
 
 
