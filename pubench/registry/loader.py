@@ -27,7 +27,7 @@ from pubench.registry.spec import (
 TOP_KEYS = {
     "id", "paper", "kind", "title", "caption", "version", "source", "metrics", "rows", "cols",
     "row_groups", "col_groups", "reported", "decisions", "claims", "experiment", "tiers", "include",
-    "derived_cols",
+    "derived_cols", "methods_in",
 }
 LAYER_KEYS = {"params", "rows", "cols", "cells"}
 
@@ -176,6 +176,8 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:  # noqa: C901 - a flat l
         ck.fail(f"tiers.{t}", f"unknown tier (one of {', '.join(TIERS)})")
 
     claims = _parse_claims(ck, raw, rows, cols, metrics)
+    if raw.get("methods_in", "rows") not in ("rows", "cols"):
+        ck.fail("methods_in", "rows or cols (the axis holding the compared methods)")
     derived = ck.get(raw, "derived_cols", dict, required=False, default={})
     for name, d in derived.items():
         where = f"derived_cols.{name}"

@@ -109,6 +109,11 @@ class Spec:
     derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
 
     @property
+    def methods_in(self) -> str:
+        """Which axis holds the compared methods (``rows`` unless the spec says ``cols``)."""
+        return self.raw.get("methods_in", "rows")
+
+    @property
     def init_seed_from(self) -> tuple[str, ...]:
         """Cell axes the init seed depends on (``experiment.init_seed_from``, default row and col)."""
         return tuple(self.experiment.get("init_seed_from", ("row", "col")))

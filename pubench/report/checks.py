@@ -18,6 +18,8 @@ from pubench.report.collect import TableResult
 
 @dataclass
 class ColumnCheck:
+    """One comparison line: a column (methods in rows) or a row (``methods_in: cols``)."""
+
     group: str | None
     col: str
     metric: str
@@ -54,22 +56,37 @@ def _best(values: dict[str, float], higher: bool) -> str | None:
     return (max if higher else min)(values, key=values.get)
 
 
+def _comparisons(res: TableResult):
+    """(group, fixed key, candidates, getter) for every line along which methods compete:
+    each column within a row group (methods in rows, the default) or each row (``methods_in: cols``)."""
+    spec = res.spec
+    if spec.methods_in == "cols":
+        cols = [c for c in spec.cols if c not in spec.derived_cols]
+        for row in spec.rows:
+            yield None, row, cols, lambda c, m, row=row: (res.get(row, c, m), res.reported(row, c, m))
+        return
+    for group, rows in _row_sets(res):
+        for col in spec.cols:
+            yield group, col, rows, lambda r, m, col=col: (res.get(r, col, m), res.reported(r, col, m))
+
+
 def column_checks(res: TableResult) -> list[ColumnCheck]:
+    """Per comparison line: the best method ours vs the paper's, and Kendall tau between them."""
     out = []
     for metric, m in res.spec.metrics.items():
-        for group, rows in _row_sets(res):
-            for col in res.spec.cols:
-                ours = {r: s.mean for r in rows if (s := res.get(r, col, metric)) is not None}
-                paper = {r: c.mean for r in rows if (c := res.reported(r, col, metric)) and c.mean is not None}
-                if not ours and not paper:
-                    continue
-                both = [r for r in rows if r in ours and r in paper]
-                tau = None
-                if len(both) >= 3:
-                    t = kendalltau([ours[r] for r in both], [paper[r] for r in both]).statistic
-                    tau = None if t != t else float(t)  # nan when a side is constant
-                out.append(ColumnCheck(group, col, metric, _best(ours, m.higher_is_better),
-                                       _best(paper, m.higher_is_better), tau, len(both)))
+        for group, key, cands, get in _comparisons(res):
+            pairs = {x: get(x, metric) for x in cands}
+            ours = {x: s.mean for x, (s, _) in pairs.items() if s is not None}
+            paper = {x: r.mean for x, (_, r) in pairs.items() if r is not None and r.mean is not None}
+            if not ours and not paper:
+                continue
+            both = [x for x in cands if x in ours and x in paper]
+            tau = None
+            if len(both) >= 3:
+                t = kendalltau([ours[x] for x in both], [paper[x] for x in both]).statistic
+                tau = None if t != t else float(t)  # nan when a side is constant
+            out.append(ColumnCheck(group, key, metric, _best(ours, m.higher_is_better),
+                                   _best(paper, m.higher_is_better), tau, len(both)))
     return out
 
 

@@ -82,8 +82,11 @@ def _checks_md(res: TableResult) -> str:
             tau = DASH if c.tau is None else f"{c.tau:+.2f} (n={c.n_rows})"
             label = " / ".join(x for x in (c.group, c.col, c.metric if len(res.spec.metrics) > 1 else None) if x)
             rows.append([label, c.best_ours or DASH, c.best_paper or DASH, match, tau])
-        lines += ["", "Best row per column and rank agreement with the paper (Kendall tau over rows with both numbers):",
-                  "", tabulate(rows, headers=["column", "best (ours)", "best (paper)", "same", "Kendall tau"],
+        along = "row" if res.spec.methods_in == "cols" else "column"
+        method = "column" if res.spec.methods_in == "cols" else "row"
+        lines += ["", f"Best {method} per {along} and rank agreement with the paper (Kendall tau over the {method}s "
+                  "with both numbers):",
+                  "", tabulate(rows, headers=[along, "best (ours)", "best (paper)", "same", "Kendall tau"],
                                tablefmt="github", disable_numparse=True)]
     return "\n".join(lines)
 

@@ -76,6 +76,14 @@ def test_claim_and_column_checks(tmp_path):
     assert cols["y"].best_paper is None  # only one reported number in column y
 
 
+def test_checks_along_rows_when_methods_are_columns(tmp_path):
+    text = selftest_spec(extra="methods_in: cols\n")
+    spec, store = _filled_store(tmp_path, text)
+    checks = {c.col: c for c in column_checks(collect(spec, "paper", store))}
+    assert set(checks) == {"A", "B"}  # one line per row, comparing columns x and y
+    assert checks["A"].best_ours == "y" and checks["B"].best_paper is None
+
+
 def test_kendall_tau(tmp_path):
     rows = ["A", "B", "C"]
     text = selftest_spec(rows=rows).replace(
