@@ -53,6 +53,29 @@ def units(task: str, params: Any) -> Iterator[tuple[str, str]]:
     yield from walk(params)
 
 
+def data_missing(name: str) -> str | None:
+    """Why dataset ``name`` is not under the data root here (None if it is)."""
+    from pubench.paths import data_root
+
+    root = data_root()
+    try:
+        from pubench.data import graphs
+
+        if name in graphs.SPECS:
+            graphs.find_source(graphs.SPECS[name], root)
+            return None
+    except FileNotFoundError as e:
+        return str(e)
+    except ImportError:  # pragma: no cover - the graph module is part of the package
+        pass
+    from pubench.data import images
+
+    try:
+        return images.availability(name, "train", root)
+    except (KeyError, ValueError):
+        return f"no loader checks data for {name!r}"
+
+
 def implemented() -> dict[str, set[str]]:
     out = {"task": set(_registry(TASK_REGISTRY).names())}
     for kind, path in UNIT_KEYS.values():
@@ -74,10 +97,13 @@ def config_error(task: str, params: dict) -> str | None:
 
 def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
     have = implemented()
+    here: dict[str, str | None] = {}
     tables, missing = [], defaultdict(lambda: {"cells": 0, "tables": set()})
     rejected: dict[str, dict[str, Any]] = {}
+    unavailable: dict[tuple[str, str], dict[str, Any]] = {}
     for sid, spec in specs.items():
         runnable = {t: 0 for t in TIERS}
+        data_here = 0
         table_missing = set()
         for row, col in spec.cells():
             for tier in TIERS:
@@ -88,7 +114,12 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
                         missing[u]["cells"] += 1
                         missing[u]["tables"].add(sid)
                     table_missing |= lacking
-                if lacking or spec.unavailable_reason(tier, row, col):
+                why_not = spec.unavailable_reason(tier, row, col)
+                if why_not and not lacking:
+                    u = unavailable.setdefault((tier, why_not), {"cells": 0, "tables": set()})
+                    u["cells"] += 1
+                    u["tables"].add(sid)
+                if lacking or why_not:
                     continue
                 why = config_error(cfg["task"], cfg["params"])
                 if why:
@@ -98,11 +129,18 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
                     r["tiers"].add(tier)
                     continue
                 runnable[tier] += 1
+                if tier == "paper":
+                    names = [n for k, n in units(cfg["task"], cfg["params"]) if k == "dataset"]
+                    for n in names:
+                        if n not in here:
+                            here[n] = data_missing(n)
+                    data_here += all(here[n] is None for n in names)
         tables.append({
             "id": sid, "paper": spec.paper, "cells": len(spec.cells()),
             "values": len(spec.cells()) * len(spec.metrics),
             "reported": sum(c.mean is not None for c in spec.reported),
             "runnable": runnable,
+            "paper_data_here": data_here,
             "missing": sorted(f"{k}:{n}" for k, n in table_missing),
         })
     total = {
@@ -111,6 +149,7 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
         "values": sum(t["values"] for t in tables),
         "reported": sum(t["reported"] for t in tables),
         "runnable": {tier: sum(t["runnable"][tier] for t in tables) for tier in TIERS},
+        "paper_data_here": sum(t["paper_data_here"] for t in tables),
     }
     missing_units = [
         {"kind": k, "name": n, "cells": v["cells"], "tables": sorted(v["tables"])}
@@ -118,21 +157,36 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
     ]
     rejected_configs = [{"error": k, "cells": v["cells"], "tables": sorted(v["tables"]), "tiers": sorted(v["tiers"])}
                         for k, v in sorted(rejected.items(), key=lambda kv: -kv[1]["cells"])]
+    unavailable_cells = [{"tier": t, "reason": w, "cells": v["cells"], "tables": sorted(v["tables"])}
+                         for (t, w), v in sorted(unavailable.items(), key=lambda kv: (kv[0][0], -kv[1]["cells"]))]
     return {"tables": tables, "total": total, "missing_units": missing_units, "rejected_configs": rejected_configs,
-            "implemented": {k: sorted(v) for k, v in have.items()}}
+            "unavailable_cells": unavailable_cells,
+            "implemented": {k: sorted(v) for k, v in have.items()},
+            "datasets_missing_here": {n: why for n, why in sorted(here.items()) if why}}
 
 
 def render_coverage(cov: dict[str, Any]) -> str:
-    rows = [[t["id"], t["cells"], t["values"], t["reported"], *(t["runnable"][x] for x in TIERS),
-             len(t["missing"])] for t in cov["tables"]]
+    rows = [[t["id"], t["cells"], t["values"], t["reported"], t["runnable"]["paper"], t["paper_data_here"],
+             t["runnable"]["reduced"], t["runnable"]["smoke"], len(t["missing"])] for t in cov["tables"]]
     tot = cov["total"]
-    rows.append(["TOTAL", tot["cells"], tot["values"], tot["reported"], *(tot["runnable"][x] for x in TIERS), ""])
-    lines = [tabulate(rows, headers=["table", "cells", "values", "reported", "runnable:paper", "runnable:reduced",
-                                     "runnable:smoke", "missing units"]), ""]
+    rows.append(["TOTAL", tot["cells"], tot["values"], tot["reported"], tot["runnable"]["paper"],
+                 tot["paper_data_here"], tot["runnable"]["reduced"], tot["runnable"]["smoke"], ""])
+    lines = [tabulate(rows, headers=["table", "cells", "values", "reported", "runnable:paper", "paper:data here",
+                                     "runnable:reduced", "runnable:smoke", "missing units"]), ""]
+    if cov["datasets_missing_here"]:
+        lines.append("Datasets the paper tier needs that are not under the data root here "
+                     "(`pubench prepare` says what to place):")
+        lines += [f"  {n}: {why.splitlines()[0][:110]}" for n, why in cov["datasets_missing_here"].items()]
+        lines.append("")
     if cov["missing_units"]:
         lines.append("Units named by specs that the code does not implement yet (cells blocked at paper tier):")
         lines.append(tabulate([[u["kind"], u["name"], u["cells"], ", ".join(u["tables"])]
                                for u in cov["missing_units"]], headers=["kind", "name", "cells", "tables"]))
+        lines.append("")
+    if cov["unavailable_cells"]:
+        lines.append("Cells a tier does not run although the code has every unit they need, and why:")
+        lines.append(tabulate([[u["tier"], u["cells"], ", ".join(u["tables"])[:60], u["reason"][:90]]
+                               for u in cov["unavailable_cells"]], headers=["tier", "cells", "tables", "reason"]))
         lines.append("")
     if cov["rejected_configs"]:
         lines.append("Cells whose config a task rejects (a feature the code does not support yet, or a spec error):")
