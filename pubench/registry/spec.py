@@ -153,7 +153,7 @@ class Spec:
             for pattern, over in layer.get("cells", {}).items():  # exact keys or globs, in file order
                 if match_cell(pattern, row, col):
                     params = deep_merge(params, over)
-        out["params"] = params
+        out["params"] = copy.deepcopy(params)
         return out
 
     def group_of_row(self, row: str) -> str | None:
@@ -180,7 +180,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any], keep_nulls: bool = Fa
     config without ``pu_method`` leaves it without one. ``keep_nulls`` keeps ``None``
     values as they are (merging YAML files, where a null is an instruction for later).
     """
-    out = copy.deepcopy(base)
+    out = dict(base)  # untouched subtrees are shared; resolve() copies its result once
     for k, v in (over or {}).items():
         if v is None and not keep_nulls:
             out.pop(k, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, TypeVar
@@ -49,6 +50,11 @@ def _check_type(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
 def build_config(cls: type[T], params: dict[str, Any], where: str = "params") -> T:
     """``cls(**params)`` with checks: every key known, every required key present, types right."""
     if not isinstance(params, dict):
@@ -57,7 +63,7 @@ def build_config(cls: type[T], params: dict[str, Any], where: str = "params") ->
     unknown = set(params) - set(fields)
     if unknown:
         raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(fields))})")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs = {}
     for name, f in fields.items():
         if name not in params:
