@@ -77,6 +77,17 @@ def tmp_registry(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def one_thread():
+    """Tiny models: one torch thread avoids OpenMP overhead on a shared 2-core machine."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture
 def data_root():
     """The shared real data when present, else None (tests then generate tiny data)."""
     return SHARED_DATA if SHARED_DATA.is_dir() else None

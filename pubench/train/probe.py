@@ -149,8 +149,11 @@ def feature_standardizer(feats: torch.Tensor, on: bool) -> tuple[torch.Tensor, t
     return feats.mean(0), torch.where(sd > 1e-8, sd, torch.ones_like(sd))
 
 
-def _n_out(n_classes: int) -> int:
-    return 1 if n_classes == 2 else n_classes
+def _seeded_head(encoder: nn.Module, n_classes: int, seed: int, device) -> nn.Module:
+    """The linear head on the encoder's features (one logit for binary tasks), initialised from ``seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return linear_head(encoder.out_dim, 1 if n_classes == 2 else n_classes).to(device)
 
 
 @DOWNSTREAM.register("linear_probe")
@@ -166,9 +169,7 @@ class LinearProbe:
         encoder.eval()
         for p in encoder.parameters():
             p.requires_grad_(False)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(init_seed)
-            head = linear_head(encoder.out_dim, _n_out(data.n_classes)).to(device)
+        head = _seeded_head(encoder, data.n_classes, init_seed, device)
         feats = encode(encoder, data.x_train, data.mean, data.std, device)
         standardize = cfg.standardize is not False
         shift, scale = feature_standardizer(feats, standardize)
@@ -210,9 +211,7 @@ class FineTune:
         targets = make_targets(cfg.risk, data.split_kind, data.observed, data.y_true, data.n_classes)
         settings, info = _risk_settings(cfg, data, "downstream")
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(init_seed)
-            head = linear_head(encoder.out_dim, _n_out(data.n_classes)).to(device)
+        head = _seeded_head(encoder, data.n_classes, init_seed, device)
         for p in encoder.parameters():
             p.requires_grad_(True)
         model = nn.Sequential(encoder, head)

@@ -17,12 +17,7 @@ from pubench.utils.config import ConfigError
 BINARY = {"acc", "precision", "recall", "f1", "auc", "ap"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _fake(n: int, seed: int, c: int = 1, side: int = 12) -> ImageSet:

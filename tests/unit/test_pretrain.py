@@ -12,13 +12,7 @@ from pubench.train.pretrain import LossCall, PretrainConfig, pretrain, schedule_
 from pubench.utils.config import ConfigError
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP overhead on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 

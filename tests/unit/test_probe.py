@@ -15,12 +15,7 @@ from pubench.train.probe import DownstreamData, ProbeConfig
 from pubench.utils.config import ConfigError, build_config
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class FlatEncoder(nn.Module):

@@ -14,13 +14,7 @@ from pubench.train.probe import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP overhead on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 
