@@ -16,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.train.augment import build_augment, channel_stats
-from pubench.train.optim import optimizer_config, schedule_config
+from pubench.train._common import check_loop_config
+from pubench.train.augment import channel_stats
 from pubench.train.probe import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
@@ -65,12 +65,7 @@ class TrainConfig:
     augment: dict | None = None         # training views of the end-to-end methods (default: none)
 
     def check(self, where: str = "train") -> None:
-        if self.epochs < 0 or self.batch_size < 1:
-            raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 1")
-        optimizer_config(self.optimizer, f"{where}.optimizer")
-        schedule_config(self.schedule, f"{where}.schedule")
-        if self.augment is not None:
-            build_augment(self.augment, [0.0], [1.0], f"{where}.augment")
+        check_loop_config(self, where)
 
 
 SUBSET_KEYS = ("train", "test", "pretrain")

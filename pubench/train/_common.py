@@ -12,6 +12,8 @@ import torch
 from torch import nn
 
 from pubench.pu import risks as R
+from pubench.train.augment import build_augment
+from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
 
 RISKS = ("pn", "upu", "nnpu", "pvu")
@@ -183,3 +185,14 @@ def fit(forward: Callable[[torch.Tensor], torch.Tensor], modules: list[nn.Module
         if on_epoch is not None:
             on_epoch(epoch)
     return history
+
+
+def check_loop_config(cfg, where: str) -> None:
+    """Validate the fields every training loop config shares: epochs, batch_size, optimizer,
+    schedule and the optional training-view augmentation."""
+    if cfg.epochs < 0 or cfg.batch_size < 1:
+        raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 1")
+    optimizer_config(cfg.optimizer, f"{where}.optimizer")
+    schedule_config(cfg.schedule, f"{where}.schedule")
+    if cfg.augment is not None:
+        build_augment(cfg.augment, [0.0], [1.0], f"{where}.augment")

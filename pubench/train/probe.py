@@ -37,6 +37,7 @@ from pubench.train import DOWNSTREAM
 from pubench.train._common import (
     RISKS,
     RiskSettings,
+    check_loop_config,
     fit,
     generator,
     make_targets,
@@ -48,8 +49,6 @@ from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import (
     build_optimizer,
     build_scheduler,
-    optimizer_config,
-    schedule_config,
 )
 from pubench.utils.config import ConfigError
 
@@ -99,12 +98,7 @@ class ProbeConfig:
             raise ConfigError(f"{where}.mixup: MixUp in the downstream risk is not implemented")
         if self.risk not in RISKS:
             raise ConfigError(f"{where}.risk: {self.risk!r} is not one of {RISKS}")
-        if self.epochs < 0 or self.batch_size < 1:
-            raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 1")
-        optimizer_config(self.optimizer, f"{where}.optimizer")
-        schedule_config(self.schedule, f"{where}.schedule")
-        if self.augment is not None:
-            build_augment(self.augment, [0.0], [1.0], f"{where}.augment")
+        check_loop_config(self, where)
         if self.name == "finetune" and self.standardize is not None:
             raise ConfigError(f"{where}.standardize is a linear_probe option")
         if self.risk != "nnpu" and (self.beta != 0.0 or self.gamma != 1.0):
