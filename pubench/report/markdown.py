@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from pubench.registry.spec import Spec
-from pubench.report.checks import claim_checks, column_checks
+from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.layout import DASH, blocks, fmt, fmt_reported, reported_table
 
@@ -72,8 +72,14 @@ def _checks_md(res: TableResult) -> str:
     lines = ["## Claim checks"]
     claims = claim_checks(res)
     if claims:
-        rows = [[c.claim.text, c.status, c.paper_status, c.detail] for c in claims]
-        lines += ["", tabulate(rows, headers=["claim", "ours", "paper's numbers", "detail"], tablefmt="github", disable_numparse=True)]
+        rows, prev = [], None
+        for c in claims:  # a claim split into several checks prints its text once
+            higher = res.spec.metrics[c.claim.metric].higher_is_better
+            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, higher, res.spec),
+                         c.status, c.paper_status, c.detail])
+            prev = c.claim.text
+        lines += ["", tabulate(rows, headers=["claim", "checked", "ours", "paper's numbers", "detail"],
+                               tablefmt="github", disable_numparse=True)]
     cols = column_checks(res)
     if cols:
         rows = []
