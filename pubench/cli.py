@@ -115,13 +115,14 @@ def cmd_run(args) -> int:
     store.clean_temps(args.tier, spec.id)
     done = set() if args.force else store.done_ids(args.tier, spec.id)
     todo = [j for j in plan.jobs if j.id not in done]
+    n_done = len(plan.jobs) - len(todo)
     if args.executor == "slurm" and not args.force:
         active = active_job_ids(paths.logs_root(), args.tier, spec.id)
         busy = [j for j in todo if j.id in active]
         if busy:
             print(f"  {len(busy)} job(s) still queued or running on SLURM: not submitted again")
         todo = [j for j in todo if j.id not in active]
-    print(f"  {len(plan.jobs)} job(s): {len(plan.jobs) - len(todo)} already done or in flight, {len(todo)} to run")
+    print(f"  {len(plan.jobs)} job(s): {n_done} already done, {len(todo)} to run")
     if args.executor == "slurm":
         return _run_slurm(args, spec, todo, store)
     if args.dry_run:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,17 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True, allow_nan=True) + "\n")
 
 
-def remove_stale_temps(folder: str | Path) -> int:
-    """Delete temp files a killed writer left behind; returns how many."""
-    n = 0
+def remove_stale_temps(folder: str | Path, min_age_s: float = 300.0) -> int:
+    """Delete temp files a killed writer left behind; returns how many. Only temps older than
+    ``min_age_s`` go: a live writer (another run, a SLURM worker) holds its temp for
+    milliseconds, so it is never pulled from under it."""
+    n, now = 0, time.time()
     for p in Path(folder).rglob(f"{TMP_PREFIX}*"):
-        p.unlink(missing_ok=True)
+        try:
+            if now - p.stat().st_mtime < min_age_s:
+                continue
+            p.unlink()
+        except FileNotFoundError:  # renamed or removed meanwhile
+            continue
         n += 1
     return n

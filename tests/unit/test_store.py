@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -66,8 +67,13 @@ def test_stale_temp_files_are_ignored_and_cleaned(tmp_path, jobs):
     store = ResultStore(tmp_path)
     folder = store.folder("paper", "table1-bcl")
     folder.mkdir(parents=True)
-    (folder / ".tmp-abc123").write_text('{"half": ')  # what a SIGKILL mid-write leaves
+    stale = folder / ".tmp-abc123"
+    stale.write_text('{"half": ')  # what a SIGKILL mid-write leaves
+    live = folder / ".tmp-def456"
+    live.write_text('{"being": ')  # another writer, right now
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
     assert store.done_ids("paper", "table1-bcl") == set()
     assert store.records("paper", "table1-bcl") == []
     assert store.clean_temps("paper", "table1-bcl") == 1
-    assert list(folder.iterdir()) == []
+    assert list(folder.iterdir()) == [live]  # a live writer's temp is left alone
