@@ -140,8 +140,9 @@ def cmd_run(args) -> int:
     return 1 if counts["failed"] else 0
 
 
-def _drop_unimplemented(jobs):
-    """Jobs naming a unit the code lacks are not run (they could only fail): say which."""
+def _split_unimplemented(jobs):
+    """``(runnable jobs, {(row, col): missing units})``: a job naming a unit the code lacks
+    could only fail, so it is neither run nor counted as pending."""
     from pubench.coverage import implemented, units
 
     have, keep, lacking = implemented(), [], {}
@@ -151,6 +152,11 @@ def _drop_unimplemented(jobs):
             lacking.setdefault((j.row, j.col), missing)
         else:
             keep.append(j)
+    return keep, lacking
+
+
+def _drop_unimplemented(jobs):
+    keep, lacking = _split_unimplemented(jobs)
     for (r, c), missing in lacking.items():
         print(f"  not implemented yet, not run: {r}|{c}: {', '.join(missing)}")
     return keep
@@ -189,19 +195,20 @@ def cmd_status(args) -> int:
     for sid, spec in _specs(args.ids or None).items():
         for tier in args.tier or spec.tiers:
             plan = expand(spec, tier, args.seeds)
-            ids = {j.id for j in plan.jobs}
+            runnable, _ = _split_unimplemented(plan.jobs)
+            ids = {j.id for j in runnable}
             done = len(ids & store.done_ids(tier, sid))
             failed = len((ids & store.failed_ids(tier, sid)) - store.done_ids(tier, sid))
             active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - store.done_ids(tier, sid))
             if args.ids or done or failed or active:
                 rows.append([sid, tier, plan.seeds, len(ids), done, failed, active,
-                             len(ids) - done - failed - active, len(plan.unavailable)])
+                             len(ids) - done - failed - active, len(plan.jobs) - len(ids), len(plan.unavailable)])
+    keys = ["id", "tier", "seeds", "jobs", "done", "failed", "submitted", "pending", "not_implemented_jobs",
+            "unavailable_cells"]
     if args.json:
-        keys = ["id", "tier", "seeds", "jobs", "done", "failed", "submitted", "pending", "unavailable_cells"]
         print(json.dumps([dict(zip(keys, r)) for r in rows], indent=1))
     else:
-        print(tabulate(rows, headers=["id", "tier", "seeds", "jobs", "done", "failed", "submitted", "pending",
-                                      "unavailable cells"]) if rows else "no results yet")
+        print(tabulate(rows, headers=[k.replace("_", " ") for k in keys]) if rows else "no results yet")
     return 0
 
 
