@@ -197,9 +197,10 @@ def cmd_status(args) -> int:
             plan = expand(spec, tier, args.seeds)
             runnable, _ = _split_unimplemented(plan.jobs)
             ids = {j.id for j in runnable}
-            done = len(ids & store.done_ids(tier, sid))
-            failed = len((ids & store.failed_ids(tier, sid)) - store.done_ids(tier, sid))
-            active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - store.done_ids(tier, sid))
+            done_ids = store.done_ids(tier, sid)
+            done = len(ids & done_ids)
+            failed = len((ids & store.failed_ids(tier, sid)) - done_ids)
+            active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - done_ids)
             if args.ids or done or failed or active:
                 rows.append([sid, tier, plan.seeds, len(ids), done, failed, active,
                              len(ids) - done - failed - active, len(plan.jobs) - len(ids), len(plan.unavailable)])

@@ -150,18 +150,16 @@ def _evaluate(claim: Claim, get, higher: bool, group_rows) -> tuple[str, list[st
     return ("fails" if failures else "holds"), failures or [f"holds in {checked} column(s)"]
 
 
-def describe(claim: Claim, higher: bool, spec=None) -> str:
+def describe(claim: Claim, spec) -> str:
     """What a claim compares, compactly: ``A > B`` means A is better than B (``<`` when lower
     is better); names the columns (rows) a row (column) claim is limited to."""
-    better = " > " if higher else " < "
+    better = " > " if spec.metrics[claim.metric].higher_is_better else " < "
     if claim.kind in ("best_col", "col_order"):
         what = (f"{claim.cols[0]} best of {', '.join(claim.cols)}" if claim.kind == "best_col"
                 else better.join(reversed(claim.cols)))
-        limited = spec is not None and set(claim.rows) != set(spec.rows)
-        return what + (f" in {', '.join(claim.rows)}" if limited else ", per row")
+        return what + (f" in {', '.join(claim.rows)}" if set(claim.rows) != set(spec.rows) else ", per row")
     what = f"{claim.rows[0]} best of its rows" if claim.kind == "best_row" else better.join(claim.rows)
-    limited = spec is not None and set(claim.cols) != set(spec.cols)
-    return what + (f" in {', '.join(claim.cols)}" if limited else "")
+    return what + (f" in {', '.join(claim.cols)}" if set(claim.cols) != set(spec.cols) else "")
 
 
 def claim_checks(res: TableResult) -> list[ClaimCheck]:

@@ -74,8 +74,7 @@ def _checks_md(res: TableResult) -> str:
     if claims:
         rows, prev = [], None
         for c in claims:  # a claim split into several checks prints its text once
-            higher = res.spec.metrics[c.claim.metric].higher_is_better
-            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, higher, res.spec),
+            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec),
                          c.status, c.paper_status, c.detail])
             prev = c.claim.text
         lines += ["", tabulate(rows, headers=["claim", "checked", "ours", "paper's numbers", "detail"],
