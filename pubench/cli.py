@@ -1,7 +1,9 @@
-"""Command line: ``pubench list | show | coverage | prepare | run | status | report``.
+"""Command line: ``pubench list | show | coverage | prepare | run | status | report | verify | compare``.
 
 Each subcommand parses its arguments and calls library functions. Bad input exits with
-status 2 and a one-line reason; failed jobs make ``run`` exit with status 1.
+status 2 and a one-line reason (a :class:`~pubench.errors.PubenchError`; anything else is
+a bug and keeps its traceback); failed jobs make ``run`` exit with status 1; an
+interrupted run exits with 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 from pubench import paths
+from pubench.errors import PubenchError
 
-MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "100000000000"}
+TIER_CHOICES = ("paper", "reduced", "smoke")
 
 
-class UsageError(Exception):
+class UsageError(PubenchError):
     """Bad input: printed as one line, exit status 2."""
 
 
@@ -33,6 +37,45 @@ def _specs(ids: list[str] | None):
     if not ids:
         return load_all()
     return {i: _spec(i) for i in ids}  # only these files: a broken spec elsewhere does not block them
+
+
+# ---- argument types -------------------------------------------------------------------
+def _bounded_int(name: str, lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{name} must be in {lo}..{hi}, got {v}")
+        return v
+
+    return parse
+
+
+def _positive_float(name: str):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not v >= 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number >= 0, got {text!r}")
+        return v
+
+    return parse
+
+
+def _writable(folder: Path, what: str) -> None:
+    """Fail with one line when ``folder`` cannot be created or written."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write the {what} folder {folder}: {e.strerror or e}") from None
 
 
 # ---- list / show -------------------------------------------------------------------
@@ -75,56 +118,124 @@ def cmd_coverage(args) -> int:
 def cmd_prepare(args) -> int:
     from pubench.data.prepare import prepare
 
+    if args.source and not Path(args.source).is_dir():
+        raise UsageError(f"--from {args.source}: no such folder")
+    root = paths.data_root()
+    if not args.check:
+        _writable(root, "data ($PUBENCH_DATA)")
     return prepare(names=args.datasets or None, source=Path(args.source) if args.source else None,
-                   root=paths.data_root(), check_only=args.check)
+                   root=root, check_only=args.check)
+
+
+# ---- numerics and the process environment ---------------------------------------------
+def _numerics(args, tier: str, executor_params: dict | None = None):
+    from pubench import numerics
+
+    device = getattr(args, "device", "auto")
+    if device == "auto":
+        gpus = (executor_params or {}).get("gpus_per_node") or (executor_params or {}).get("slurm_gres")
+        device = "cuda" if gpus else "cpu"
+    return numerics.resolve(device=device, threads=getattr(args, "threads", None),
+                            isa=getattr(args, "numerics", "avx2"))
+
+
+def _ensure_process_env(num) -> None:
+    """The numerics variables are read when the libraries load, so restart once with them
+    (and with the allocator settings) unless this process already has them."""
+    from pubench import numerics
+
+    want = numerics.process_env(num)
+    missing = {k: v for k, v in want.items() if os.environ.get(k) != v}
+    if not missing:
+        return
+    pinned = numerics.env_missing(num)
+    if os.environ.get("PUBENCH_NO_REEXEC") or os.environ.get("PUBENCH_NO_MALLOC_TUNING"):
+        if pinned:
+            raise UsageError("this process lacks the numerics environment ("
+                             + " ".join(f"{k}={v}" for k, v in sorted(pinned.items()))
+                             + "); unset PUBENCH_NO_REEXEC or export these")
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "pubench", *sys.argv[1:]], {**os.environ, **want})
+
+
+def _check_clean_tree(args, store_root: Path) -> None:
+    """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
+    from pubench.store.provenance import code_changes
+
+    committed = (paths.project_root() / "results").resolve()
+    if store_root.resolve() != committed:
+        return
+    changes = code_changes()
+    if changes and not args.allow_dirty:
+        raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
+                         f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
+                         "commit first, write elsewhere with PUBENCH_RESULTS=..., or pass --allow-dirty "
+                         "(records and reports are then marked)")
 
 
 # ---- run -----------------------------------------------------------------------------
-def _reexec_with_malloc_env() -> None:
-    """glibc's default allocator makes CPU training 2-10x slower here; glibc reads these
-    variables only at start-up, so restart once with them set."""
-    if os.environ.get("PUBENCH_NO_MALLOC_TUNING") or all(k in os.environ for k in MALLOC_ENV):
-        return
-    env = {**os.environ, **MALLOC_ENV}
-    sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "pubench", *sys.argv[1:]], env)
+def _tier_description(spec, tier_name: str) -> str:
+    tier = spec.tiers[tier_name]
+    if tier_name == "paper":
+        return "the paper's exact configuration" if not tier.deviations else \
+            "the paper's configuration with listed deviations"
+    return "a reduced configuration" if tier_name == "reduced" else "a seconds-long pipeline check"
 
 
 def cmd_run(args) -> int:
-    from pubench.executors.slurm import active_job_ids
     from pubench.jobs import expand
     from pubench.store import ResultStore
 
+    executor_params = None
+    if args.executor == "local":
+        num = _numerics(args, args.tier)
+        if not args.dry_run:
+            _ensure_process_env(num)  # before anything loads torch or numpy
     spec = _spec(args.id)
     if args.tier not in spec.tiers:
         raise UsageError(f"unknown tier {args.tier!r}")
-    if args.executor == "local" and not args.dry_run:
-        _reexec_with_malloc_env()
-    plan = expand(spec, args.tier, args.seeds, args.only)
-    tier = spec.tiers[args.tier]
-    what = ("the paper's exact configuration" if args.tier == "paper" and not tier.deviations
-            else "the paper's configuration with listed deviations" if args.tier == "paper"
-            else "a reduced configuration" if args.tier == "reduced" else "a seconds-long pipeline check")
-    print(f"pubench: {spec.id} at tier '{args.tier}' ({what}), {plan.seeds} seed(s)")
-    for d in tier.deviations:
+    if args.executor == "slurm":
+        executor_params = {**_slurm_params(args, spec.id), **spec.tiers[args.tier].slurm}
+        num = _numerics(args, args.tier, executor_params)
+    plan = expand(spec, args.tier, args.seeds, args.only, numerics=num)
+    store = ResultStore(paths.results_root())
+    if not args.dry_run:
+        _writable(store.folder(args.tier, spec.id), "results ($PUBENCH_RESULTS)")
+        _check_clean_tree(args, store.root)
+    print(f"pubench: {spec.id} at tier '{args.tier}' ({_tier_description(spec, args.tier)}), {plan.seeds} seed(s); "
+          f"numerics: {_describe_numerics(num)}")
+    for d in spec.tiers[args.tier].deviations:
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:
         print(f"  not runnable at this tier: {r}|{c}: {why}")
     plan.jobs = _drop_unimplemented(plan.jobs)
-    store = ResultStore(paths.results_root())
-    store.clean_temps(args.tier, spec.id)
-    done = set() if args.force else store.done_ids(args.tier, spec.id)
+    if not args.dry_run:
+        store.clean_temps(args.tier, spec.id)
+    scan = store.scan(args.tier, spec.id)
+    if scan.corrupt and not args.dry_run:
+        moved = store.quarantine([p for p, _ in scan.corrupt])
+        for (p, why), dest in zip(scan.corrupt, moved):
+            print(f"  corrupt record {p.name} ({why}): moved to {dest.parent}; its job runs again")
+    done = set() if args.force else set(scan.done)
     todo = [j for j in plan.jobs if j.id not in done]
     n_done = len(plan.jobs) - len(todo)
+    running = store.claims(args.tier, spec.id).live_ids()
+    busy = [j for j in todo if j.id in running]
+    if busy:
+        print(f"  {len(busy)} job(s) running in another runner (claimed): not started here")
+    todo = [j for j in todo if j.id not in running]
     if args.executor == "slurm" and not args.force:
+        from pubench.executors.slurm import active_job_ids
+
         active = active_job_ids(paths.logs_root(), args.tier, spec.id)
-        busy = [j for j in todo if j.id in active]
-        if busy:
-            print(f"  {len(busy)} job(s) still queued or running on SLURM: not submitted again")
+        queued = [j for j in todo if j.id in active]
+        if queued:
+            print(f"  {len(queued)} job(s) still queued or running on SLURM: not submitted again")
         todo = [j for j in todo if j.id not in active]
     print(f"  {len(plan.jobs)} job(s): {n_done} already done, {len(todo)} to run")
     if args.executor == "slurm":
-        return _run_slurm(args, spec, todo, store)
+        return _run_slurm(args, spec, todo, store, executor_params, num)
     if args.dry_run:
         for j in todo:
             print(f"  {j.id}  {j.name}")
@@ -132,18 +243,64 @@ def cmd_run(args) -> int:
     if not todo:
         return 0
     from pubench.executors import LocalExecutor
+    from pubench.executors.worker import JobInterrupted
 
-    counts = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress,
-                           threads=args.threads).run(todo, desc=spec.id)
-    print(f"pubench: {counts['ok']} ok, {counts['failed']} failed"
-          + (f" (failure records in {store.folder(args.tier, spec.id)}; rerun to retry)" if counts["failed"] else ""))
+    executor = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress and sys.stderr.isatty(),
+                             force=args.force)
+    try:
+        counts = executor.run(todo, desc=spec.id, on_done=None if args.no_progress or sys.stderr.isatty()
+                              else _log_line(len(todo)))
+    except (JobInterrupted, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", 2)
+        print(f"pubench: interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'}); finished jobs are saved, the ones "
+              "in flight are recorded as interrupted; rerun to continue", file=sys.stderr)
+        return 128 + signum
+    skipped = f", {counts['skipped']} skipped (done or claimed by another runner meanwhile)" if counts["skipped"] else ""
+    print(f"pubench: {counts['ok']} ok, {counts['failed']} failed{skipped}")
+    if counts["failed"]:
+        _print_failures(store, args.tier, spec.id, todo)
     return 1 if counts["failed"] else 0
 
 
+def _log_line(total: int):
+    """One line per finished job when stderr is not a terminal (logs, CI)."""
+    n = Counter()
+
+    def on_done(job, status):
+        n["i"] += 1
+        print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+
+    return on_done
+
+
+def _print_failures(store, tier: str, spec_id: str, jobs) -> None:
+    """Each distinct failure reason once, with how many jobs it hit and one record path."""
+    ids = {j.id for j in jobs}
+    reasons: dict[str, list[Path]] = {}
+    for rec, path in _failure_records(store, tier, spec_id):
+        if rec["job"]["id"] in ids:
+            line = f"{rec['error']['type']}: {rec['error']['message']}".strip().splitlines()[0][:300]
+            reasons.setdefault(line, []).append(path)
+    for line, hit in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        print(f"  failed ({len(hit)} job{'s' if len(hit) > 1 else ''}): {line}")
+        print(f"      e.g. {hit[0]}")
+    if reasons:
+        print("  (failure records keep the traceback; the next run retries these jobs)")
+
+
+def _failure_records(store, tier: str, spec_id: str):
+    scan = store.scan(tier, spec_id)
+    for path in scan.failed.values():
+        try:
+            yield json.loads(path.read_text()), path
+        except (OSError, ValueError):
+            continue
+
+
 def _split_unimplemented(jobs):
-    """``(runnable jobs, {(row, col): missing units})``: a job naming a unit the code lacks
-    could only fail, so it is neither run nor counted as pending."""
-    from pubench.coverage import implemented, units
+    """``(runnable jobs, {(row, col): missing units})``: a job naming a planned unit the
+    code lacks could only fail, so it is neither run nor counted as pending."""
+    from pubench.registry.units import implemented, units
 
     have, keep, lacking = implemented(), [], {}
     for j in jobs:
@@ -162,12 +319,22 @@ def _drop_unimplemented(jobs):
     return keep
 
 
-def _run_slurm(args, spec, todo, store) -> int:
-    from pubench.executors import SlurmExecutor, load_profile
+def _describe_numerics(num) -> str:
+    canon = " (canonical)" if num.canonical and num.device == "cpu" else ""
+    return f"{num.device}, {num.threads} thread(s)/job, {num.isa} code paths, torch {num.torch}{canon}"
+
+
+def _slurm_params(args, spec_id: str) -> dict:
+    from pubench.executors.slurm import load_profile
 
     profile = paths.slurm_profiles_root() / f"{args.profile}.yaml"
-    params = {"name": f"pubench-{spec.id}", **load_profile(profile, args.tier), **spec.tiers[args.tier].slurm}
-    ex = SlurmExecutor(store.root, paths.logs_root(), params, cluster=args.cluster)
+    return {"name": f"pubench-{spec_id}", **load_profile(profile, args.tier)}
+
+
+def _run_slurm(args, spec, todo, store, params, num) -> int:
+    from pubench.executors import SlurmExecutor
+
+    ex = SlurmExecutor(store.root, paths.logs_root(), params, cluster=args.cluster, force=args.force, numerics=num)
     if args.dry_run:
         for j in todo:
             print(f"  {j.id}  {j.name}")
@@ -176,18 +343,24 @@ def _run_slurm(args, spec, todo, store) -> int:
         return 0
     if not todo:
         return 0
+    _writable(paths.logs_root(), "SLURM logs ($PUBENCH_LOGS)")
     manifest = ex.submit(todo, spec.id, args.tier)
     print(f"pubench: submitted {len(todo)} job(s); manifest {manifest}")
     print(f"  follow with `pubench status {spec.id} --tier {args.tier}`; collect with `pubench report {spec.id}`")
     return 0
 
 
-# ---- status / report -----------------------------------------------------------------
+# ---- status / report / verify -------------------------------------------------------
+STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "submitted", "corrupt", "pending",
+               "not_implemented_jobs", "unavailable_cells"]
+
+
 def cmd_status(args) -> int:
     from tabulate import tabulate
 
     from pubench.executors.slurm import active_job_ids
     from pubench.jobs import expand
+    from pubench.report.collect import cell_seed_key
     from pubench.store import ResultStore
 
     store = ResultStore(paths.results_root())
@@ -196,20 +369,22 @@ def cmd_status(args) -> int:
         for tier in args.tier or spec.tiers:
             plan = expand(spec, tier, args.seeds)
             runnable, _ = _split_unimplemented(plan.jobs)
+            scan = store.scan(tier, sid)
+            # done: a valid record of the cell's current config, whatever numerics profile made it
+            have = {cell_seed_key(r["job"]) for r in scan.records}
             ids = {j.id for j in runnable}
-            done_ids = store.done_ids(tier, sid)
-            done = len(ids & done_ids)
-            failed = len((ids & store.failed_ids(tier, sid)) - done_ids)
-            active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - done_ids)
-            if args.ids or done or failed or active:
-                rows.append([sid, tier, plan.seeds, len(ids), done, failed, active,
-                             len(ids) - done - failed - active, len(plan.jobs) - len(ids), len(plan.unavailable)])
-    keys = ["id", "tier", "seeds", "jobs", "done", "failed", "submitted", "pending", "not_implemented_jobs",
-            "unavailable_cells"]
+            done_jobs = {j.id for j in runnable if cell_seed_key(j.to_dict()) in have}
+            failed = len((ids & set(scan.failed)) - done_jobs)
+            running = len((ids & store.claims(tier, sid).live_ids()) - done_jobs)
+            active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - done_jobs)
+            pending = len(ids) - len(done_jobs) - failed - running - active
+            if args.ids or done_jobs or failed or active or running or scan.corrupt:
+                rows.append([sid, tier, plan.seeds, len(ids), len(done_jobs), failed, running, active,
+                             len(scan.corrupt), max(0, pending), len(plan.jobs) - len(ids), len(plan.unavailable)])
     if args.json:
-        print(json.dumps([dict(zip(keys, r)) for r in rows], indent=1))
+        print(json.dumps([dict(zip(STATUS_KEYS, r)) for r in rows], indent=1))
     else:
-        print(tabulate(rows, headers=[k.replace("_", " ") for k in keys]) if rows else "no results yet")
+        print(tabulate(rows, headers=[k.replace("_", " ") for k in STATUS_KEYS]) if rows else "no results yet")
     return 0
 
 
@@ -220,30 +395,47 @@ def cmd_report(args) -> int:
 
     store = ResultStore(paths.results_root())
     specs = _specs(args.ids or None)
-    tiers = args.tier or ["paper", "reduced", "smoke"]
+    tiers = args.tier or list(TIER_CHOICES)
+    _writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
     written = 0
     for sid, spec in specs.items():
         for tier in tiers:
-            if not args.ids and not store.done_ids(tier, sid):
+            scan = store.scan(tier, sid)
+            if not scan.done and not (args.ids and args.tier and scan.failed):
                 continue
-            if not store.done_ids(tier, sid) and not store.failed_ids(tier, sid) and not args.tier:
-                continue
+            if scan.corrupt:
+                print(f"pubench: warning: {sid} ({tier}): skipped {len(scan.corrupt)} corrupt record(s), e.g. "
+                      f"{scan.corrupt[0][0].name} ({scan.corrupt[0][1]}); `pubench run` moves them to quarantine "
+                      "and reruns their jobs", file=sys.stderr)
             res, out = write_report(spec, tier, store, paths.reports_root())
             written += 1
             if not args.quiet:
                 print(render_latex(res) if args.format == "latex" else render_markdown(res))
             print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)
+    if not written:
+        raise UsageError("no results for " + (", ".join(specs) if args.ids else "any table")
+                         + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
     try:
         index = write_index(load_all(), store, paths.reports_root())
     except SpecError as e:  # an unrelated broken spec must not lose the reports just written
         print(f"pubench: index not updated: {e}", file=sys.stderr)
-        index = None
-    if not written:
-        print("pubench: no results for " + (", ".join(specs) if args.ids else "any table")
-              + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first", file=sys.stderr)
-        return 1 if args.ids else 0
+        return 0
     print(f"pubench: index {index}", file=sys.stderr)
     return 0
+
+
+def cmd_verify(args) -> int:
+    from pubench import numerics
+    from pubench.verify import render_verification, verify
+
+    _ensure_process_env(numerics.resolve(isa="avx2"))
+    spec = _spec(args.id)
+    if args.tier not in spec.tiers:
+        raise UsageError(f"unknown tier {args.tier!r}")
+    result = verify(spec, args.tier, sample=args.sample, n_jobs=args.jobs, sample_seed=args.sample_seed,
+                    progress=not args.no_progress and sys.stderr.isatty(), sigmas=args.sigmas)
+    print(render_verification(result), end="")
+    return 0 if result.passed else 1
 
 
 def cmd_compare(args) -> int:
@@ -257,20 +449,41 @@ def cmd_compare(args) -> int:
                            ResultStore(paths.results_root()), args.sigmas, args.abs_tol)
     print(render_diffs(diffs, only_flagged=args.only_flagged), end="")
     if not diffs:
-        print("pubench: no cell has results in both stores", file=sys.stderr)
-        return 1
+        raise UsageError("no cell has results in both stores")
     return 1 if any(d.flagged for d in diffs) else 0
 
 
 # ---- parser --------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (and the hint where help is), exit 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's signature
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def _numerics_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--threads", type=_bounded_int("--threads", 1, 256),
+                   help="torch threads per job (default 1, the canonical setting: give parallelism with --jobs). "
+                        "Another count changes the numbers, so it makes other job ids")
+    s.add_argument("--numerics", default="avx2", choices=["avx2", "native"],
+                   help="avx2 (default, canonical): pin every numeric library to its AVX2 code path, so a job "
+                        "reproduces bit for bit on any x86-64 CPU with AVX2; native: let them pick (faster on "
+                        "AVX-512, not reproducible across machines; other job ids)")
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="auto (default): cpu, or cuda for a SLURM profile that asks for GPUs")
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="pubench", formatter_class=fmt,
         description="Rerun the tables of five PU / debiased contrastive learning papers and compare with "
                     "the reported numbers.",
         epilog="examples:\n  pubench list\n  pubench show table2-punce\n  pubench run fig5-bcl --seeds 5\n"
-               "  pubench report fig5-bcl\n  pubench coverage",
+               "  pubench report fig5-bcl\n  pubench verify table2-punce --tier reduced --sample 4\n"
+               "  pubench coverage\n\nenvironment: PUBENCH_DATA (data root, default ./data), PUBENCH_RESULTS, "
+               "PUBENCH_REPORTS,\n  PUBENCH_LOGS, PUBENCH_EXPERIMENTS, PUBENCH_CACHE, PUBENCH_ENCODER_CACHE=0, "
+               "PUBENCH_CORE_SLOTS; see the README",
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
 
@@ -303,34 +516,39 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "run", help="run (or submit) the jobs of one table or figure", formatter_class=fmt,
         description="Expand a spec into (cell, seed) jobs and run those not yet done. Finished jobs are never "
-                    "rerun (unless --force); failed ones are retried. Safe to interrupt and rerun.",
+                    "rerun (unless --force); failed ones are retried. Safe to interrupt and rerun, and to start "
+                    "twice: a job is claimed before it runs, and jobs hold machine-wide core slots.",
         epilog="examples:\n  pubench run fig5-bcl --tier paper --seeds 5\n"
                "  pubench run table1-punce --tier reduced --seeds 3 --jobs 2\n"
                "  pubench run table1-punce --tier paper --executor slurm --dry-run\n"
                "  pubench run table1-punce --only 'puNCE|*'")
     s.add_argument("id")
-    s.add_argument("--tier", default="reduced", choices=["paper", "reduced", "smoke"],
+    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
-    s.add_argument("--seeds", type=int, help="number of seeds (default: the tier's, from the spec)")
+    s.add_argument("--seeds", type=_bounded_int("--seeds", 1, 1000),
+                   help="number of seeds (default: the tier's, from the spec)")
     s.add_argument("--only", action="append", metavar="ROW|COL",
                    help="only cells matching this glob pattern (repeatable)")
     s.add_argument("--executor", default="local", choices=["local", "slurm"])
-    s.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1: in this process)")
-    s.add_argument("--threads", type=int, help="torch threads per job (default: cores / jobs); use 1 when "
-                   "other heavy processes share the machine: OpenMP threads waiting on a busy core are 10x slower")
+    s.add_argument("--jobs", type=_bounded_int("--jobs", 1, 64), default=1,
+                   help="local worker processes (default 1: in this process)")
+    _numerics_options(s)
     s.add_argument("--profile", default="default", help="SLURM profile slurm/<name>.yaml (default: default)")
     s.add_argument("--cluster", default="slurm", choices=["slurm", "local", "debug"],
                    help=argparse.SUPPRESS)  # submitit backends other than slurm, for tests
     s.add_argument("--dry-run", action="store_true", help="print the job plan (and sbatch parameters); run nothing")
     s.add_argument("--force", action="store_true", help="rerun jobs that are already done")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--allow-dirty", action="store_true",
+                   help="write into the committed store from a tree with uncommitted code/spec changes "
+                        "(records and reports are marked)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar and no per-job log lines")
     s.set_defaults(fn=cmd_run)
 
-    s = sub.add_parser("status", help="done / failed / submitted / pending jobs per table and tier",
+    s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",
                        formatter_class=fmt, epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper")
     s.add_argument("ids", nargs="*")
-    s.add_argument("--tier", action="append", choices=["paper", "reduced", "smoke"])
-    s.add_argument("--seeds", type=int, help="seeds to count as planned (default: the tier's)")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
+    s.add_argument("--seeds", type=_bounded_int("--seeds", 1, 1000), help="seeds to count as planned (default: the tier's)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_status)
 
@@ -339,10 +557,31 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples:\n  pubench report\n  pubench report fig5-bcl --tier paper\n"
                               "  pubench report table1-bcl --format latex")
     s.add_argument("ids", nargs="*", help="ids (default: every table with results)")
-    s.add_argument("--tier", action="append", choices=["paper", "reduced", "smoke"])
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
     s.add_argument("--format", default="md", choices=["md", "latex"], help="what to print (both are written)")
     s.add_argument("--quiet", action="store_true", help="write the files, print nothing")
     s.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser(
+        "verify", help="rerun a sample of a table's stored jobs into a scratch store and compare, bit for bit",
+        formatter_class=fmt,
+        description="Rerun a sample of the stored records of one table (each with its own recorded numerics) into "
+                    "a scratch store, with the encoder cache off, and report each as identical, within the cell's "
+                    "seed spread, or outside it. Exit status 1 when any rerun is outside, or not identical although "
+                    "its record was made under the canonical numerics; stale and corrupt records fail too.",
+        epilog="examples:\n  pubench verify table2-punce --tier reduced --sample 4\n"
+               "  pubench verify fig5-bcl --tier paper --sample 0     # every record")
+    s.add_argument("id")
+    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES)
+    s.add_argument("--sample", type=_bounded_int("--sample", 0, 100000), default=4,
+                   help="how many records to rerun (default 4; 0: all)")
+    s.add_argument("--sample-seed", type=_bounded_int("--sample-seed", 0, 2**31 - 1), default=0,
+                   help="which sample (default 0)")
+    s.add_argument("--jobs", type=_bounded_int("--jobs", 1, 64), default=1, help="local worker processes")
+    s.add_argument("--sigmas", type=_positive_float("--sigmas"), default=2.0,
+                   help="'within spread' means |rerun - stored| <= sigmas x the cell's seed std (default 2)")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=cmd_verify)
 
     s = sub.add_parser("compare", help="compare this result store with a baseline store, cell by cell "
                        "(the nightly regression check)", formatter_class=fmt,
@@ -351,30 +590,35 @@ def build_parser() -> argparse.ArgumentParser:
                               "  PUBENCH_RESULTS=/tmp/nightly pubench compare --baseline results --tier reduced")
     s.add_argument("ids", nargs="*")
     s.add_argument("--baseline", required=True, help="the result store to compare against (e.g. the committed results/)")
-    s.add_argument("--tier", default="reduced", choices=["paper", "reduced", "smoke"])
-    s.add_argument("--sigmas", type=float, default=3.0, help="tolerance in pooled seed stds (default 3)")
-    s.add_argument("--abs-tol", type=float, default=0.5, help="minimum tolerance in metric units (default 0.5)")
+    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES)
+    s.add_argument("--sigmas", type=_positive_float("--sigmas"), default=3.0,
+                   help="tolerance in pooled seed stds (default 3)")
+    s.add_argument("--abs-tol", type=_positive_float("--abs-tol"), default=0.5,
+                   help="minimum tolerance in metric units (default 0.5)")
     s.add_argument("--only-flagged", action="store_true")
     s.set_defaults(fn=cmd_compare)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pubench.executors.slurm import ProfileError
-    from pubench.registry import SpecError, UnknownSpec
-    from pubench.utils.registry import UnknownName
-
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, SpecError, UnknownSpec, UnknownName, ProfileError, ValueError, FileNotFoundError) as e:
+    except PubenchError as e:
         if os.environ.get("PUBENCH_DEBUG"):
             raise
-        print(f"pubench: error: {e}", file=sys.stderr)
+        print(f"pubench: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("pubench: interrupted; finished jobs are saved, rerun to continue", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `pubench list | head`
+        sys.stderr.close()
+        return 0
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 if __name__ == "__main__":

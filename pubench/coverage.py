@@ -8,49 +8,13 @@ listed with the cells they block: a method that does not exist is missing, never
 
 from __future__ import annotations
 
-import importlib
 from collections import defaultdict
-from typing import Any, Iterator
+from typing import Any
 
 from tabulate import tabulate
 
 from pubench.registry.spec import TIERS, Spec
-
-# param key -> (kind, "module:REGISTRY")
-UNIT_KEYS = {
-    "dataset": ("dataset", "pubench.data:DATASETS"),
-    "backbone": ("backbone", "pubench.models:BACKBONES"),
-    "loss": ("loss", "pubench.losses:LOSSES"),
-    "framework": ("framework", "pubench.train:FRAMEWORKS"),
-    "downstream": ("downstream", "pubench.train:DOWNSTREAM"),
-    "pu_method": ("pu_method", "pubench.pu:PU_METHODS"),
-}
-TASK_REGISTRY = "pubench.tasks:TASKS"
-
-
-def _registry(path: str):
-    module, attr = path.split(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def units(task: str, params: Any) -> Iterator[tuple[str, str]]:
-    """(kind, name) of every unit a resolved cell config names."""
-    yield "task", task
-
-    def walk(node: Any) -> Iterator[tuple[str, str]]:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in UNIT_KEYS:
-                    name = v if isinstance(v, str) else v.get("name") if isinstance(v, dict) else None
-                    if isinstance(name, str):
-                        yield UNIT_KEYS[k][0], name
-                        continue  # keys inside a unit's mapping are its hyperparameters, not units
-                yield from walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                yield from walk(v)
-
-    yield from walk(params)
+from pubench.registry.units import TASK_REGISTRY, _registry, implemented, planned_reason, units
 
 
 def data_missing(name: str) -> str | None:
@@ -74,13 +38,6 @@ def data_missing(name: str) -> str | None:
         return images.availability(name, "train", root)
     except (KeyError, ValueError):
         return f"no loader checks data for {name!r}"
-
-
-def implemented() -> dict[str, set[str]]:
-    out = {"task": set(_registry(TASK_REGISTRY).names())}
-    for kind, path in UNIT_KEYS.values():
-        out[kind] = set(_registry(path).names())
-    return out
 
 
 def config_error(task: str, params: dict) -> str | None:
@@ -152,7 +109,7 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
         "paper_data_here": sum(t["paper_data_here"] for t in tables),
     }
     missing_units = [
-        {"kind": k, "name": n, "cells": v["cells"], "tables": sorted(v["tables"])}
+        {"kind": k, "name": n, "cells": v["cells"], "tables": sorted(v["tables"]), "why": planned_reason(k, n)}
         for (k, n), v in sorted(missing.items(), key=lambda kv: (-kv[1]["cells"], kv[0]))
     ]
     rejected_configs = [{"error": k, "cells": v["cells"], "tables": sorted(v["tables"]), "tiers": sorted(v["tiers"])}
@@ -180,8 +137,8 @@ def render_coverage(cov: dict[str, Any]) -> str:
         lines.append("")
     if cov["missing_units"]:
         lines.append("Units named by specs that the code does not implement yet (cells blocked at paper tier):")
-        lines.append(tabulate([[u["kind"], u["name"], u["cells"], ", ".join(u["tables"])]
-                               for u in cov["missing_units"]], headers=["kind", "name", "cells", "tables"]))
+        lines.append(tabulate([[u["kind"], u["name"], u["cells"], ", ".join(u["tables"]), u["why"] or ""]
+                               for u in cov["missing_units"]], headers=["kind", "name", "cells", "tables", "planned"]))
         lines.append("")
     if cov["unavailable_cells"]:
         lines.append("Cells a tier does not run although the code has every unit they need, and why:")

@@ -7,7 +7,19 @@ import os
 import textwrap
 from pathlib import Path
 
-import pytest
+# The canonical numerics environment must be in place before torch or numpy load (they read
+# it at start-up): tests then run jobs exactly as `pubench run` does, on any CPU with AVX2.
+import sys  # noqa: E402
+
+from pubench.numerics import process_env  # noqa: E402  (imports neither torch nor numpy)
+
+_late = [k for k, v in process_env().items() if os.environ.get(k) != v]
+if _late and ("torch" in sys.modules or "numpy" in sys.modules):
+    raise RuntimeError(f"torch/numpy loaded before tests/conftest.py could set {_late}")
+for _k, _v in process_env().items():
+    os.environ[_k] = _v
+
+import pytest  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -72,7 +84,17 @@ def tmp_registry(tmp_path, monkeypatch):
         path.write_text(text)
         return path
 
+    def plan(kind: str, name: str, why: str = "planned for a test") -> None:
+        """List a unit as planned (not implemented yet) in the throwaway registry."""
+        import yaml
+
+        path = tmp_path / "experiments" / "_planned.yaml"
+        data = yaml.safe_load(path.read_text()) if path.exists() else {}
+        data.setdefault(kind, {})[name] = why
+        path.write_text(yaml.safe_dump(data))
+
     write.root = tmp_path
+    write.plan = plan
     return write
 
 

@@ -32,6 +32,11 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from pubench.data.images import DATASETS_BY_NAME, FileSpec, ImageDataset, cache_path, load_images
+from pubench.errors import PubenchError
+
+
+class PrepareError(PubenchError, ValueError):
+    """Bad input to `pubench prepare` (unknown dataset, missing --from folder)."""
 
 # Number of images per split (checked after loading).
 EXPECTED_SIZES = {
@@ -285,7 +290,7 @@ def _resolve(names: list[str] | None, graphs) -> tuple[list[str], list[str], lis
 
             known = list(DATASETS_BY_NAME) + list(TEXT_NAMES) + graph_names + list(GROUPS)
             close = difflib.get_close_matches(n, known, n=1)
-            raise ValueError(f"unknown dataset {n!r}" + (f"; did you mean {close[0]!r}?" if close else "") +
+            raise PrepareError(f"unknown dataset {n!r}" + (f"; did you mean {close[0]!r}?" if close else "") +
                              f" (known: {', '.join(known)})")
     return list(dict.fromkeys(img)), list(dict.fromkeys(txt)), list(dict.fromkeys(gr))
 
@@ -301,7 +306,7 @@ def prepare_rows(names: list[str] | None = None, source: Path | str | None = Non
     root = Path(root)
     source = Path(source) if source is not None else None
     if source is not None and not source.is_dir():
-        raise FileNotFoundError(f"--from {source}: no such folder")
+        raise PrepareError(f"--from {source}: no such folder")
     graphs = _graph_module()
     img, txt, gr = _resolve(names, graphs)
     if not check_only:

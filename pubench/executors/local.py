@@ -1,60 +1,191 @@
-"""Local executor: jobs one after another in this process, or in ``--jobs N`` worker processes."""
+"""Local executor: jobs one after another in this process, or in ``--jobs N`` worker processes.
+
+Each job writes its own record as it finishes, so killing the runner loses only the jobs
+that were running. Jobs are claimed before they run (``pubench.store.claims``) and hold
+machine-wide core slots while they run (``pubench.executors.cores``), so two runners on
+one machine and store neither repeat a job nor oversubscribe the cores.
+
+Worker processes die with their runner, SIGKILL included (``PR_SET_PDEATHSIG`` on Linux,
+and a parent watchdog elsewhere). SIGINT / SIGTERM stop the run cleanly: jobs in flight
+get an "interrupted" failure record (retried by the next run) and the runner raises
+:class:`~pubench.executors.worker.JobInterrupted`.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
+import queue
+import signal
+import sys
+import threading
+import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Callable
 
 from tqdm import tqdm
 
-from pubench.executors.worker import execute_job
+from pubench.executors.cores import hold_cores
+from pubench.executors.worker import FAILED, JobInterrupted, execute_job
 from pubench.jobs.plan import Job
+from pubench.numerics import Numerics
+
+MAX_WORKERS = 64
+PR_SET_PDEATHSIG = 1
 
 
-def _init_worker(threads: int) -> None:
-    import torch
+def _die_with_parent(parent: int) -> None:
+    """Make this process end when ``parent`` does, whatever kills it."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:  # pragma: no cover - no libc: the watchdog below still works
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
-    torch.set_num_threads(threads)
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def _init_worker(parent: int) -> None:
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides; it forwards SIGTERM
+
+
+def _worker_loop(parent: int, tasks, results, results_root: str, force: bool) -> None:
+    """A worker process: take (index, job, threads) items until the sentinel ``None``."""
+    _init_worker(parent)
+    while True:
+        item = tasks.get()
+        if item is None:
+            return
+        i, job, threads = item
+        results.put(("start", i, os.getpid()))
+        try:
+            with hold_cores(threads):
+                status = execute_job(job, results_root, force=force)
+        except JobInterrupted as exc:  # recorded by execute_job; this worker takes no further job
+            results.put(("done", i, "interrupted"))
+            os._exit(128 + exc.signum)
+        results.put(("done", i, status))
+
+
+def _raise_interrupted(signum, frame):  # noqa: ARG001
+    raise JobInterrupted(signum)
 
 
 class LocalExecutor:
-    """Runs jobs here. Each job writes its own record as it finishes, so killing the
-    runner loses only the jobs that were running."""
+    """Runs jobs on this machine; ``run`` returns counts of ok / failed / skipped jobs."""
 
-    def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, threads: int | None = None):
-        if n_jobs < 1:
-            raise ValueError("--jobs must be at least 1")
-        if threads is not None and threads < 1:
-            raise ValueError("--threads must be at least 1")
+    name = "local"
+
+    def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False):
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:
+            raise ValueError(f"--jobs must be an integer in 1..{MAX_WORKERS}, got {n_jobs!r}")
         self.results_root = str(results_root)
         self.n_jobs = n_jobs
         self.progress = progress
-        self.threads = threads or max(1, (os.cpu_count() or 1) // n_jobs)
+        self.force = force  # rerun jobs that are done (their records are replaced when they finish)
 
-    def run(self, jobs: list[Job], desc: str = "jobs") -> Counter:
+    def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()
         bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not self.progress, dynamic_ncols=True)
-        if self.n_jobs == 1 or len(jobs) <= 1:
-            _init_worker(self.threads)
-            for job in jobs:
-                bar.set_postfix_str(f"{job.row}|{job.col} s{job.seed_index}", refresh=False)
-                counts[execute_job(job, self.results_root)] += 1
-                bar.update()
-        else:
-            ctx = mp.get_context("spawn")  # fork after torch has threads is unsafe
-            with ProcessPoolExecutor(self.n_jobs, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(self.threads,)) as pool:
-                futures = [pool.submit(execute_job, job.to_dict(), self.results_root) for job in jobs]
-                try:
-                    for fut in as_completed(futures):
-                        counts[fut.result()] += 1
-                        bar.update()
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
-        bar.close()
+        previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+        try:
+            if self.n_jobs == 1 or len(jobs) <= 1:
+                for job in jobs:
+                    bar.set_postfix_str(f"{job.row}|{job.col} s{job.seed_index}", refresh=False)
+                    with hold_cores(Numerics.from_dict(job.numerics).threads):
+                        status = execute_job(job, self.results_root, force=self.force)
+                    counts[status] += 1
+                    if on_done:
+                        on_done(job, status)
+                    bar.update()
+            else:
+                self._run_pool(jobs, counts, bar, on_done)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            bar.close()
         return counts
+
+    def _run_pool(self, jobs: list[Job], counts: Counter, bar, on_done) -> None:
+        ctx = mp.get_context("spawn")  # fork after torch has threads is unsafe
+        tasks, results = ctx.Queue(), ctx.Queue()
+        for i, job in enumerate(jobs):
+            tasks.put((i, job.to_dict(), Numerics.from_dict(job.numerics).threads))
+        n_workers = min(self.n_jobs, len(jobs))
+        for _ in range(n_workers):
+            tasks.put(None)
+
+        def start_worker():
+            p = ctx.Process(target=_worker_loop, args=(os.getpid(), tasks, results, self.results_root, self.force),
+                            daemon=True)
+            p.start()
+            return p
+
+        workers = [start_worker() for _ in range(n_workers)]
+        running: dict[int, int] = {}  # worker pid -> job index
+        reported: set[int] = set()
+        finished = 0
+        try:
+            while finished < len(jobs):
+                try:
+                    kind, i, value = results.get(timeout=1.0)
+                except queue.Empty:
+                    for p in list(workers):  # a worker that died (OOM-killed, ...) fails its job; replace it
+                        if p.is_alive() or p.exitcode == 0:
+                            continue
+                        workers.remove(p)
+                        lost = running.pop(p.pid, None)
+                        if lost is not None:
+                            finished += 1
+                            reported.add(lost)
+                            self._done(jobs[lost], FAILED, counts, bar, on_done)
+                            print(f"pubench: worker {p.pid} died (exit code {p.exitcode}) while running "
+                                  f"{jobs[lost].name}; the next run retries it", file=sys.stderr)
+                        if finished + len(running) < len(jobs):
+                            tasks.put(None)  # the replacement needs its own sentinel
+                            workers.append(start_worker())
+                    if not any(p.is_alive() for p in workers):  # jobs lost with a dead worker: count them
+                        for j in sorted(set(range(len(jobs))) - reported):
+                            self._done(jobs[j], FAILED, counts, bar, on_done)
+                        break
+                    continue
+                if kind == "start":
+                    running[value] = i
+                    continue
+                running = {pid: j for pid, j in running.items() if j != i}
+                finished += 1
+                reported.add(i)
+                self._done(jobs[i], FAILED if value == "interrupted" else value, counts, bar, on_done)
+        except BaseException:
+            for p in workers:  # workers ignore SIGINT; SIGTERM makes them record their job as interrupted
+                if p.is_alive():
+                    p.terminate()
+            deadline = time.time() + 15
+            for p in workers:
+                p.join(max(0.0, deadline - time.time()))
+                if p.is_alive():
+                    p.kill()
+            raise
+        finally:
+            for p in workers:
+                p.join(5)
+            tasks.cancel_join_thread()
+            results.cancel_join_thread()
+
+    @staticmethod
+    def _done(job: Job, status: str, counts: Counter, bar, on_done) -> None:
+        counts[status] += 1
+        if on_done:
+            on_done(job, status)
+        bar.update()

@@ -17,6 +17,7 @@ must be shared with the compute nodes (never /tmp).
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import time
@@ -26,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from pubench.errors import PubenchError
 from pubench.executors.worker import execute_job
 from pubench.jobs.plan import Job
 from pubench.utils.io import atomic_write_json
@@ -33,7 +35,7 @@ from pubench.utils.io import atomic_write_json
 ACTIVE_STATES = {"PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING"}
 
 
-class ProfileError(ValueError):
+class ProfileError(PubenchError, ValueError):
     pass
 
 
@@ -63,13 +65,30 @@ def sbatch_parameters(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def numerics_setup(params: dict[str, Any], numerics_profile=None) -> dict[str, Any]:
+    """``params`` with ``slurm_setup`` exporting the numerics environment (every variable
+    of :func:`pubench.numerics.process_env` for the canonical profile: the libraries read
+    them when they load, so the batch script must set them before Python starts)."""
+    from pubench import numerics
+
+    env = numerics.process_env(numerics_profile)
+    exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    have = list(params.get("slurm_setup") or [])
+    return {**params, "slurm_setup": have + [e for e in exports if e not in have]}
+
+
 class SlurmExecutor:
+    """Submits jobs as one SLURM job array per call; ``submit`` returns at once."""
+
+    name = "slurm"
+
     def __init__(self, results_root: str | Path, logs_root: str | Path, params: dict[str, Any],
-                 cluster: str = "slurm"):
+                 cluster: str = "slurm", force: bool = False, numerics=None):
         self.results_root = str(results_root)
         self.logs_root = Path(logs_root)
-        self.params = dict(params)
+        self.params = numerics_setup(dict(params), numerics)
         self.cluster = cluster
+        self.force = force
 
     def folder(self, tier: str, spec_id: str) -> Path:
         return self.logs_root / tier / spec_id
@@ -99,7 +118,7 @@ class SlurmExecutor:
         ex = submitit.AutoExecutor(folder=folder / "%j", cluster=None if self.cluster == "slurm" else self.cluster)
         ex.update_parameters(**self.params)
         with ex.batch():
-            handles = [ex.submit(execute_job, job.to_dict(), self.results_root) for job in jobs]
+            handles = [ex.submit(execute_job, job.to_dict(), self.results_root, True, self.force) for job in jobs]
         manifest = {
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "submitted_unix": time.time(),

@@ -1,5 +1,5 @@
 """JOBS: expand a spec into seeded, content-addressed jobs."""
 
-from pubench.jobs.plan import Job, Plan, derive_seeds, expand
+from pubench.jobs.plan import MAX_SEEDS, Job, Plan, PlanError, derive_seeds, expand
 
-__all__ = ["Job", "Plan", "derive_seeds", "expand"]
+__all__ = ["MAX_SEEDS", "Job", "Plan", "PlanError", "derive_seeds", "expand"]

@@ -1,8 +1,9 @@
 """JOBS: a spec x tier x seeds expands into seeded jobs, one per (cell, seed).
 
 A job's id is the hash of the canonical JSON of what determines its result: the task,
-the fully resolved params, the derived seeds and the spec version. Key order never
-matters; the tier, the executor and output paths are not part of it.
+the fully resolved params, the derived seeds, the spec version and the numerics profile
+(device, threads, pinned CPU code paths, torch version: ``pubench.numerics``). Key order
+never matters; the tier, the executor and output paths are not part of it.
 
 Seeds come from named parts (see :func:`derive_seeds`), in two streams:
 
@@ -18,8 +19,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pubench.errors import PubenchError
+from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import Spec, match_cell
 from pubench.utils.hashing import config_hash, derive_seed
+
+#: Upper bound of ``--seeds``: a typo such as 1000000000000 must not expand forever.
+MAX_SEEDS = 1000
 
 
 @dataclass(frozen=True)
@@ -33,11 +39,13 @@ class Job:
     task: str
     params: dict[str, Any] = field(hash=False)
     seeds: dict[str, int] = field(hash=False)
+    numerics: dict[str, Any] = field(hash=False, default_factory=lambda: resolve().to_dict())
 
     @property
     def identity(self) -> dict[str, Any]:
         """What the job id hashes: everything that changes the result, nothing else."""
-        return {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version}
+        return {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version,
+                "numerics": self.numerics}
 
     @property
     def id(self) -> str:
@@ -52,7 +60,7 @@ class Job:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Job":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int,
@@ -75,21 +83,32 @@ class Plan:
     unavailable: list[tuple[str, str, str]]  # (row, col, reason)
 
 
-def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None) -> Plan:
+class PlanError(PubenchError, ValueError):
+    """A plan that cannot be made: unknown tier, seeds out of range, --only selecting nothing."""
+
+
+def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None,
+           numerics: Numerics | None = None) -> Plan:
     """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1``.
 
-    ``only`` keeps cells matching any ``"row|col"`` glob. Cells the tier marks
-    unavailable are listed in ``Plan.unavailable`` with their reason instead.
+    ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error).
+    Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
+    instead. ``numerics`` defaults to the canonical profile (``pubench.numerics``).
     """
     if tier not in spec.tiers:
-        raise ValueError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
+        raise PlanError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
     n = spec.tiers[tier].seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError("--seeds must be at least 1")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SEEDS:
+        raise PlanError(f"--seeds must be an integer in 1..{MAX_SEEDS}, got {n!r}")
+    num = (numerics or resolve()).to_dict()
     jobs, unavailable = [], []
-    for row, col in spec.cells():
-        if only and not any(match_cell(p, row, col) for p in only):
-            continue
+    cells = spec.cells()
+    if only:
+        cells = [(r, c) for r, c in cells if any(match_cell(p, r, c) for p in only)]
+        if not cells:
+            raise PlanError(f"--only {' '.join(repr(p) for p in only)} selects no cell of {spec.id}; patterns read "
+                            f"'ROW|COL' with * wildcards; rows: {', '.join(spec.rows)}; cols: {', '.join(spec.cols)}")
+    for row, col in cells:
         why = spec.unavailable_reason(tier, row, col)
         if why:
             unavailable.append((row, col, why))
@@ -99,6 +118,6 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
             jobs.append(Job(
                 spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
-                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from),
+                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from), numerics=num,
             ))
     return Plan(spec, tier, n, jobs, unavailable)

@@ -111,10 +111,17 @@ def _drop_null_entries(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def load_spec(path: str | Path) -> Spec:
+def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
+    """Parse and validate one spec file; every unit name must be registered or planned
+    (``experiments/_planned.yaml``)."""
     path = Path(path)
     raw = _drop_null_entries(_with_includes(path, read_yaml(path), (path.resolve(),)))
-    return parse_spec(raw, str(path))
+    spec = parse_spec(raw, str(path))
+    if check_unit_names:
+        from pubench.registry.units import check_names
+
+        check_names(raw, str(path))
+    return spec
 
 
 def parse_spec(raw: dict[str, Any], file: str) -> Spec:  # noqa: C901 - a flat list of checks

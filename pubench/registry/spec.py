@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pubench.errors import PubenchError
+
 PAPERS = {
     "pucl": "000 Contrastive Learning with Negative Sampling Correction (PUCL)",
     "punce": "001 Positive Unlabeled Contrastive Learning (puNCE)",
@@ -30,7 +32,7 @@ ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
 CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order")
 
 
-class SpecError(ValueError):
+class SpecError(PubenchError, ValueError):
     """An invalid spec: ``file: key: problem``."""
 
     def __init__(self, file: str, key: str, problem: str):
@@ -38,7 +40,7 @@ class SpecError(ValueError):
         super().__init__(f"{file}: {key}: {problem}")
 
 
-class UnknownSpec(LookupError):
+class UnknownSpec(PubenchError, LookupError):
     """No spec with that id."""
 
     def __str__(self) -> str:

@@ -1,7 +1,8 @@
 """Collectors: join the result store with a spec's reported cells.
 
 Only records whose params equal the cell's current resolved config (and whose spec
-version matches) are aggregated; older ones are counted as stale and left out.
+version matches) are aggregated; older ones are counted as stale and left out. Corrupt
+records never reach a report (``ResultStore.scan``).
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from pubench.registry.spec import ReportedCell, Spec
 from pubench.store.store import ResultStore
+from pubench.utils.hashing import canonical_json
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class TableResult:
     seeds_done: dict[tuple[str, str], int]
     failed: dict[tuple[str, str], str] = field(default_factory=dict)  # cell -> last error line
     stale: int = 0
+    corrupt: int = 0  # unreadable records left out
+    dirty: int = 0    # records written from a tree with uncommitted code/spec changes (--allow-dirty)
+    numerics: dict[str, int] = field(default_factory=dict)  # numerics profile -> records aggregated
 
     def get(self, row: str, col: str, metric: str) -> CellStats | None:
         return self.stats.get((row, col, metric))
@@ -76,17 +82,56 @@ def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -
     return out
 
 
+def cell_seed_key(job: dict[str, Any]) -> tuple:
+    """What makes two jobs the same cell and seed of the same config (numerics aside)."""
+    return (job["row"], job["col"], job["seed_index"], job["spec_version"], canonical_json(job["params"]))
+
+
+def numerics_label(num: dict[str, Any] | None) -> str:
+    if not num:
+        return "unrecorded"
+    return f"{num.get('device')}, {num.get('threads')} thread(s), {num.get('isa')}, torch {num.get('torch')}"
+
+
+def select_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The records a report aggregates, and how many are stale (config or spec version
+    changed, or no numerics recorded). One record per (cell, seed): when the same job was
+    run under several numerics profiles, the canonical CPU one wins, else the latest."""
+    current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    chosen: dict[tuple, dict[str, Any]] = {}
+    stale = 0
+    for rec in records:
+        job = rec["job"]
+        if (job["spec_version"] != spec.version or current.get((job["row"], job["col"])) != job["params"]
+                or "numerics" not in job):
+            stale += 1
+            continue
+        key = (job["row"], job["col"], job["seed_index"])
+        if key not in chosen or _preference(rec) > _preference(chosen[key]):
+            chosen[key] = rec
+    return list(chosen.values()), stale
+
+
+def _preference(rec: dict[str, Any]) -> tuple:
+    num = rec["job"]["numerics"]
+    canonical = num.get("device") == "cpu" and num.get("isa") == "avx2" and num.get("threads") == 1
+    return (canonical, rec.get("timing", {}).get("end", ""))
+
+
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     seeds: dict[tuple[str, str], set[int]] = {}
-    stale = 0
+    scan = store.scan(tier, spec.id)
+    records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
-    for rec in store.records(tier, spec.id):
+    profiles: dict[str, int] = {}
+    dirty = 0
+    for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
-        if job["spec_version"] != spec.version or current.get(cell) != job["params"]:
-            stale += 1
-            continue
+        label = numerics_label(job.get("numerics"))
+        profiles[label] = profiles.get(label, 0) + 1
+        dirty += bool(rec.get("provenance", {}).get("git_dirty"))
         seeds.setdefault(cell, set()).add(job["seed_index"])
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
@@ -99,4 +144,5 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
     stats = {k: CellStats(tuple(v.values())) for k, v in values.items()}
     stats.update(_derived(spec, values))
-    return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale)
+    return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale,
+                       corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles)

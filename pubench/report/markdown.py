@@ -114,6 +114,14 @@ def _status_md(res: TableResult) -> str:
             lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
     if res.stale:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
+    if res.corrupt:
+        lines.append(f"- {res.corrupt} corrupt record(s) were skipped (`pubench run` quarantines and reruns them)")
+    if res.numerics:
+        lines.append("- Numerics (device, threads per job, CPU code paths, torch): "
+                     + "; ".join(f"{label}: {n} record(s)" for label, n in sorted(res.numerics.items())))
+    if res.dirty:
+        lines.append(f"- **{res.dirty} record(s) were written from a tree with uncommitted code or spec changes** "
+                     "(`--allow-dirty`): they may not reproduce from any commit")
     return "\n".join(lines)
 
 

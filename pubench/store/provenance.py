@@ -23,9 +23,22 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+#: What decides a job's numbers: the code, the specs and the dependency pins. A change
+#: elsewhere (reports, results, docs) does not make a record "dirty".
+CODE_PATHS = ("pubench", "experiments", "pyproject.toml")
+
+
+def code_changes() -> list[str]:
+    """Uncommitted changes (tracked or untracked) to the code, specs and pins, as
+    ``git status --porcelain`` lines; empty outside a git checkout."""
+    out = _git("status", "--porcelain", "--untracked-files=normal", "--", *CODE_PATHS)
+    return [line for line in (out or "").splitlines() if line.strip()]
+
+
 @functools.lru_cache(maxsize=1)
 def provenance() -> dict[str, object]:
-    """Git sha and dirty flag, Python / torch / numpy versions, host (cached per process)."""
+    """Git sha and whether code or specs had uncommitted changes, Python / torch / numpy
+    versions, host (cached per process)."""
     import numpy
 
     try:
@@ -35,10 +48,11 @@ def provenance() -> dict[str, object]:
     except ImportError:  # pragma: no cover
         torch_version = None
     sha = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    changes = code_changes()
     return {
         "git_sha": sha,
-        "git_dirty": bool(status) if status is not None else None,
+        "git_dirty": bool(changes) if sha is not None else None,
+        "git_changes": changes[:20] if changes else [],
         "pubench": pubench.__version__,
         "python": sys.version.split()[0],
         "torch": torch_version,

@@ -2,15 +2,23 @@
 
 Record files are named ``<row>__<col>__s<seed>--<job id>.json`` (a failure record ends in
 ``.failed.json``). Writes are atomic (temp file, fsync, rename), so a killed runner
-leaves either a whole record or none. Only ``status: ok`` records count as done; a
-failure record is kept for diagnosis and the job is retried on the next run.
+leaves either a whole record or none. Only a valid ``status: ok`` record counts as done:
+one that does not parse or lacks what a record must hold (its job, its id, finite
+metrics) is *corrupt*; ``status`` counts it, ``run`` moves it to ``quarantine/`` and
+reruns the job, ``report`` skips it with one warning line. A failure record is kept for
+diagnosis and the job is retried on the next run. Claims of running jobs live in
+``.claims/`` (``pubench.store.claims``).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,12 +26,46 @@ from pubench.jobs.plan import Job
 from pubench.store.provenance import provenance
 from pubench.utils.io import atomic_write_json, remove_stale_temps
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+QUARANTINE = "quarantine"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+_JOB_KEYS = ("id", "spec_id", "tier", "row", "col", "seed_index", "task", "params", "seeds")
 
 
 def slug(text: str, limit: int = 48) -> str:
     return _UNSAFE.sub("_", text).strip("_")[:limit] or "x"
+
+
+def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
+    """Why a parsed record is not a valid record (None when it is)."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    job = rec.get("job")
+    if not isinstance(job, dict) or any(k not in job for k in _JOB_KEYS):
+        return "no job description"
+    if job["id"] != path.name.split("--")[-1].split(".")[0]:
+        return f"job id {job['id']!r} differs from the file name"
+    if failed:
+        return None if rec.get("status") == "failed" and isinstance(rec.get("error"), dict) else "not a failure record"
+    if rec.get("status") != "ok":
+        return f"status {rec.get('status')!r}, expected 'ok'"
+    metrics = rec.get("metrics")
+    if not isinstance(metrics, dict) or not metrics:
+        return "no metrics"
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return f"metric {k!r} is {v!r}, not a finite number"
+    return None
+
+
+@dataclass
+class Scan:
+    """What one folder of the store holds: valid records, failures and corrupt files."""
+
+    done: dict[str, Path] = field(default_factory=dict)       # job id -> record path
+    failed: dict[str, Path] = field(default_factory=dict)     # job id -> failure record path
+    corrupt: list[tuple[Path, str]] = field(default_factory=list)  # (path, why)
+    records: list[dict[str, Any]] = field(default_factory=list)    # the valid ok records
 
 
 class ResultStore:
@@ -38,26 +80,37 @@ class ResultStore:
         stem = f"{slug(job.row)}__{slug(job.col)}__s{job.seed_index}--{job.id}"
         return self.folder(job.tier, job.spec_id) / (stem + (".failed.json" if failed else ".json"))
 
+    def claims(self, tier: str, spec_id: str):
+        from pubench.store.claims import ClaimBook
+
+        return ClaimBook(self.folder(tier, spec_id) / ".claims")
+
     # ---- writing -----------------------------------------------------------------
-    def _record(self, job: Job, status: str, timing: dict[str, Any]) -> dict[str, Any]:
-        return {
+    def _record(self, job: Job, status: str, timing: dict[str, Any], machine: dict[str, Any] | None) -> dict[str, Any]:
+        rec = {
             "schema": SCHEMA_VERSION,
             "status": status,
             "job": job.to_dict(),
             "timing": timing,
             "provenance": provenance(),
         }
+        if machine is not None:
+            rec["machine"] = machine
+        return rec
 
-    def write_ok(self, job: Job, metrics: dict[str, float], info: dict[str, Any], timing: dict[str, Any]) -> Path:
-        rec = self._record(job, "ok", timing) | {"metrics": metrics, "info": info}
+    def write_ok(self, job: Job, metrics: dict[str, float], info: dict[str, Any], timing: dict[str, Any],
+                 machine: dict[str, Any] | None = None) -> Path:
+        rec = self._record(job, "ok", timing, machine) | {"metrics": metrics, "info": info}
         path = atomic_write_json(self.path(job), rec)
         self.path(job, failed=True).unlink(missing_ok=True)
         return path
 
-    def write_failure(self, job: Job, exc: BaseException, timing: dict[str, Any]) -> Path:
+    def write_failure(self, job: Job, exc: BaseException, timing: dict[str, Any],
+                      machine: dict[str, Any] | None = None) -> Path:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        rec = self._record(job, "failed", timing) | {
-            "error": {"type": type(exc).__name__, "message": str(exc), "traceback_tail": tb[-4000:]}
+        message = str(exc) or type(exc).__name__
+        rec = self._record(job, "failed", timing, machine) | {
+            "error": {"type": type(exc).__name__, "message": message, "traceback_tail": tb[-4000:]}
         }
         return atomic_write_json(self.path(job, failed=True), rec)
 
@@ -73,23 +126,77 @@ class ResultStore:
     def _job_id(path: Path) -> str:
         return path.name.split("--")[-1].split(".")[0]
 
+    @staticmethod
+    def _read(path: Path, failed: bool) -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None, "vanished while reading"
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            return None, f"does not parse ({type(e).__name__}: {str(e)[:80]})"
+        why = record_problem(rec, path, failed)
+        return (None, why) if why else (rec, None)
+
+    def scan(self, tier: str, spec_id: str) -> Scan:
+        out = Scan()
+        for p in self._files(tier, spec_id, failed=False):
+            rec, why = self._read(p, failed=False)
+            if rec is None:
+                if why != "vanished while reading":
+                    out.corrupt.append((p, why))
+                continue
+            out.done[rec["job"]["id"]] = p
+            out.records.append(rec)
+        for p in self._files(tier, spec_id, failed=True):
+            rec, why = self._read(p, failed=True)
+            if rec is None:
+                if why != "vanished while reading":
+                    out.corrupt.append((p, why))
+                continue
+            out.failed[rec["job"]["id"]] = p
+        return out
+
     def done_ids(self, tier: str, spec_id: str) -> set[str]:
-        return {self._job_id(p) for p in self._files(tier, spec_id, failed=False)}
+        return set(self.scan(tier, spec_id).done)
 
     def failed_ids(self, tier: str, spec_id: str) -> set[str]:
-        return {self._job_id(p) for p in self._files(tier, spec_id, failed=True)}
+        return set(self.scan(tier, spec_id).failed)
+
+    def is_done(self, job: Job) -> bool:
+        path = self.path(job)
+        if not path.exists():
+            return False
+        rec, _ = self._read(path, failed=False)
+        return rec is not None
 
     def records(self, tier: str, spec_id: str, failed: bool = False) -> list[dict[str, Any]]:
+        """Valid records (corrupt files are left out: see :meth:`scan`)."""
+        if not failed:
+            return self.scan(tier, spec_id).records
         out = []
-        for p in self._files(tier, spec_id, failed):
-            try:
-                out.append(json.loads(p.read_text()))
-            except (OSError, json.JSONDecodeError) as e:  # never happens with atomic writes; say so if it does
-                raise RuntimeError(f"corrupt result record {p}: {e}") from e
+        for p in self._files(tier, spec_id, failed=True):
+            rec, _ = self._read(p, failed=True)
+            if rec is not None:
+                out.append(rec)
         return out
 
     def tiers(self) -> list[str]:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+
+    # ---- housekeeping ------------------------------------------------------------
+    def quarantine(self, paths: list[Path]) -> list[Path]:
+        """Move corrupt files to ``<folder>/quarantine/`` (kept for a look, never read again)."""
+        moved = []
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        for p in paths:
+            dest = p.parent / QUARANTINE / f"{p.name}.{stamp}-{os.getpid()}"
+            dest.parent.mkdir(exist_ok=True)
+            try:
+                os.replace(p, dest)
+            except FileNotFoundError:
+                continue
+            moved.append(dest)
+        return moved
 
     def clean_temps(self, tier: str, spec_id: str) -> int:
         folder = self.folder(tier, spec_id)

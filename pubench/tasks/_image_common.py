@@ -121,7 +121,10 @@ def model_config(params: dict) -> ModelConfig:
 
 
 def device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The running job's device (its numerics profile; cpu outside a job)."""
+    from pubench import numerics
+
+    return numerics.device()
 
 
 # ------------------------------------------------------------------ models

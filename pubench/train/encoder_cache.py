@@ -4,7 +4,7 @@ Pre-training is deterministic on CPU given its config, its seeds and the code, s
 cells that pre-train identically (one encoder under two downstream classifiers: a linear
 probe and fine-tuning, nnPU and puPL) can share it. The key hashes the data, model and
 pre-training params, the seeds that reach pre-training and a fingerprint of the package
-source, so any code change misses. Writes are atomic; a corrupt or missing entry is a
+source and the job's numerics profile, so any code change misses. Writes are atomic; a corrupt or missing entry is a
 miss. ``PUBENCH_ENCODER_CACHE=0`` turns it off; ``PUBENCH_CACHE`` moves it
 (default ``<project>/.cache``).
 """
@@ -46,7 +46,12 @@ def enabled() -> bool:
 
 
 def encoder_key(params: dict[str, Any], seeds: dict[str, Any]) -> str:
-    return config_hash({"params": params, "seeds": seeds, "code": code_fingerprint()}, length=24)
+    """Config, seeds, code and the running job's numerics profile (device, threads, CPU
+    code paths, torch): an encoder trained under other numerics is a different encoder."""
+    from pubench import numerics
+
+    return config_hash({"params": params, "seeds": seeds, "code": code_fingerprint(),
+                        "numerics": numerics.current().to_dict()}, length=24)
 
 
 def load(key: str) -> tuple[dict, dict] | None:

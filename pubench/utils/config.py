@@ -8,10 +8,12 @@ import types
 import typing
 from typing import Any, TypeVar
 
+from pubench.errors import PubenchError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(PubenchError, ValueError):
     pass
 
 

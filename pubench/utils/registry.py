@@ -19,8 +19,10 @@ import importlib
 import pkgutil
 from typing import Any, Callable, Iterator
 
+from pubench.errors import PubenchError
 
-class UnknownName(KeyError):
+
+class UnknownName(PubenchError, KeyError):
     """A name that no unit of this kind registered."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable

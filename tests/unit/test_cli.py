@@ -17,8 +17,8 @@ def _run(*args, env=None):
 @pytest.mark.parametrize("args,needle", [
     (["show", "fig5-bcll"], "did you mean 'fig5-bcl'"),
     (["run", "nope-table"], "no table or figure 'nope-table'"),
-    (["run", "fig5-bcl", "--seeds", "0"], "--seeds must be at least 1"),
-    (["run", "fig5-bcl", "--jobs", "0", "--tier", "smoke"], "--jobs must be at least 1"),
+    (["run", "fig5-bcl", "--seeds", "0"], "--seeds must be in 1..1000"),
+    (["run", "fig5-bcl", "--jobs", "0", "--tier", "smoke"], "--jobs must be in 1..64"),
     (["run", "fig5-bcl", "--executor", "slurm", "--profile", "nowhere", "--dry-run"], "no SLURM profile"),
     (["report", "nope-table"], "no table or figure"),
 ])
@@ -65,7 +65,8 @@ def test_run_status_report_end_to_end(tmp_registry, capsys):
     assert main(["status", "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status == [{"id": "table1-bcl", "tier": "smoke", "seeds": 1, "jobs": 4, "done": 4, "failed": 0,
-                       "submitted": 0, "pending": 0, "not_implemented_jobs": 0, "unavailable_cells": 0}]
+                       "running": 0, "submitted": 0, "corrupt": 0, "pending": 0, "not_implemented_jobs": 0,
+                       "unavailable_cells": 0}]
     assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet"]) == 0
     reports = tmp_registry.root / "reports"
     assert (reports / "smoke" / "table1-bcl.md").exists() and (reports / "smoke" / "table1-bcl.tex").exists()
@@ -79,6 +80,7 @@ def test_help_has_examples():
 
 def test_cells_naming_missing_units_are_skipped_not_failed(tmp_registry, capsys):
     text = selftest_spec().replace("B: {value: 2.0}", "B: {value: 2.0, data: {dataset: no_such_dataset}}")
+    tmp_registry.plan("dataset", "no_such_dataset")
     tmp_registry(text)
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
     out = capsys.readouterr().out

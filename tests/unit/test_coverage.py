@@ -22,6 +22,7 @@ def test_units_found_in_nested_params():
 
 def test_coverage_counts_missing_units_and_unavailable(tmp_registry, capsys):
     tmp_registry(selftest_spec())
+    tmp_registry.plan("task", "not_a_task")
     text = selftest_spec("table2-bcl").replace("task: selftest", "task: not_a_task")
     text = text.replace("reduced: {seeds: 2}", "reduced: {seeds: 2, unavailable: {'A|*': no data}}")
     tmp_registry(text)
@@ -31,7 +32,8 @@ def test_coverage_counts_missing_units_and_unavailable(tmp_registry, capsys):
     assert by["table1-bcl"]["runnable"] == {"paper": 4, "reduced": 4, "smoke": 4}
     assert by["table1-bcl"]["reported"] == 2 and by["table1-bcl"]["cells"] == 4
     assert by["table2-bcl"]["runnable"] == {"paper": 0, "reduced": 0, "smoke": 0}
-    assert cov["missing_units"] == [{"kind": "task", "name": "not_a_task", "cells": 4, "tables": ["table2-bcl"]}]
+    assert cov["missing_units"] == [{"kind": "task", "name": "not_a_task", "cells": 4, "tables": ["table2-bcl"],
+                                     "why": "planned for a test"}]
     assert cov["total"]["runnable"]["paper"] == 4
     assert main(["coverage"]) == 0
     assert "not_a_task" in capsys.readouterr().out

@@ -29,7 +29,7 @@ def test_local_sequential_and_parallel_agree(tmp_registry):
     store = _store()
     assert LocalExecutor(store.root, 1, progress=False).run(jobs)["ok"] == 8
     first = {r["job"]["id"]: r["metrics"] for r in store.records("paper", spec.id)}
-    for p in store.folder("paper", spec.id).iterdir():
+    for p in store.folder("paper", spec.id).glob("*.json"):
         p.unlink()
     assert LocalExecutor(store.root, 2, progress=False).run(jobs)["ok"] == 8
     second = {r["job"]["id"]: r["metrics"] for r in store.records("paper", spec.id)}
@@ -54,13 +54,13 @@ def test_finished_jobs_are_not_rerun_unless_forced(tmp_registry, capsys):
     tmp_registry(selftest_spec())
     args = ["run", "table1-bcl", "--tier", "paper", "--seeds", "1", "--no-progress"]
     assert main(args) == 0
-    before = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").iterdir()}
+    before = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").glob("*.json")}
     assert main(args) == 0
     assert "4 already done" in capsys.readouterr().out
-    after = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").iterdir()}
+    after = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").glob("*.json")}
     assert before == after
     assert main(args + ["--force"]) == 0
-    forced = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").iterdir()}
+    forced = {p.name: p.stat().st_mtime_ns for p in _store().folder("paper", "table1-bcl").glob("*.json")}
     assert forced.keys() == before.keys() and all(forced[k] > before[k] for k in before)
 
 

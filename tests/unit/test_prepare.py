@@ -105,7 +105,7 @@ def test_check_only_writes_nothing(tmp_path, capsys):
 def test_unknown_name_and_bad_source(tmp_path):
     with pytest.raises(ValueError, match="did you mean 'mnist'"):
         prep.prepare(["mnsit"], root=tmp_path)
-    with pytest.raises(FileNotFoundError, match="no such folder"):
+    with pytest.raises(ValueError, match="no such folder"):
         prep.prepare(["mnist"], source=tmp_path / "nope", root=tmp_path)
 
 

@@ -1,0 +1,163 @@
+"""The units a spec names (task, dataset, backbone, loss, ...) and the check of their names.
+
+A name a spec uses must be registered by the code, or listed in the catalogue of planned
+units (``experiments/_planned.yaml``: units the code does not implement yet, with the
+reason). Anything else is a typo and fails when the spec loads, with the closest
+registered name suggested; only planned units are "not implemented yet" (``pubench
+coverage`` lists them, ``pubench run`` skips their cells).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+from typing import Any, Iterator
+
+import yaml
+
+from pubench.registry.spec import SpecError
+
+#: param key -> (kind, "module:REGISTRY"): a key whose value names a unit (a string, or a
+#: mapping with ``name``; the keys inside that mapping are the unit's hyperparameters).
+UNIT_KEYS = {
+    "dataset": ("dataset", "pubench.data:DATASETS"),
+    "backbone": ("backbone", "pubench.models:BACKBONES"),
+    "loss": ("loss", "pubench.losses:LOSSES"),
+    "framework": ("framework", "pubench.train:FRAMEWORKS"),
+    "downstream": ("downstream", "pubench.train:DOWNSTREAM"),
+    "pu_method": ("pu_method", "pubench.pu:PU_METHODS"),
+}
+TASK_REGISTRY = "pubench.tasks:TASKS"
+#: Names checked wherever they appear, also inside a unit's mapping.
+NESTED_KEYS = {
+    "risk": ("risk", "pubench.pu.risks:RISKS"),
+    "optimizer": ("optimizer", "pubench.train.optim:OPTIMIZERS"),
+    "schedule": ("schedule", "pubench.train.optim:SCHEDULES"),
+    "augment": ("augment", "pubench.train.augment:AUGMENTS"),
+}
+KINDS = ("task", *(k for k, _ in UNIT_KEYS.values()), *(k for k, _ in NESTED_KEYS.values()))
+
+
+def _name_of(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return value["name"]
+    return None
+
+
+def units(task: str, params: Any) -> Iterator[tuple[str, str]]:
+    """(kind, name) of every unit a resolved cell config names (task, dataset, backbone,
+    loss, framework, downstream, pu_method)."""
+    yield "task", task
+
+    def walk(node: Any) -> Iterator[tuple[str, str]]:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                name = _name_of(v) if k in UNIT_KEYS else None
+                if name is not None:
+                    yield UNIT_KEYS[k][0], name
+                    continue  # keys inside a unit's mapping are its hyperparameters, not units
+                yield from walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from walk(v)
+
+    yield from walk(params)
+
+
+def named(node: Any, where: str) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, dotted key) of every unit and nested name in a spec fragment."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            here = f"{where}.{k}"
+            name = _name_of(v) if k in UNIT_KEYS or k in NESTED_KEYS else None
+            if name is not None:
+                yield (UNIT_KEYS.get(k) or NESTED_KEYS[k])[0], name, here
+                if isinstance(v, dict):  # a unit's hyperparameters may name an optimizer, a risk, ...
+                    for kk, vv in v.items():
+                        yield from named({kk: vv}, here) if kk != "name" and kk not in UNIT_KEYS else ()
+                continue
+            yield from named(v, here)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from named(v, f"{where}[{i}]")
+
+
+def _registry(path: str):
+    module, attr = path.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@functools.lru_cache(maxsize=None)
+def known(kind: str) -> frozenset[str]:
+    """Names the code registers for ``kind``."""
+    if kind == "task":
+        return frozenset(_registry(TASK_REGISTRY).names())
+    path = next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
+    reg = _registry(path)
+    return frozenset(reg.names() if hasattr(reg, "names") else reg)
+
+
+def implemented() -> dict[str, set[str]]:
+    """Registered names of every kind of unit ``units`` yields."""
+    return {kind: set(known(kind)) for kind in ("task", *(k for k, _ in UNIT_KEYS.values()))}
+
+
+def planned_path():
+    from pubench.registry.loader import experiments_root
+
+    return experiments_root() / "_planned.yaml"
+
+
+@functools.lru_cache(maxsize=4)
+def _planned_cached(path: str, mtime: float) -> dict[str, dict[str, str]]:
+    from pathlib import Path
+
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise SpecError(path, "(top level)", "expected a mapping kind -> {name: reason}")
+    out: dict[str, dict[str, str]] = {}
+    for kind, names in data.items():
+        if kind not in KINDS:
+            raise SpecError(path, kind, f"unknown kind (one of {', '.join(KINDS)})")
+        if not isinstance(names, dict):
+            raise SpecError(path, kind, "expected a mapping name -> reason")
+        for name, why in names.items():
+            if not isinstance(why, str) or not why.strip():
+                raise SpecError(path, f"{kind}.{name}", "give the reason it is not implemented yet")
+        out[kind] = {str(k): v for k, v in names.items()}
+    return out
+
+
+def planned() -> dict[str, dict[str, str]]:
+    """kind -> {name: why it is not implemented yet} (empty when there is no catalogue)."""
+    path = planned_path()
+    if not path.exists():
+        return {}
+    return _planned_cached(str(path), path.stat().st_mtime)
+
+
+def planned_reason(kind: str, name: str) -> str | None:
+    return planned().get(kind, {}).get(name)
+
+
+def check_names(raw: dict[str, Any], file: str) -> None:
+    """Raise :class:`SpecError` for a name no unit registers and the catalogue does not plan."""
+    layers = [("experiment", raw.get("experiment") or {})]
+    layers += [(f"tiers.{t}", layer or {}) for t, layer in (raw.get("tiers") or {}).items()]
+    plan = planned()
+    for where, layer in layers:
+        if where == "experiment" and isinstance(layer.get("task"), str):
+            found = [("task", layer["task"], "experiment.task")]
+        else:
+            found = []
+        found += list(named({k: v for k, v in layer.items() if k in ("params", "rows", "cols", "cells")}, where))
+        for kind, name, key in found:
+            if name in known(kind) or name in plan.get(kind, {}):
+                continue
+            close = difflib.get_close_matches(name, sorted(known(kind)), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SpecError(file, key, f"unknown {kind} {name!r}{hint} (registered: {', '.join(sorted(known(kind)))}; "
+                                       "units not implemented yet belong in experiments/_planned.yaml)")

@@ -1,0 +1,213 @@
+"""``pubench verify``: do stored records reproduce? Rerun a sample into a scratch store.
+
+Each sampled record's job (its own config, seeds and numerics profile, hence its own job
+id) is rerun with the encoder cache off, into a temporary store, and every metric is
+compared with the stored value:
+
+* ``identical``: every metric equal to the last bit;
+* ``within``: not identical, but every metric within ``sigmas`` x the cell's seed standard
+  deviation (from the stored seeds of that cell);
+* ``outside``: some metric further away; ``failed``: the rerun did not produce a record;
+* ``not here``: this machine cannot run the record's numerics (a CUDA record on a CPU
+  machine): listed, neither passing nor failing.
+
+A verification passes when no rerun is outside or failed, every record made under the
+canonical numerics reproduced identically, and the store holds no stale (config or
+spec version changed) or corrupt record of the table.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pubench import paths
+from pubench.jobs.plan import Job
+from pubench.registry.spec import Spec
+from pubench.store.store import ResultStore
+
+IDENTICAL, WITHIN, OUTSIDE, FAILED, NOT_HERE = "identical", "within", "outside", "failed", "not here"
+
+
+@dataclass
+class Check:
+    name: str
+    job_id: str
+    canonical: bool
+    verdict: str
+    diffs: dict[str, tuple[float, float | None, float]] = field(default_factory=dict)  # metric -> (stored, rerun, tol)
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        if self.verdict == NOT_HERE:
+            return True
+        return self.verdict == IDENTICAL or (self.verdict == WITHIN and not self.canonical)
+
+
+@dataclass
+class Verification:
+    spec_id: str
+    tier: str
+    records: int
+    stale: int
+    corrupt: int
+    checks: list[Check]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.records) and not self.stale and not self.corrupt and all(c.ok for c in self.checks)
+
+    def counts(self) -> dict[str, int]:
+        out = {v: 0 for v in (IDENTICAL, WITHIN, OUTSIDE, FAILED, NOT_HERE)}
+        for c in self.checks:
+            out[c.verdict] += 1
+        return out
+
+
+def _current_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict], int]:
+    current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    keep = [r for r in records if r["job"].get("spec_version") == spec.version and "numerics" in r["job"]
+            and current.get((r["job"]["row"], r["job"]["col"])) == r["job"]["params"]]
+    return keep, len(records) - len(keep)
+
+
+def _spread(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """Sample std over the stored seeds of each (row, col, metric)."""
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for r in records:
+        for m, v in r["metrics"].items():
+            values.setdefault((r["job"]["row"], r["job"]["col"], m), []).append(float(v))
+    return {k: statistics.stdev(v) if len(v) > 1 else 0.0 for k, v in values.items()}
+
+
+def sample_records(records: list[dict[str, Any]], k: int, seed: int) -> list[dict[str, Any]]:
+    """``k`` records (all when ``k`` is 0 or larger than the store), the same for the same seed."""
+    ordered = sorted(records, key=lambda r: (r["job"]["row"], r["job"]["col"], r["job"]["seed_index"], r["job"]["id"]))
+    if k == 0 or k >= len(ordered):
+        return ordered
+    idx = np.random.default_rng(seed).choice(len(ordered), size=k, replace=False)
+    return [ordered[i] for i in sorted(idx)]
+
+
+def _runnable_here(job: Job) -> str | None:
+    from pubench import numerics
+
+    num = numerics.Numerics.from_dict(job.numerics)
+    if num.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return "the record was made on a CUDA device; this machine has none"
+    if num.torch != numerics.torch_version():
+        return f"the record was made with torch {num.torch}; this machine has {numerics.torch_version()}"
+    return None
+
+
+def compare_metrics(stored: dict[str, float], rerun: dict[str, float] | None, tol: dict[str, float],
+                    canonical: bool, name: str, job_id: str) -> Check:
+    if rerun is None:
+        return Check(name, job_id, canonical, FAILED, note="the rerun wrote no record")
+    diffs, verdict = {}, IDENTICAL
+    for m, v in stored.items():
+        new = rerun.get(m)
+        diffs[m] = (v, new, tol.get(m, 0.0))
+        if new is None or not math.isfinite(new):
+            verdict = OUTSIDE
+        elif new != v:
+            if abs(new - v) <= tol.get(m, 0.0):
+                verdict = WITHIN if verdict == IDENTICAL else verdict
+            else:
+                verdict = OUTSIDE
+    return Check(name, job_id, canonical, verdict, diffs)
+
+
+def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed: int = 0, progress: bool = False,
+           sigmas: float = 2.0, store: ResultStore | None = None) -> Verification:
+    from pubench.executors.local import LocalExecutor
+    from pubench.numerics import Numerics
+
+    store = store or ResultStore(paths.results_root())
+    scan = store.scan(tier, spec.id)
+    records, stale = _current_records(spec, tier, scan.records)
+    spread = _spread(records)
+    chosen = sample_records(records, sample, sample_seed)
+    checks: list[Check] = []
+    jobs: list[Job] = []
+    for r in chosen:
+        job = Job.from_dict(r["job"])
+        why = _runnable_here(job)
+        if why:
+            checks.append(Check(job.name, job.id, False, NOT_HERE, note=why))
+        else:
+            jobs.append(job)
+    if jobs:
+        old = os.environ.get("PUBENCH_ENCODER_CACHE")
+        os.environ["PUBENCH_ENCODER_CACHE"] = "0"  # rerun the whole computation, pre-training included
+        try:
+            with tempfile.TemporaryDirectory(prefix="pubench-verify-") as scratch:
+                LocalExecutor(scratch, n_jobs=n_jobs, progress=progress).run(jobs, desc=f"verify {spec.id}")
+                rerun = {r["job"]["id"]: r["metrics"] for r in ResultStore(scratch).scan(tier, spec.id).records}
+                failures = {}
+                for p in ResultStore(scratch).scan(tier, spec.id).failed.values():
+                    failures[ResultStore._job_id(p)] = _first_error_line(p)
+        finally:
+            if old is None:
+                os.environ.pop("PUBENCH_ENCODER_CACHE", None)
+            else:
+                os.environ["PUBENCH_ENCODER_CACHE"] = old
+        by_id = {r["job"]["id"]: r for r in chosen}
+        for job in jobs:
+            rec = by_id[job.id]
+            tol = {m: sigmas * spread.get((job.row, job.col, m), 0.0) for m in rec["metrics"]}
+            check = compare_metrics(rec["metrics"], rerun.get(job.id), tol, Numerics.from_dict(job.numerics).canonical,
+                                    job.name, job.id)
+            if check.verdict == FAILED and job.id in failures:
+                check.note = failures[job.id]
+            checks.append(check)
+    order = {r["job"]["id"]: i for i, r in enumerate(chosen)}
+    checks.sort(key=lambda c: order.get(c.job_id, 0))
+    return Verification(spec.id, tier, len(scan.records), stale, len(scan.corrupt), checks)
+
+
+def _first_error_line(path) -> str:
+    import json
+
+    try:
+        err = json.loads(path.read_text())["error"]
+        return f"{err['type']}: {err['message']}".splitlines()[0][:200]
+    except (OSError, ValueError, KeyError):
+        return "failure record unreadable"
+
+
+def render_verification(v: Verification) -> str:
+    from tabulate import tabulate
+
+    rows = []
+    for c in v.checks:
+        worst = ""
+        if c.diffs:
+            m, (old, new, tol) = max(c.diffs.items(), key=lambda kv: abs((kv[1][1] or 0.0) - kv[1][0]))
+            worst = f"{m}: {old:.6g} -> {new:.6g} (tol {tol:.3g})" if new is not None else f"{m}: missing"
+        rows.append([c.name, "yes" if c.canonical else "no", c.verdict + ("" if c.ok else "  <-- FAIL"),
+                     worst or c.note])
+    counts = v.counts()
+    lines = [f"verify {v.spec_id} at tier {v.tier}: {len(v.checks)} of {v.records} record(s) rerun"]
+    if rows:
+        lines.append(tabulate(rows, headers=["job", "canonical", "verdict", "largest change"]))
+    if v.stale:
+        lines.append(f"  {v.stale} stale record(s) (config or spec version changed since): rerun the table and "
+                     "remove them")
+    if v.corrupt:
+        lines.append(f"  {v.corrupt} corrupt record(s): `pubench run` moves them to quarantine and reruns their jobs")
+    if not v.records:
+        lines.append("  no records to verify")
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    lines.append(f"{'PASS' if v.passed else 'FAIL'}: {summary or 'nothing rerun'}")
+    return "\n".join(lines) + "\n"
