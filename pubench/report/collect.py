@@ -1,13 +1,16 @@
 """Collectors: join the result store with a spec's reported cells.
 
 Only records whose params equal the cell's current resolved config (and whose spec
-version matches) are aggregated; older ones are counted as stale and left out.
+version matches) are aggregated; older ones are counted as stale and left out. Values are
+kept per seed index, with the data split each seed ran on, so claim checks can pair the
+seeds of two cells that saw the same split (:mod:`pubench.report.stats`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 from pubench.registry.spec import ReportedCell, Spec
@@ -16,21 +19,28 @@ from pubench.store.store import ResultStore
 
 @dataclass(frozen=True)
 class CellStats:
-    """Mean and sample standard deviation (ddof=1; 0 for one seed) over seeds."""
+    """One cell's metric over seeds: the value of each seed index and the data split it ran on
+    (``splits[k]``: equal keys mean the same split, e.g. the job's data seed). Mean and sample
+    standard deviation (ddof=1; ``None`` for a single seed, which has no spread to show)."""
 
-    values: tuple[float, ...]
+    by_seed: Mapping[int, float]
+    splits: Mapping[int, Hashable]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return tuple(self.by_seed[k] for k in sorted(self.by_seed))
 
     @property
     def n(self) -> int:
-        return len(self.values)
+        return len(self.by_seed)
 
     @property
     def mean(self) -> float:
         return statistics.fmean(self.values)
 
     @property
-    def std(self) -> float:
-        return statistics.stdev(self.values) if self.n > 1 else 0.0
+    def std(self) -> float | None:
+        return statistics.stdev(self.values) if self.n > 1 else None
 
 
 @dataclass
@@ -61,9 +71,11 @@ class TableResult:
         return len(self.seeds_done)
 
 
-def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -> dict:
+def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],
+             splits: dict[tuple[str, str], dict[int, Hashable]]) -> dict:
     """A derived column (e.g. the paper's Mean): per seed, the mean over its source cols
-    (seeds present in all of them), then mean ± std over those seeds."""
+    (seeds present in all of them), then mean ± std over those seeds. Its split key per seed
+    is the tuple of its sources' keys."""
     out = {}
     for dcol, sources in spec.derived_cols.items():
         for row in spec.rows:
@@ -72,13 +84,14 @@ def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -
                 common = set.intersection(*(set(v) for v in per_col)) if per_col else set()
                 if common:
                     out[(row, dcol, metric)] = CellStats(
-                        tuple(statistics.fmean(v[s] for v in per_col) for s in sorted(common)))
+                        {k: statistics.fmean(v[k] for v in per_col) for k in sorted(common)},
+                        {k: tuple(splits[(row, c)][k] for c in sources) for k in sorted(common)})
     return out
 
 
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
-    seeds: dict[tuple[str, str], set[int]] = {}
+    splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     stale = 0
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     for rec in store.records(tier, spec.id):
@@ -87,7 +100,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         if job["spec_version"] != spec.version or current.get(cell) != job["params"]:
             stale += 1
             continue
-        seeds.setdefault(cell, set()).add(job["seed_index"])
+        splits.setdefault(cell, {})[job["seed_index"]] = job["seeds"]["data"]
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
@@ -95,8 +108,8 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     for rec in store.records(tier, spec.id, failed=True):
         job = rec["job"]
         cell = (job["row"], job["col"])
-        if cell not in seeds and current.get(cell) == job["params"]:
+        if cell not in splits and current.get(cell) == job["params"]:
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
-    stats = {k: CellStats(tuple(v.values())) for k, v in values.items()}
-    stats.update(_derived(spec, values))
-    return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale)
+    stats = {k: CellStats(v, {s: splits[k[:2]][s] for s in v}) for k, v in values.items()}
+    stats.update(_derived(spec, values, splits))
+    return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale)
