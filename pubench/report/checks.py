@@ -3,7 +3,10 @@
 * Generic, per metric and column (within each row group): is the best row ours the same
   as the paper's, and how well do the row rankings agree (Kendall tau)?
 * Spec claims (``claims:`` in the YAML): ``best_row`` (a row is best in each column),
-  ``order`` (rows rank in the given order), ``greater`` (row a beats row b).
+  ``order`` (rows rank in the given order), ``greater`` (row a beats row b), ``best_col`` and
+  ``col_order`` (the same along a row). A claim is the conjunction of the pairwise comparisons
+  it makes; each is a one-sided t-test over seeds (:mod:`pubench.report.stats`), and the claim
+  is as strong as its weakest link.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from scipy.stats import kendalltau
 
 from pubench.registry.spec import Claim
 from pubench.report.collect import TableResult
+from pubench.report.stats import (FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
+                                  outcome_text, weakest)
 
 
 @dataclass
@@ -35,12 +40,44 @@ class ColumnCheck:
         return self.best_ours == self.best_paper
 
 
+_COUNTED = {HOLDS: "hold", HOLDS_NS: "hold (n.s.)", NOT_TESTABLE: "not testable", TIE: "tie", FAILS: "fail"}
+
+
 @dataclass
 class ClaimCheck:
+    """A spec claim tested on our seeds: ``tests`` holds one :class:`PairTest` per pairwise
+    comparison the claim makes whose two cells have results; the claim's outcome and p-value
+    are those of its weakest link (:func:`pubench.report.stats.weakest`)."""
+
     claim: Claim
-    status: str  # holds | fails | n/a
-    detail: str
-    paper_status: str  # what the reported numbers say: holds | fails | n/a
+    tests: list[PairTest]
+    paper_status: str  # what the reported means say: holds | tie | fails | n/a
+
+    @property
+    def weakest_link(self) -> PairTest | None:
+        return weakest(self.tests) if self.tests else None
+
+    @property
+    def status(self) -> str:
+        """holds | holds, not significant | tie | fails | not testable (also: no results)."""
+        return self.weakest_link.outcome if self.tests else NOT_TESTABLE
+
+    @property
+    def outcome_text(self) -> str:
+        return outcome_text(self.weakest_link) if self.tests else f"{NOT_TESTABLE} (no results)"
+
+    @property
+    def detail(self) -> str:
+        """How many links, by outcome, and the ones that do not hold significantly (first few)."""
+        if not self.tests:
+            return "no pair of compared cells has results"
+        counts = {o: sum(t.outcome == o for t in self.tests) for o in WEAKNESS}
+        text = f"{len(self.tests)} pair(s): " + ", ".join(f"{k} {_COUNTED[o]}" for o, k in counts.items() if k)
+        weak = sorted((t for t in self.tests if t.outcome != HOLDS), key=lambda t: -WEAKNESS[t.outcome])
+        if len(self.tests) > 1 and weak:
+            text += "; " + "; ".join(f"{t.where}: {t.better} vs {t.worse} {outcome_text(t)}" for t in weak[:4])
+            text += f"; {len(weak) - 4} more" if len(weak) > 4 else ""
+        return text
 
 
 def _row_sets(res: TableResult) -> list[tuple[str | None, list[str]]]:
@@ -90,64 +127,37 @@ def column_checks(res: TableResult) -> list[ColumnCheck]:
     return out
 
 
-def _better(a: float, b: float, higher: bool) -> bool:
-    return a > b if higher else a < b
+Cell = tuple[str, str]  # (row, col)
 
 
-def _evaluate_cols(claim: Claim, get, higher: bool) -> tuple[str, list[str]]:
-    """Column claims, per row: ``best_col`` (the first col beats the others) and
-    ``col_order`` (values improve strictly along the listed cols)."""
-    failures, checked = [], 0
-    for row in claim.rows:
-        vals = {c: v for c in claim.cols if (v := get(row, c)) is not None}
-        if len(vals) < 2 or (claim.kind == "col_order" and len(vals) < len(claim.cols)):
-            continue
-        checked += 1
-        if claim.kind == "best_col":
-            first = claim.cols[0]
-            if first not in vals:
-                checked -= 1
-                continue
-            beaten = [c for c, v in vals.items() if c != first and not _better(vals[first], v, higher)]
-            if beaten:
-                failures.append(f"{row}: {first} not better than {', '.join(beaten)}")
-        else:
-            for a, b in zip(claim.cols, claim.cols[1:]):
-                if not _better(vals[b], vals[a], higher):
-                    failures.append(f"{row}: {b} not better than {a}")
-    if checked == 0:
-        return "n/a", ["no row has the values needed"]
-    return ("fails" if failures else "holds"), failures or [f"holds in {checked} row(s)"]
-
-
-def _evaluate(claim: Claim, get, higher: bool, group_rows) -> tuple[str, list[str]]:
-    """Apply one claim to values from ``get(row, col) -> float | None``."""
+def _links(claim: Claim, group_rows) -> list[tuple[str, Cell, Cell]]:
+    """Every pairwise comparison a claim makes, as (line, better cell, worse cell): per column,
+    ``best_row`` pits its row against every other row of its row group and ``order`` / ``greater``
+    each consecutive pair; per row, ``best_col`` pits its first column against the others and
+    ``col_order`` compares consecutive columns, the later one better."""
+    out = []
     if claim.kind in ("best_col", "col_order"):
-        return _evaluate_cols(claim, get, higher)
-    failures, checked = [], 0
+        for row in claim.rows:
+            pairs = ([(claim.cols[0], c) for c in claim.cols[1:]] if claim.kind == "best_col"
+                     else [(b, a) for a, b in zip(claim.cols, claim.cols[1:])])
+            out += [(row, (row, a), (row, b)) for a, b in pairs]
+        return out
     for col in claim.cols:
-        if claim.kind == "best_row":
-            row = claim.rows[0]
-            others = {r: get(r, col) for r in group_rows(row) if r != row}
-            others = {r: v for r, v in others.items() if v is not None}
-            mine = get(row, col)
-            if mine is None or not others:
-                continue
-            checked += 1
-            beaten = [r for r, v in others.items() if not _better(mine, v, higher)]
-            if beaten:
-                failures.append(f"{col}: not better than {', '.join(beaten)}")
-        else:  # order / greater: each consecutive pair strictly in order
-            vals = [get(r, col) for r in claim.rows]
-            if any(v is None for v in vals):
-                continue
-            checked += 1
-            for (ra, va), (rb, vb) in zip(zip(claim.rows, vals), zip(claim.rows[1:], vals[1:])):
-                if not _better(va, vb, higher):
-                    failures.append(f"{col}: {ra} not better than {rb}")
-    if checked == 0:
-        return "n/a", ["no column has the values needed"]
-    return ("fails" if failures else "holds"), failures or [f"holds in {checked} column(s)"]
+        pairs = ([(claim.rows[0], r) for r in group_rows(claim.rows[0]) if r != claim.rows[0]]
+                 if claim.kind == "best_row" else list(zip(claim.rows, claim.rows[1:])))
+        out += [(col, (a, col), (b, col)) for a, b in pairs]
+    return out
+
+
+def _paper_status(links, reported, higher: bool, fmt: str) -> str:
+    """The claim on the reported means alone: fails if a link goes the other way, tie if one
+    prints equal, holds if all go the claimed way, n/a if no link has both numbers."""
+    diffs = [(a, b) for a, b in ((reported(x), reported(y)) for _, x, y in links) if a is not None and b is not None]
+    if not diffs:
+        return "n/a"
+    if any((a < b if higher else a > b) and format(a, fmt) != format(b, fmt) for a, b in diffs):
+        return "fails"
+    return "tie" if any(format(a, fmt) == format(b, fmt) for a, b in diffs) else "holds"
 
 
 def describe(claim: Claim, spec) -> str:
@@ -171,17 +181,20 @@ def claim_checks(res: TableResult) -> list[ClaimCheck]:
 
     out = []
     for claim in spec.claims:
-        higher = spec.metrics[claim.metric].higher_is_better
+        m = spec.metrics[claim.metric]
+        links = _links(claim, group_rows)
+        is_col_claim = claim.kind in ("best_col", "col_order")
+        tests = []
+        for where, x, y in links:
+            sx, sy = res.get(*x, claim.metric), res.get(*y, claim.metric)
+            if sx is not None and sy is not None:
+                names = (x[1], y[1]) if is_col_claim else (x[0], y[0])
+                tests.append(compare_cells(sx, sy, higher_is_better=m.higher_is_better, fmt=m.fmt,
+                                           labels=(*names, where)))
 
-        def ours(r, c, m=claim.metric):
-            s = res.get(r, c, m)
-            return None if s is None else s.mean
+        def reported(cell, metric=claim.metric):
+            r = res.reported(*cell, metric)
+            return None if r is None else r.mean
 
-        def paper(r, c, m=claim.metric):
-            x = res.reported(r, c, m)
-            return None if x is None else x.mean
-
-        status, detail = _evaluate(claim, ours, higher, group_rows)
-        paper_status, _ = _evaluate(claim, paper, higher, group_rows)
-        out.append(ClaimCheck(claim, status, "; ".join(detail), paper_status))
+        out.append(ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt)))
     return out

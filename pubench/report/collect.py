@@ -2,13 +2,16 @@
 
 Only records whose params equal the cell's current resolved config (and whose spec
 version matches) are aggregated; older ones are counted as stale and left out. Corrupt
-records never reach a report (``ResultStore.scan``).
+records never reach a report (``ResultStore.scan``). Values are kept per seed index, with
+the data split each seed ran on, so claim checks can pair the seeds of two cells that saw
+the same split (:mod:`pubench.report.stats`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,21 +22,28 @@ from pubench.utils.hashing import canonical_json
 
 @dataclass(frozen=True)
 class CellStats:
-    """Mean and sample standard deviation (ddof=1; 0 for one seed) over seeds."""
+    """One cell's metric over seeds: the value of each seed index and the data split it ran on
+    (``splits[k]``: equal keys mean the same split, e.g. the job's data seed). Mean and sample
+    standard deviation (ddof=1; ``None`` for a single seed, which has no spread to show)."""
 
-    values: tuple[float, ...]
+    by_seed: Mapping[int, float]
+    splits: Mapping[int, Hashable]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return tuple(self.by_seed[k] for k in sorted(self.by_seed))
 
     @property
     def n(self) -> int:
-        return len(self.values)
+        return len(self.by_seed)
 
     @property
     def mean(self) -> float:
         return statistics.fmean(self.values)
 
     @property
-    def std(self) -> float:
-        return statistics.stdev(self.values) if self.n > 1 else 0.0
+    def std(self) -> float | None:
+        return statistics.stdev(self.values) if self.n > 1 else None
 
 
 @dataclass
@@ -67,9 +77,11 @@ class TableResult:
         return len(self.seeds_done)
 
 
-def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -> dict:
+def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],
+             splits: dict[tuple[str, str], dict[int, Hashable]]) -> dict:
     """A derived column (e.g. the paper's Mean): per seed, the mean over its source cols
-    (seeds present in all of them), then mean ± std over those seeds."""
+    (seeds present in all of them), then mean ± std over those seeds. Its split key per seed
+    is the tuple of its sources' keys."""
     out = {}
     for dcol, sources in spec.derived_cols.items():
         for row in spec.rows:
@@ -78,7 +90,8 @@ def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]]) -
                 common = set.intersection(*(set(v) for v in per_col)) if per_col else set()
                 if common:
                     out[(row, dcol, metric)] = CellStats(
-                        tuple(statistics.fmean(v[s] for v in per_col) for s in sorted(common)))
+                        {k: statistics.fmean(v[k] for v in per_col) for k in sorted(common)},
+                        {k: tuple(splits[(row, c)][k] for c in sources) for k in sorted(common)})
     return out
 
 
@@ -120,7 +133,7 @@ def _preference(rec: dict[str, Any]) -> tuple:
 
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
-    seeds: dict[tuple[str, str], set[int]] = {}
+    splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     scan = store.scan(tier, spec.id)
     records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
@@ -132,7 +145,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         label = numerics_label(job.get("numerics"))
         profiles[label] = profiles.get(label, 0) + 1
         dirty += bool(rec.get("provenance", {}).get("git_dirty"))
-        seeds.setdefault(cell, set()).add(job["seed_index"])
+        splits.setdefault(cell, {})[job["seed_index"]] = job["seeds"]["data"]
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
@@ -140,9 +153,9 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     for rec in store.records(tier, spec.id, failed=True):
         job = rec["job"]
         cell = (job["row"], job["col"])
-        if cell not in seeds and current.get(cell) == job["params"]:
+        if cell not in splits and current.get(cell) == job["params"]:
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
-    stats = {k: CellStats(tuple(v.values())) for k, v in values.items()}
-    stats.update(_derived(spec, values))
-    return TableResult(spec, tier, stats, {c: len(s) for c, s in seeds.items()}, failed, stale,
+    stats = {k: CellStats(v, {s: splits[k[:2]][s] for s in v}) for k, v in values.items()}
+    stats.update(_derived(spec, values, splits))
+    return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles)

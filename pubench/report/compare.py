@@ -46,10 +46,10 @@ def compare_stores(specs: dict[str, Spec], tier: str, baseline: ResultStore, cur
             s_base = base.get(row, col, metric)
             if s_base is None or col in spec.derived_cols:
                 continue
-            pooled = math.sqrt((s_base.std**2 + s_new.std**2) / 2)
+            pooled = math.sqrt(((s_base.std or 0.0)**2 + (s_new.std or 0.0)**2) / 2)  # one seed: no spread
             higher = spec.metrics[metric].higher_is_better
-            out.append(CellDiff(sid, row, col, metric, s_base.mean, s_base.std, s_base.n, s_new.mean, s_new.std,
-                                s_new.n, max(sigmas * pooled, abs_tol),
+            out.append(CellDiff(sid, row, col, metric, s_base.mean, s_base.std or 0.0, s_base.n, s_new.mean,
+                                s_new.std or 0.0, s_new.n, max(sigmas * pooled, abs_tol),
                                 (s_new.mean < s_base.mean) if higher else (s_new.mean > s_base.mean)))
     return out
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pubench.registry.spec import ReportedCell, Spec
 
 DASH = "—"
+BOLD_MARK = "(bold)"  # how specs record a number the paper prints in bold
 
 
 @dataclass
@@ -45,14 +46,26 @@ def fmt(x: float | None, spec_fmt: str) -> str:
     return DASH if x is None else format(x, spec_fmt)
 
 
-def fmt_reported(c: ReportedCell | None, spec_fmt: str, footnote: str = "") -> str:
-    """A reported cell as the paper prints it: ``mean ± std``, mark kept, or a dash."""
+def fmt_reported(c: ReportedCell | None, spec_fmt: str, footnote: str = "", bold=("**", "**")) -> str:
+    """A reported cell as the paper prints it: ``mean ± std`` or a dash. A bold mark bolds the
+    mean (``bold`` = the markup around it: markdown by default); any other mark (e.g. ✓)
+    follows the number after a space."""
     if c is None or c.mean is None:
         return DASH + footnote
     text = format(c.mean, spec_fmt)
+    if c.mark == BOLD_MARK:
+        text = f"{bold[0]}{text}{bold[1]}"
     if c.std is not None:
         text += f" ± {format(c.std, spec_fmt)}"
-    return text + (c.mark or "") + footnote
+    if c.mark and c.mark != BOLD_MARK:
+        text += f" {c.mark}"
+    return text + footnote
+
+
+def fmt_ours(mean: float, std: float | None, n: int, spec_fmt: str) -> str:
+    """``mean ± std (n)``; a single seed has no std: ``mean (1)``."""
+    spread = "" if std is None else f" ± {format(std, spec_fmt)}"
+    return f"{format(mean, spec_fmt)}{spread} ({n})"
 
 
 def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:

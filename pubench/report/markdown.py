@@ -7,13 +7,14 @@ from tabulate import tabulate
 from pubench.registry.spec import Spec
 from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
-from pubench.report.layout import DASH, blocks, fmt, fmt_reported, reported_table
+from pubench.report.layout import DASH, blocks, fmt, fmt_ours, fmt_reported, reported_table
+from pubench.report.stats import pair_text
 
 
 def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
-    ours = DASH if s is None else f"{format(s.mean, f)} ± {format(s.std, f)} ({s.n})"
+    ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
     if r is None:  # the paper registers no number for this cell at all
         return ours
     paper = fmt_reported(r, f)
@@ -45,8 +46,8 @@ def render_markdown(res: TableResult) -> str:
     spec = res.spec
     lines = _header(spec, res.tier) + [
         "",
-        "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds; "
-        "Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
+        "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds "
+        "(none for a single seed); Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
     ]
     for b in blocks(spec):
         m = spec.metrics[b.metric]
@@ -68,17 +69,30 @@ def render_markdown(res: TableResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+CLAIMS_LEGEND = (
+    'Each claim is a set of pairwise comparisons "A beats B" in the direction of the metric, each a '
+    "one-sided t-test over seeds: paired by seed index when both cells ran on the same data splits, "
+    "Welch's otherwise. ours: `holds (p)` = in the claimed direction, significant at 5%; "
+    "`holds, not significant (p)`; `tie` = the means print the same; `fails` = against it (p of the "
+    "opposite direction); `not testable` = fewer than 2 seeds. A claim takes the outcome and p-value of "
+    "its weakest pair (no multiplicity correction: every pair must hold). Δ = mean difference of that "
+    "pair, > 0 in the claimed direction. paper's numbers: the claim on the reported means."
+)
+
+
 def _checks_md(res: TableResult) -> str:
     lines = ["## Claim checks"]
     claims = claim_checks(res)
     if claims:
         rows, prev = [], None
         for c in claims:  # a claim split into several checks prints its text once
+            w, f = c.weakest_link, res.spec.metrics[c.claim.metric].fmt
             rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec),
-                         c.status, c.paper_status, c.detail])
+                         c.outcome_text, DASH if w is None else pair_text(w),
+                         DASH if w is None else format(w.diff, "+" + f), c.paper_status, c.detail])
             prev = c.claim.text
-        lines += ["", tabulate(rows, headers=["claim", "checked", "ours", "paper's numbers", "detail"],
-                               tablefmt="github", disable_numparse=True)]
+        headers = ["claim", "checked", "ours", "weakest pair", "Δ", "paper's numbers", "detail"]
+        lines += ["", CLAIMS_LEGEND, "", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     cols = column_checks(res)
     if cols:
         rows = []

@@ -37,7 +37,7 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
         for kind, row in b.lines:
             if kind != "row":
                 continue
-            pts = [(xi, s.mean, s.std) for xi, c in zip(x, b.cols) if (s := res.get(row, c, b.metric))]
+            pts = [(xi, s.mean, s.std or 0.0) for xi, c in zip(x, b.cols) if (s := res.get(row, c, b.metric))]
             if pts:
                 xs, ys, es = zip(*pts)
                 line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=row)

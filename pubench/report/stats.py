@@ -1,0 +1,134 @@
+"""Is "A beats B" supported by the seeds? One pairwise comparison of a claim, with a t-test.
+
+Every claim of a spec is a conjunction of pairwise comparisons "cell A is better than cell B"
+in the metric's direction (:mod:`pubench.report.checks` builds them); this module tests one.
+
+* **Pairing.** Seeds of one seed index run on the same data split when the two cells share
+  ``params.data`` (the data seed comes from the spec, ``params.data`` and the seed index, not
+  from the method). When the two cells ran on the same split at every seed index they have
+  in common, the comparison is paired over those indices (``scipy.stats.ttest_rel``; seeds
+  present in only one cell are left out). Otherwise (e.g. ``n_P=1k`` vs ``n_P=10k``, which
+  draw different splits) the seeds are independent and the test is Welch's unequal-variance
+  t-test over all seeds of each cell (``scipy.stats.ttest_ind_from_stats``).
+* **One-sided.** The claim names a direction, so H0 is "A is not better than B" and the
+  p-value is the one-sided one of the claimed direction; a failed comparison reports the
+  one-sided p-value of the opposite direction (``1 - p``). At 5% this equals a two-sided
+  test at 10% read in the claimed direction.
+* **Outcomes**, in this order: ``not testable`` when fewer than 2 paired seeds (or, unpaired,
+  a cell with fewer than 2 seeds); ``tie`` when the two means print the same at the metric's
+  ``format`` (all-zero paired differences included: a difference the table cannot show is
+  not one it claims); ``holds`` when the mean difference is in the claimed direction and
+  p < ``ALPHA``; ``holds, not significant`` when in the claimed direction and p >= ``ALPHA``;
+  ``fails`` when against it.
+* Differences with no spread (every paired difference equal, or two constant cells) are
+  deterministic: p = 0 in the direction of the difference, 1 against it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import dataclass
+
+from scipy.stats import ttest_ind_from_stats, ttest_rel
+
+from pubench.report.collect import CellStats
+
+ALPHA = 0.05
+HOLDS, HOLDS_NS, TIE, FAILS, NOT_TESTABLE = "holds", "holds, not significant", "tie", "fails", "not testable"
+# How little an outcome supports the claim; a conjunction is as weak as its weakest link.
+WEAKNESS = {HOLDS: 0, HOLDS_NS: 1, NOT_TESTABLE: 2, TIE: 3, FAILS: 4}
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """One comparison "``better`` beats ``worse``" of a claim, both cells in line ``where``
+    (the column of a row claim, the row of a column claim)."""
+
+    better: str
+    worse: str
+    where: str
+    outcome: str
+    diff: float  # mean difference better - worse, signed so that > 0 is the claimed direction
+    p: float | None  # one-sided p-value of the claimed direction; None when not tested
+    n: int  # paired seeds, or (unpaired) the smaller cell's seed count
+    paired: bool
+
+    @property
+    def p_opposite(self) -> float | None:
+        return None if self.p is None else 1.0 - self.p
+
+    @property
+    def opposite_significant(self) -> bool:
+        return self.p_opposite is not None and self.p_opposite < ALPHA
+
+
+def _constant(xs: list[float]) -> bool:
+    return max(xs) - min(xs) <= 1e-12 * max(abs(x) for x in xs)
+
+
+def _one_sided_p(a: list[float], b: list[float], paired: bool, higher: bool, diff: float) -> float:
+    """One-sided p-value of "a better than b" (greater when higher is better, else less)."""
+    alternative = "greater" if higher else "less"
+    if paired:
+        if _constant([x - y for x, y in zip(a, b)]):
+            return 0.0 if diff > 0 else 1.0
+        with warnings.catch_warnings(action="ignore", category=RuntimeWarning):  # nearly equal values
+            return float(ttest_rel(a, b, alternative=alternative).pvalue)
+    if _constant(a) and _constant(b):
+        return 0.0 if diff > 0 else 1.0
+    return float(ttest_ind_from_stats(statistics.fmean(a), statistics.stdev(a), len(a), statistics.fmean(b),
+                                      statistics.stdev(b), len(b), equal_var=False,
+                                      alternative=alternative).pvalue)
+
+
+def compare_cells(better: CellStats, worse: CellStats, *, higher_is_better: bool, fmt: str,
+                  labels: tuple[str, str, str]) -> PairTest:
+    """Test "``better`` beats ``worse``"; ``labels`` = (better, worse, where) names for display."""
+    common = sorted(set(better.by_seed) & set(worse.by_seed))
+    paired = bool(common) and all(better.splits[k] == worse.splits[k] for k in common)
+    if paired:
+        a, b = [better.by_seed[k] for k in common], [worse.by_seed[k] for k in common]
+        n = len(common)
+    else:
+        a, b = list(better.values), list(worse.values)
+        n = min(len(a), len(b))
+    mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
+    diff = (mean_a - mean_b) if higher_is_better else (mean_b - mean_a)
+    p = None
+    if n < 2:
+        outcome = NOT_TESTABLE
+    elif format(mean_a, fmt) == format(mean_b, fmt):
+        outcome = TIE
+    else:
+        p = _one_sided_p(a, b, paired, higher_is_better, diff)
+        outcome = FAILS if diff < 0 else HOLDS if p < ALPHA else HOLDS_NS
+    return PairTest(*labels, outcome, diff, p, n, paired)
+
+
+def weakest(tests: list[PairTest]) -> PairTest:
+    """The link that supports the claim least: worst outcome first, then the largest p-value of
+    the claimed direction. Its outcome and p-value are the conjunction's (intersection-union:
+    every link must hold at 5%, so no multiplicity correction is needed)."""
+    return max(tests, key=lambda t: (WEAKNESS[t.outcome], -1.0 if t.p is None else t.p))
+
+
+def fmt_p(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.2g}"
+
+
+def outcome_text(t: PairTest) -> str:
+    """``holds (p=0.003)``, ``holds, not significant (p=0.21)``, ``tie``, ``not testable``,
+    ``fails, opposite significant (p=0.002)`` or ``fails, opposite not significant (p=0.34)``
+    (for a failure, p is the one-sided p-value of the opposite direction)."""
+    if t.outcome in (HOLDS, HOLDS_NS):
+        return f"{t.outcome} ({fmt_p(t.p)})"
+    if t.outcome == FAILS:
+        return f"fails, opposite {'' if t.opposite_significant else 'not '}significant ({fmt_p(t.p_opposite)})"
+    return t.outcome
+
+
+def pair_text(t: PairTest) -> str:
+    """``A vs B in x (paired, 5 seeds)``."""
+    test = f"paired, {t.n} seed{'s' if t.n != 1 else ''}" if t.paired else f"Welch, n={t.n}"
+    return f"{t.better} vs {t.worse} in {t.where} ({test})"
