@@ -1,4 +1,5 @@
-"""puNCE: prior-weighted positive-unlabeled contrastive loss, and its PNU extension.
+"""puNCE: prior-weighted positive-unlabeled contrastive loss, its PNU extension, and the
+weighting of the authors' code.
 
 Paper: 001 (Acharya et al., "Positive Unlabeled Contrastive Learning") eq. 7-9 (= 003
 eq. 37-39) and eq. 10 (PNU). Over the 2b stacked views, s = cos / t,
@@ -32,6 +33,36 @@ Decisions and paper notes:
   (``supcon_pu``, 001 eq. 11: eq. 7 is shared and eq. 8 with pi = 0 is InfoNCE);
   prior = 1 -> unlabeled anchors attract P u {a(i)} uniformly. ``punce_pnu`` with no
   labeled negative equals ``punce``; with every sample labeled it equals ``supcon``.
+
+Authors' code (``punce_official``): ``PUinfoNCELoss`` in losses.py of
+anishacharya/Contrastive-Positive-Unlabled-PU-Learning (``loss: puNCE`` in ``get_loss``;
+pi is the config key ``prior``, annotated "puNCE uses \\pi = p(y=1)" in
+config_pretrain.yaml) keeps eq. 7 for labeled anchors but weights an unlabeled anchor's
+terms differently from eq. 8:
+
+    i in U:  l_i = -[ log q_i,a(i) + pi/|P| sum_{j in P} log q_ij ] / (1 + pi)        (code)
+
+i.e. 1/(1 + pi) on a(i) and pi/((1 + pi)|P|) on each labeled view, where eq. 8 puts
+1 - pi + pi/(|P| + 1) on a(i) and pi/(|P| + 1) on each labeled view. Both rows sum to 1,
+so the code is eq. 8 with the batch-dependent prior pi' = pi (|P| + 1) / ((1 + pi)|P|),
+about pi / (1 + pi): pi = 0.5 acts as pi' = 1/3, and pi' <= (1 + 1/|P|)/2 for any pi. In
+001 Sec. 3's reading of eq. 8 (an unlabeled sample duplicated into a positive copy of
+weight pi and a negative copy of weight 1 - pi), the code weighs the copies pi and 1
+(normalized by 1 + pi), and its positive copy attracts P without a(i).
+Earlier revisions of the file call this weighting "puNCE-I" next to two commented-out
+others ("puNCE-II": ((2 pi - 1) P-term + a(i)-term) / (2 pi); "puNCE-III": pi^2 in place
+of pi); the latest adds "puNCE_soft" and "puNCE_PP" and comments on this one "does not
+work really well ~ works well treating pi as hyper-param". With no labeled view in the
+batch the code returns InfoNCE (``SelfSupConLoss``; in the latest revision that branch
+calls ``self.sscl``, which ``__init__`` no longer sets, so it would raise), as
+``punce_official`` does. Not reproduced: the code exponentiates cos/t without a max shift
+and scores a pair whose softmax probability underflows to 0 as loss 0 (its
+``similarity_mtx != 0`` mask); here log_softmax is exact. The code has no PNU loss, so
+``punce_pnu`` has no official variant.
+
+Special cases of ``punce_official`` (tested): no labeled sample -> InfoNCE; every sample
+labeled -> SupCon with one class; prior = 0 -> ``supcon_pu``; any prior = ``punce`` with
+pi' above. Unlike eq. 8 it is not linear in the prior.
 
 Shapes: ``z1, z2`` ``(b, d)``; returns the mean over the 2b anchors (eq. 9), or
 per-anchor losses with ``reduction="none"``. Numerics: log_softmax (stable).
@@ -74,6 +105,23 @@ def punce(z1, z2, labeled: torch.Tensor, prior: float, temperature: float, *, re
     w_unl = prior * _soft_class_weights(lab2, b, sim.dtype) + (1.0 - prior) * partner_weights(
         b, sim.dtype, sim.device
     )
+    w = torch.where(lab2.unsqueeze(1), pucl_weights(lab2, sim.dtype), w_unl)
+    return reduce(weighted_view_nll(sim, w), reduction)
+
+
+@LOSSES.register("punce_official")
+def punce_official(z1, z2, labeled: torch.Tensor, prior: float, temperature: float, *, reduction: str = "mean"):
+    """puNCE as the authors' ``PUinfoNCELoss`` computes it: eq. 7 for labeled anchors; an
+    unlabeled anchor weights a(i) by 1/(1 + pi) and each labeled view by pi/((1 + pi)|P|)."""
+    b = check_views(z1, z2)
+    check_reduction(reduction)
+    prior = check_unit("prior", prior)
+    lab2 = check_labeled(labeled, b, z1.device).repeat(2)
+    sim = view_logits(z1, z2, check_temperature(temperature))
+    # the labeled term exists only when the batch has a labeled view (else InfoNCE)
+    p_weight = prior * lab2.any().to(sim.dtype)
+    towards_labeled = row_normalize(lab2.unsqueeze(0).expand(2 * b, -1), sim.dtype)
+    w_unl = (partner_weights(b, sim.dtype, sim.device) + p_weight * towards_labeled) / (1.0 + p_weight)
     w = torch.where(lab2.unsqueeze(1), pucl_weights(lab2, sim.dtype), w_unl)
     return reduce(weighted_view_nll(sim, w), reduction)
 

@@ -25,6 +25,7 @@ class LossCase:
     naive: Callable
     params: dict  # paper hyperparameters besides temperature
     label_kind: str | None = None  # None | "labeled" | "labels" | "pnu"
+    anchor_views: int = 2  # anchors per sample: 2 (both views) or 1 (the views of z1 only)
 
     @property
     def id(self) -> str:
@@ -48,12 +49,25 @@ CASES = [
     LossCase("ring", L.ring, ref.naive_ring, {"lower": 0.2, "upper": 0.8}),
     LossCase("ring", L.ring, ref.naive_ring, {"lower": 0.5, "upper": 1.0}),
     LossCase("ring", L.ring, ref.naive_ring, {"lower": 0.0, "upper": 0.3}),
+    LossCase("bayesian_official", L.bayesian_official, ref.naive_bayesian_official,
+             {"tau_plus": 0.1, "alpha": 0.9, "beta": 0.9}),
+    LossCase("bayesian_official", L.bayesian_official, ref.naive_bayesian_official,
+             {"tau_plus": 0.3, "alpha": 0.5, "beta": 1.0}),
+    LossCase("bayesian_official", L.bayesian_official, ref.naive_bayesian_official,
+             {"tau_plus": 0.0, "alpha": 1.0, "beta": 0.0}),
+    LossCase("bayesian_official", L.bayesian_official, ref.naive_bayesian_official,
+             {"tau_plus": 0.5, "alpha": 0.7, "beta": 0.5}),
+    LossCase("ring_official", L.ring_official, ref.naive_ring_official, {"lower": 0.9, "upper": 0.99}, anchor_views=1),
+    LossCase("ring_official", L.ring_official, ref.naive_ring_official, {"lower": 0.5, "upper": 0.95}, anchor_views=1),
+    LossCase("ring_official", L.ring_official, ref.naive_ring_official, {"lower": 0.0, "upper": 1.0}, anchor_views=1),
     LossCase("supcon", L.supcon, ref.naive_supcon, {}, "labels"),
     LossCase("supcon_pu", L.supcon_pu, ref.naive_supcon_pu, {}, "labeled"),
     LossCase("supcon_pnu", L.supcon_pnu, ref.naive_supcon_pnu, {}, "pnu"),
     LossCase("mixed", L.mixed, ref.naive_mixed, {"lam": 0.3}, "labeled"),
     LossCase("punce", L.punce, ref.naive_punce, {"prior": 0.4}, "labeled"),
     LossCase("punce", L.punce, ref.naive_punce, {"prior": 1.0}, "labeled"),
+    LossCase("punce_official", L.punce_official, ref.naive_punce_official, {"prior": 0.4}, "labeled"),
+    LossCase("punce_official", L.punce_official, ref.naive_punce_official, {"prior": 1.0}, "labeled"),
     LossCase("punce_pnu", L.punce_pnu, ref.naive_punce_pnu, {"prior": 0.4}, "pnu"),
 ]
 

@@ -4,7 +4,8 @@ Plain Python floats (double precision), one loop over anchors and one over candi
 with the papers' symbols. No vectorization, no log-sum-exp tricks: these exist to be
 obviously equal to the printed equations, and are only used on small inputs (tests)
 or on a few anchors (benchmarks/losses.py). See pubench/losses/*.py for the decisions
-(which terms include the positive, M^u, the Ring band, eq. 10's repeated term).
+(which terms include the positive, M^u, the Ring band, eq. 10's repeated term). The
+``*_official`` references follow the authors' released code where it differs from the paper.
 
 Two-view functions take ``z1, z2`` (anything ``.tolist()``-able, shape (b, d)) and
 return the mean loss over ``anchors`` (default: all 2b views). View i of the stacked
@@ -143,6 +144,42 @@ def ring_anchor(p, negs, lower, upper):
     return infonce_anchor(p, ring)
 
 
+def ring_official_anchor(p, candidates, lower, upper):
+    """Ring of the released code (mhw32/contrastive-ring-public, SimCLRRing / MoCoRing): sort the
+    anchor's M candidates by similarity, most similar first; the ring is the ranks
+    [floor((1 - upper) M), floor((1 - lower) M)); the positive is added to it."""
+    M = len(candidates)
+    ranked = sorted(candidates, reverse=True)
+    first = math.floor((1 - upper) * M + 1e-9)
+    stop = math.floor((1 - lower) * M + 1e-9)
+    return infonce_anchor(p, ranked[first:stop])
+
+
+def bcl_official_anchor(p, negs, tau_plus, alpha, beta):
+    """BCL of the released code (liubin06/BCL image/main.py, criterion and cdf_trans)."""
+    N = len(negs)
+    x = [math.exp(s) for s in negs]
+    tau_minus = 1 - tau_plus
+    a = (1 - 2 * alpha) * (tau_minus - tau_plus) + 1e-3
+    b = 2 * (alpha * tau_minus + (1 - alpha) * tau_plus)
+    weighted = 0.0
+    for i in range(N):
+        Phi = 0.0
+        for j in range(N):
+            Phi += (1.0 if x[j] <= x[i] else 0.0) / N
+        u = (-b + math.sqrt(b * b + 4 * a * Phi)) / (2 * a)  # cdf_trans: a u^2 + b u = Phi
+        phi1, phi2 = 2 * (1 - u), 2 * u
+        x_tn = alpha * phi1 + (1 - alpha) * phi2
+        x_fn = (1 - alpha) * phi1 + alpha * phi2
+        x_htn = (alpha * (1 - beta) * phi1 + (1 - alpha) * beta * phi2) / (
+            alpha * (1 - beta) + (1 - alpha) * beta + 1e-3
+        )
+        omega = x_htn / (x_tn * tau_minus + x_fn * tau_plus)
+        weighted += omega * x[i]
+    x_pos = math.exp(p)
+    return -math.log(x_pos / (x_pos + weighted))
+
+
 # ------------------------------------------------------------------ two-view losses
 def _two_view(z1, z2, temperature, anchors, per_anchor):
     z = views(z1, z2)
@@ -179,6 +216,23 @@ def naive_bayesian(z1, z2, temperature, tau_plus, alpha, beta, anchors=None):
 
 def naive_ring(z1, z2, temperature, lower, upper, anchors=None):
     return _two_view(z1, z2, temperature, anchors, lambda p, n: ring_anchor(p, n, lower, upper))
+
+
+def naive_ring_official(z1, z2, temperature, lower, upper, anchors=None):
+    """b anchors (the views of z1), each ranking all 2b views: itself and its positive included."""
+    z = views(z1, z2)
+    b = len(z) // 2
+    anchors = range(b) if anchors is None else anchors
+    losses = []
+    for i in anchors:
+        s = anchor_row(z, i, temperature)
+        losses.append(ring_official_anchor(s[a(i, b)], s, lower, upper))
+    return _mean(losses)
+
+
+def naive_bayesian_official(z1, z2, temperature, tau_plus, alpha, beta, anchors=None):
+    f = lambda p, n: bcl_official_anchor(p, n, tau_plus, alpha, beta)  # noqa: E731
+    return _two_view(z1, z2, temperature, anchors, f)
 
 
 # ------------------------------------------------------------------ supervised family
@@ -265,6 +319,26 @@ def naive_punce(z1, z2, labeled, prior, temperature, anchors=None):
         for j in P + [a(i, b)]:
             W[j] = W.get(j, 0.0) + pi / (len(P) + 1)
         W[a(i, b)] = W.get(a(i, b), 0.0) + (1 - pi)
+        return W
+
+    return _supervised(z1, z2, temperature, anchors, weights)
+
+
+def naive_punce_official(z1, z2, labeled, prior, temperature, anchors=None):
+    """The authors' PUinfoNCELoss: eq. 7 for labeled anchors; an unlabeled anchor puts
+    1/(1 + pi) on a(i) and pi/((1 + pi)|P|) on each labeled view (InfoNCE when P is empty)."""
+    s_lab = [bool(v) for v in _aslist(labeled)]
+    pi = prior
+
+    def weights(i, b):
+        P = [k for k in range(2 * b) if s_lab[k % b]]
+        if s_lab[i % b]:
+            return {j: 1 / (len(P) - 1) for j in P if j != i}
+        if not P:
+            return {a(i, b): 1.0}
+        W = {a(i, b): 1 / (1 + pi)}
+        for j in P:
+            W[j] = pi / ((1 + pi) * len(P))
         return W
 
     return _supervised(z1, z2, temperature, anchors, weights)

@@ -45,8 +45,19 @@ ESTIMATORS = {
         L.ring, L.ring_from_logits, {"lower": 0.25, "upper": 0.75}, False,
         lambda p, n: ref.ring_anchor(p, n, 0.25, 0.75),
     ),
+    "bayesian_official": (
+        L.bayesian_official, L.bayesian_official_from_logits, {"tau_plus": 0.2, "alpha": 0.8, "beta": 0.7}, False,
+        lambda p, n: ref.bcl_official_anchor(p, n, 0.2, 0.8, 0.7),
+    ),
+    "ring_official": (
+        L.ring_official, L.ring_official_from_logits, {"lower": 0.4, "upper": 0.9}, False,
+        lambda p, n: ref.ring_official_anchor(p, n, 0.4, 0.9),
+    ),
 }
 NAMES = list(ESTIMATORS)
+# ring_official's two-view form ranks each anchor's whole row (itself and its positive
+# included) for the b views of z1, so it is not the logits form of the 2b x (2b - 2) split
+TWO_VIEW_SPLIT = [n for n in NAMES if n != "ring_official"]
 
 
 def logits_call(name, pos, neg, **kw):
@@ -55,7 +66,7 @@ def logits_call(name, pos, neg, **kw):
     return fn(pos, neg, **params, **extra, **kw)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", TWO_VIEW_SPLIT)
 def test_logits_form_equals_two_view(name):
     two_view = ESTIMATORS[name][0]
     z1, z2 = make_views(7, 5, 0)
@@ -64,7 +75,7 @@ def test_logits_form_equals_two_view(name):
     torch.testing.assert_close(logits_call(name, pos, neg), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", TWO_VIEW_SPLIT)
 def test_masked_full_matrix_equals_two_view(name):
     # the full 2b x 2b matrix with self and partner masked out, as a bank would be
     b = 6
@@ -77,6 +88,17 @@ def test_masked_full_matrix_equals_two_view(name):
     neg = sim.masked_fill(~mask, 123.0)  # garbage in invalid entries must not matter
     expected = two_view(z1, z2, temperature=T, **ESTIMATORS[name][2])
     torch.testing.assert_close(logits_call(name, pos, neg, neg_mask=mask), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_ring_official_two_view_is_logits_form_on_whole_rows():
+    # SimCLRRing: anchors = the b views of z1, candidates = all 2b views (self and positive included)
+    b = 6
+    z1, z2 = make_views(b, 5, 2)
+    sim = view_logits(z1, z2, T)
+    pos = sim[torch.arange(b), torch.arange(b) + b]
+    expected = L.ring_official(z1, z2, temperature=T, lower=0.5, upper=0.95)
+    got = L.ring_official_from_logits(pos, sim[:b], lower=0.5, upper=0.95)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
 def ragged(n=9, k=11, seed=0, ties=False):

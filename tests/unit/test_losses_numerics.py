@@ -23,8 +23,8 @@ from pubench import losses as L  # noqa: E402
 from pubench.losses import LOSSES  # noqa: E402
 
 REGISTERED = [
-    "bayesian", "debiased", "hard", "info_nce", "mixed", "pu_corrected",
-    "punce", "punce_pnu", "ring", "supcon", "supcon_pnu", "supcon_pu",
+    "bayesian", "bayesian_official", "debiased", "hard", "info_nce", "mixed", "pu_corrected",
+    "punce", "punce_official", "punce_pnu", "ring", "ring_official", "supcon", "supcon_pnu", "supcon_pu",
 ]  # fmt: skip
 
 
@@ -132,7 +132,7 @@ def test_reduction_none_is_per_anchor(case):
     z1, z2 = make_views(5, 4, 10)
     labels = make_labels(case.label_kind, 5, 10)
     per = call(case, z1, z2, 0.3, labels, reduction="none")
-    assert per.shape == (10,)
+    assert per.shape == (5 * case.anchor_views,)
     torch.testing.assert_close(per.mean(), call(case, z1, z2, 0.3, labels))
 
 
@@ -150,11 +150,15 @@ def test_invalid_arguments_raise():
         lambda: L.pu_corrected(z1, z2, temperature=0.5, alpha=0.1, c=1.5),
         lambda: L.bayesian(z1, z2, temperature=0.5, tau_plus=0.1, alpha=1.2, beta=1.0),
         lambda: L.ring(z1, z2, temperature=0.5, lower=0.8, upper=0.2),
+        lambda: L.ring_official(z1, z2, temperature=0.5, lower=0.99, upper=0.9),
+        lambda: L.bayesian_official(z1, z2, temperature=0.5, tau_plus=0.1, alpha=0.8, beta=2.0),  # beta in [0, 1]
+        lambda: L.bayesian_official(z1, z2, temperature=0.5, tau_plus=1.0, alpha=0.8, beta=0.5),
         lambda: L.supcon(z1, z2, labels=torch.zeros(3, dtype=torch.long), temperature=0.5),
         lambda: L.supcon(z1, z2, labels=torch.zeros(4), temperature=0.5),  # float labels
         lambda: L.supcon_pu(z1, z2, labeled=torch.tensor([0, 2, 0, 1]), temperature=0.5),
         lambda: L.mixed(z1, z2, labeled=lab, temperature=0.5, lam=1.5),
         lambda: L.punce(z1, z2, labeled=lab, prior=-0.5, temperature=0.5),
+        lambda: L.punce_official(z1, z2, labeled=lab, prior=1.5, temperature=0.5),
         lambda: L.punce_pnu(z1, z2, labels=torch.tensor([1, 0, 2, -1]), prior=0.5, temperature=0.5),
         lambda: L.info_nce(z1, z2, temperature=0.5, reduction="avg"),
     ]

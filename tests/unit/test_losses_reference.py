@@ -58,6 +58,60 @@ def test_naive_ring_band():
     assert ref.ring_anchor(0.0, negs, 0.5, 0.75) == pytest.approx(ref.infonce_anchor(0.0, [0.2, 0.3]))
 
 
+def released_ring_anchor(p, candidates, thres_outer, thres_inner):
+    """The released code's ring arithmetic (dynamic_inner, self_negative): top int(w_o M) of the
+    sorted list, minus its top int(w_i int(w_o M)); LSE(p, ring) - p."""
+    ranked = sorted(candidates, reverse=True)
+    outer = ranked[: int(thres_outer * len(candidates))]
+    ring = outer[int(thres_inner * len(outer)):]
+    return ref.infonce_anchor(p, ring)
+
+
+@pytest.mark.parametrize("b", [2, 5, 10, 15, 16, 25, 50, 64])
+def test_ring_official_reproduces_released_simclr_ring(b):
+    # released configs: thres_outer = thres_inner = 0.1 <-> lower = 0.9, upper = 0.99, for every 2b
+    from pubench.losses import ring_official
+
+    z1, z2 = make_views(b, 4, b)
+    z = ref.views(z1, z2)
+    expected = 0.0
+    for i in range(b):
+        s = ref.anchor_row(z, i, 0.5)
+        expected += released_ring_anchor(s[ref.a(i, b)], s, 0.1, 0.1) / b
+    assert_close(ring_official(z1, z2, temperature=0.5, lower=0.9, upper=0.99), expected)
+
+
+@pytest.mark.parametrize("queue", [10, 30, 100, 101, 999, 4096])
+def test_ring_official_reproduces_released_moco_ring(queue):
+    from pubench.losses import ring_official_from_logits
+
+    g = torch.Generator().manual_seed(queue)
+    neg = torch.randn(3, queue, generator=g, dtype=torch.float64) * 3
+    pos = torch.randn(3, generator=g, dtype=torch.float64) * 3
+    expected = sum(released_ring_anchor(pos[i].item(), neg[i].tolist(), 0.1, 0.1) for i in range(3)) / 3
+    assert_close(ring_official_from_logits(pos, neg, lower=0.9, upper=0.99), expected)
+
+
+def test_naive_ring_official_hand_computed():
+    # M = 10 candidates, band [0.5, 0.8]: ranks [floor(0.2 M), floor(0.5 M)) = [2, 5) of the sorted list
+    cands = [0.9, 0.1, 0.8, 0.2, 0.7, 0.3, 0.6, 0.4, 0.5, 0.0]
+    kept = [0.7, 0.6, 0.5]
+    assert ref.ring_official_anchor(0.3, cands, 0.5, 0.8) == pytest.approx(ref.infonce_anchor(0.3, kept), abs=1e-12)
+
+
+def test_naive_bcl_official_root_is_on_the_mixture_cdf():
+    # cdf_trans's u solves tau- F_TN(u) + tau+ F_FN(u) = Phi (with its 1e-3 in the u^2 term)
+    tau_plus, alpha, phi = 0.2, 0.8, 0.6
+    tau_minus = 1 - tau_plus
+    a = (1 - 2 * alpha) * (tau_minus - tau_plus) + 1e-3
+    b = 2 * (alpha * tau_minus + (1 - alpha) * tau_plus)
+    u = (-b + math.sqrt(b * b + 4 * a * phi)) / (2 * a)
+    f_tn = 2 * alpha * u + (1 - 2 * alpha) * u * u  # integral of alpha 2(1 - v) + (1 - alpha) 2 v
+    f_fn = 2 * (1 - alpha) * u - (1 - 2 * alpha) * u * u
+    assert 0 <= u <= 1
+    assert tau_minus * f_tn + tau_plus * f_fn + 1e-3 * u * u == pytest.approx(phi, abs=1e-12)
+
+
 # ------------------------------------------------------------------ vectorized vs naive
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 @pytest.mark.parametrize("b,d,temperature,seed", [(2, 3, 0.5, 0), (5, 4, 0.5, 1), (8, 6, 0.2, 2)])

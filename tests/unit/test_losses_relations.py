@@ -14,18 +14,23 @@ import torch  # noqa: E402
 from loss_cases import make_labels, make_views  # noqa: E402
 from pubench.losses import (  # noqa: E402
     bayesian,
+    bayesian_official,
     debiased,
     hard,
     info_nce,
+    info_nce_from_logits,
     mixed,
     pu_corrected,
     punce,
+    punce_official,
     punce_pnu,
     ring,
+    ring_official,
+    ring_official_from_logits,
     supcon,
     supcon_pu,
 )
-from pubench.losses._pairs import two_view_logits  # noqa: E402
+from pubench.losses._pairs import two_view_logits, view_logits  # noqa: E402
 
 T = 0.3
 SEEDS = [0, 1, 2]
@@ -191,3 +196,86 @@ def test_supcon_pnu_special_cases():
     full = torch.tensor([1, 0, 1, 0, 0, 1, 1, 0])
     torch.testing.assert_close(supcon_pnu(z1, z2, labels=full, temperature=0.5),
                                supcon(z1, z2, labels=full, temperature=0.5))
+
+
+# ------------------------------------------------------------------ the authors' code variants
+@pytest.mark.parametrize("seed", SEEDS)
+def test_punce_official_label_extremes(seed):
+    # no labeled view -> InfoNCE (the code's explicit branch); all labeled -> SupCon, one class
+    z1, z2 = views(seed)
+    none, ones = torch.zeros(9, dtype=torch.bool), torch.ones(9, dtype=torch.bool)
+    for prior in (0.0, 0.4, 1.0):
+        close(punce_official(z1, z2, labeled=none, prior=prior, temperature=T), info_nce(z1, z2, temperature=T))
+        close(
+            punce_official(z1, z2, labeled=ones, prior=prior, temperature=T),
+            supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T),
+        )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_punce_official_prior0_is_supcon_pu(seed):
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    close(punce_official(z1, z2, labeled=lab, prior=0.0, temperature=T), supcon_pu(z1, z2, labeled=lab, temperature=T))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("prior", [0.1, 0.5, 1.0])
+def test_punce_official_is_eq8_with_shifted_prior(seed, prior):
+    # the code's weights 1/(1 + pi), pi/((1 + pi)|P|) are eq. 8's with pi' = pi (|P| + 1) / ((1 + pi)|P|)
+    z1, z2 = views(seed)
+    lab = make_labels("labeled", 9, seed)["labeled"]
+    n_p = 2 * int(lab.sum())
+    shifted = prior * (n_p + 1) / ((1 + prior) * n_p)
+    close(
+        punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
+        punce(z1, z2, labeled=lab, prior=shifted, temperature=T),
+    )
+    if prior > 0:  # and not eq. 8 with the same prior
+        assert not torch.allclose(
+            punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
+            punce(z1, z2, labeled=lab, prior=prior, temperature=T),
+        )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("alpha,tau_plus", [(0.5, 0.0), (0.5, 0.3), (0.8, 0.0), (1.0, 0.0)])
+def test_bayesian_official_beta_half_is_scaled_infonce(seed, alpha, tau_plus):
+    # beta = 1/2: x_HTN = x_TN / (1 + 2e-3); with alpha = 1/2 (x_TN = x_FN = 1) or tau+ = 0 the
+    # weight is 1/(1 + 2e-3) for every negative, i.e. InfoNCE with each e^{s} scaled by it
+    z1, z2 = views(seed)
+    pos, neg = two_view_logits(z1, z2, T)
+    expected = info_nce_from_logits(pos, neg - math.log(1 + 2e-3))
+    close(bayesian_official(z1, z2, temperature=T, tau_plus=tau_plus, alpha=alpha, beta=0.5), expected)
+
+
+def test_bayesian_official_differs_from_eq3():
+    z1, z2 = views(0)
+    kw = dict(temperature=T, tau_plus=0.1, alpha=0.8, beta=0.9)
+    assert not torch.allclose(bayesian_official(z1, z2, **kw), bayesian(z1, z2, **kw))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ring_official_full_band(seed):
+    # [0, 1] keeps the whole sorted list: on a queue that is InfoNCE; on a SimCLR row it also
+    # holds the anchor itself (1/t) and its positive a second time
+    z1, z2 = views(seed)
+    b = z1.shape[0]
+    sim = view_logits(z1, z2, T)[:b]
+    pos = sim[torch.arange(b), torch.arange(b) + b]
+    expected = (torch.logaddexp(pos, sim.logsumexp(dim=1)) - pos).mean()
+    close(ring_official(z1, z2, temperature=T, lower=0.0, upper=1.0), expected)
+    q_pos, queue = two_view_logits(z1, z2, T)
+    close(ring_official_from_logits(q_pos, queue, lower=0.0, upper=1.0), info_nce_from_logits(q_pos, queue))
+
+
+def test_ring_official_released_band_drops_self_from_128_views():
+    # 2b = 128: the released band keeps ranks [1, 12); rank 0 is the anchor itself (s = 1/t)
+    z1, z2 = make_views(64, 8, 0)
+    sim = view_logits(z1, z2, T)[:64]
+    ranked = sim.sort(dim=1, descending=True).values
+    assert torch.equal(ranked[:, 0], sim.diagonal())
+    pos = sim[torch.arange(64), torch.arange(64) + 64]
+    ring_lse = ranked[:, 1:12].logsumexp(dim=1)
+    expected = (torch.logaddexp(pos, ring_lse) - pos).mean()
+    close(ring_official(z1, z2, temperature=T, lower=0.9, upper=0.99), expected)

@@ -12,7 +12,7 @@ from pubench.registry.spec import match_cell
 
 BLOCKS = ["SimCLR", "CMC", "MoCo"]
 VARIANTS = ["", "+DEB", "+Hard", "+Ring", "+PUCL"]
-LOSS_OF = {"": "info_nce", "+DEB": "debiased", "+Hard": "hard", "+Ring": "ring", "+PUCL": "pu_corrected"}
+LOSS_OF = {"": "info_nce", "+DEB": "debiased", "+Hard": "hard", "+Ring": "ring_official", "+PUCL": "pu_corrected"}
 GRAPH_ROWS = ["InfoGraph", "InfoGraph+DEB", "InfoGraph+Hard", "InfoGraph+Ring",
               "InfoGraph+PUCL(alpha=0.1)", "InfoGraph+PUCL(alpha=0.5)"]
 
@@ -91,6 +91,10 @@ def test_table1_configs():
     pucl = s.resolve("paper", "SimCLR+PUCL", "STL10")["params"]["pretrain"]["loss"]
     assert (pucl["alpha"], pucl["c"]) == (0.15, 0.1)
     assert s.resolve("paper", "SimCLR+DEB", "CIFAR100")["params"]["pretrain"]["loss"]["tau_plus"] == 0.01
+    # Ring: the released code's band (thres_outer = thres_inner = 0.1) in every block
+    for b in BLOCKS:
+        ring = s.resolve("paper", b + "+Ring", "CIFAR10")["params"]["pretrain"]["loss"]
+        assert (ring["lower"], ring["upper"]) == (0.9, 0.99)
 
 
 def test_table2_values_and_configs():
@@ -132,3 +136,13 @@ def test_fig3_grid():
     sizes = [s.resolve("paper", f"M_u={m}", "CIFAR10 alpha=0.1")["params"]["pretrain"]["batch_size"]
              for m in (62, 126, 254, 510)]
     assert [2 * b - 2 for b in sizes] == [62, 126, 254, 510]
+
+
+def test_fig3_probe_is_table1s():
+    # issue 13: fig3-pucl evaluates with table1-pucl's SimCLR-block probe (augmented training images)
+    table1 = get_spec("table1-pucl").resolve("paper", "SimCLR+PUCL", "CIFAR10")["params"]["downstream"]
+    fig3 = get_spec("fig3-pucl")
+    for r in fig3.rows:
+        for c in fig3.cols:
+            assert fig3.resolve("paper", r, c)["params"]["downstream"] == table1
+    assert table1["augment"] == {"name": "simclr"}
