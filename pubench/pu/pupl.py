@@ -10,13 +10,32 @@ and unlabeled U):
    labeled positives keep label 1 (Algorithm 2's "if i in P" branch; ``fix_labeled``),
    recompute both centres as the means of their members; until no assignment changes
    (or ``max_iter``);
-4. a linear classifier is trained on the pseudo-labels with cross-entropy (Sec. 7.1) and
+4. ``orientation`` names the positive cluster (below);
+5. a linear classifier is trained on the pseudo-labels with cross-entropy (Sec. 7.1) and
    evaluated on the test split (features z-scored for it, ``standardize``, as in
    ``linear_probe``; the clustering uses the embeddings as they are).
 
 The paper uses Faiss; 2-means is done here in torch (float64 distances), exactly.
 Embeddings are the backbone output (the projector is discarded); ``normalize: true``
-L2-normalizes them first (not in the paper; off by default).
+L2-normalizes them first, for the clustering and the classifier (the authors' released
+code does; the paper does not say).
+
+Orientation (which cluster is positive):
+
+* ``algorithm2``: the cluster seeded at mu_P, as printed. Lloyd's iterations do not keep
+  that identity: when the D^2 draw lands on a far positive (26 of 100 draws on well
+  separated 32-dimensional blobs), the cluster seeded at mu_P first takes nearly every
+  point, its centre moves to the overall mean, and the other cluster grows from its
+  positive seed into the positive blob, leaving the mu_P cluster with the negatives and
+  the few pinned labeled positives: every pseudo-label is inverted (15 of those 100 draws,
+  tests/unit/test_pupl.py).
+* ``nearest_positive_mean``: after the same clustering, the positive cluster is the one
+  whose final centre is nearest mu_P (the authors' released code, which runs sklearn
+  k-means on L2-normalized features and names the clusters this way); with
+  ``fix_labeled`` the labeled positives keep pseudo-label 1 whichever cluster they were
+  pinned to.
+
+``orientation`` and ``normalize`` have no default: every spec states them.
 """
 
 from __future__ import annotations
@@ -77,21 +96,45 @@ def pu_two_means(feats: torch.Tensor, labeled: torch.Tensor, rng: np.random.Gene
     return {"labels": assign, "centers": centers, "iterations": it, "converged": converged}
 
 
+ORIENTATIONS = ("algorithm2", "nearest_positive_mean")
+
+
+def pseudo_labels(km: dict, feats: torch.Tensor, labeled: torch.Tensor, orientation: str,
+                  fix_labeled: bool) -> tuple[torch.Tensor, bool]:
+    """0/1 pseudo-labels of ``pu_two_means``'s clusters under ``orientation`` (module
+    docstring), and whether the positive cluster is the one seeded at mu_P."""
+    if orientation == "algorithm2":
+        return km["labels"], True
+    if orientation != "nearest_positive_mean":
+        raise ValueError(f"orientation {orientation!r} is not one of {ORIENTATIONS}")
+    mu_p = feats.to(torch.float64)[labeled.bool()].mean(0)
+    d2 = ((km["centers"] - mu_p) ** 2).sum(1)
+    seeded_is_positive = bool(d2[1] <= d2[0])  # ties -> the cluster seeded at mu_P
+    labels = km["labels"] if seeded_is_positive else 1 - km["labels"]
+    if fix_labeled:
+        labels = labels.clone()
+        labels[labeled.bool()] = 1
+    return labels, seeded_is_positive
+
+
 @dataclass(frozen=True)
 class PuplConfig:
     name: str
     epochs: int
     batch_size: int
+    orientation: str              # algorithm2 | nearest_positive_mean
+    normalize: bool               # L2-normalize the embeddings (clustering and classifier)
     optimizer: dict = field(default_factory=lambda: {"name": "adam", "lr": 1e-3})
     schedule: dict = field(default_factory=lambda: {"name": "constant"})
     max_iter: int = 300
     fix_labeled: bool = True
-    normalize: bool = False
     standardize: bool = True      # z-score the features for the classifier (as linear_probe); clustering uses them raw
 
     def check(self, where: str = "downstream") -> None:
         if self.epochs < 0 or self.batch_size < 1 or self.max_iter < 1:
             raise ConfigError(f"{where}: epochs >= 0, batch_size >= 1 and max_iter >= 1 needed")
+        if self.orientation not in ORIENTATIONS:
+            raise ConfigError(f"{where}.orientation: {self.orientation!r} is not one of {', '.join(ORIENTATIONS)}")
         optimizer_config(self.optimizer, f"{where}.optimizer")
         schedule_config(self.schedule, f"{where}.schedule")
 
@@ -111,7 +154,7 @@ class PuPL:
             feats = F.normalize(feats, dim=1)
         labeled = data.observed == 1
         km = pu_two_means(feats, labeled, np.random.default_rng(cluster_seed), cfg.max_iter, cfg.fix_labeled)
-        pseudo = km["labels"]
+        pseudo, seeded_is_positive = pseudo_labels(km, feats, labeled, cfg.orientation, cfg.fix_labeled)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(init_seed)
             head = linear_head(encoder.out_dim, 1).to(device)
@@ -139,5 +182,7 @@ class PuPL:
             "pseudo_label_acc_unlabeled": 100.0 * float((pseudo[unl] == data.y_true[unl]).float().mean()),
             "final_train_risk": hist[-1] if hist else None,
             "normalize": cfg.normalize,
+            "orientation": cfg.orientation,
+            "positive_cluster_seeded_at_mu_p": seeded_is_positive,
         }
         return metrics, info

@@ -13,7 +13,15 @@ Paper ``bcl`` (002), Section 4 and Appendix B.1, Algorithms 1-3. For each of M a
 
 Estimators of the TN mean, per anchor: theta_SUP (eq. 27, the target), theta_BIASED (29),
 theta_DCL (30, with K extra FN "positive" draws) and theta_BCL (28 with weights of eq. 26,
-posterior of eq. 17 on the empirical CDF of eq. 18, concentration beta).
+posterior of eq. 17, concentration beta).
+
+The CDF in eq. (17) is Phi, the CDF of the proposal phi (its derivation divides phi_TN and
+phi_FN, both written as functions of Phi, eq. 11-14). The unlabeled sample is drawn from the
+mixture tau^- phi_TN + tau^+ phi_FN, so its empirical CDF (eq. 18) estimates the mixture CDF
+F(Phi) = A Phi + B Phi^2 (A = 2(alpha tau^- + (1-alpha) tau^+), B = (1-2 alpha)(tau^- - tau^+)),
+not Phi. theta_BCL therefore inverts F on the empirical CDF before eq. (17), as the
+authors' simulation script does (``proposal_cdf``); fed straight in, the mixture CDF biases
+p(TN|x) (at alpha = 1 it makes theta_BCL worse than theta_DCL).
 
 Choices the paper leaves open (recorded in the spec ``fig5-bcl``):
 
@@ -111,7 +119,7 @@ def theta_sup(obs: Observations) -> np.ndarray:
     """Eq. (27): the mean of the true negatives' observations (nan for an anchor with none)."""
     n_tn = obs.is_tn.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n_tn > 0, (obs.x * obs.is_tn).sum(1) / n_tn, np.nan)
+        return np.where(n_tn > 0, np.where(obs.is_tn, obs.x, 0.0).sum(1) / n_tn, np.nan)
 
 
 def theta_biased(obs: Observations) -> np.ndarray:
@@ -130,8 +138,23 @@ def empirical_cdf(x: np.ndarray) -> np.ndarray:
     return rankdata(x, method="max", axis=1) / x.shape[1]
 
 
+def proposal_cdf(mixture_cdf: np.ndarray, alpha: float, tau_plus: float) -> np.ndarray:
+    """Phi from the mixture CDF F = A Phi + B Phi^2 (the integral of tau^- phi_TN + tau^+ phi_FN,
+    eq. 13-14 with B.1's densities), A = 2(alpha tau^- + (1-alpha) tau^+), B = (1-2alpha)(tau^- - tau^+).
+
+    A + B = 1, so F maps [0, 1] onto itself increasingly. The root is written as
+    2F / (A + sqrt(A^2 + 4 B F)), which needs no special case at B = 0 (alpha = 1/2 or
+    tau^+ = 1/2, where Phi = F / A) and loses no digits to cancellation.
+    """
+    tm = 1 - tau_plus
+    lin = 2 * (alpha * tm + (1 - alpha) * tau_plus)
+    quad = (1 - 2 * alpha) * (tm - tau_plus)
+    disc = np.maximum(lin**2 + 4 * quad * mixture_cdf, 0.0)  # >= min(A^2, (A + 2B)^2) on [0, 1]; rounding only
+    return np.clip(2 * mixture_cdf / (lin + np.sqrt(disc)), 0.0, 1.0)
+
+
 def posterior_tn(cdf: np.ndarray, alpha: float, tau_plus: float) -> np.ndarray:
-    """Eq. (2)/(17): p(TN | x) from the empirical CDF value."""
+    """Eq. (2)/(17): p(TN | x) from Phi(x), the proposal's CDF at x."""
     tm = 1 - tau_plus
     num = alpha * tm + (1 - 2 * alpha) * cdf * tm
     den = alpha * tm + (1 - alpha) * tau_plus + (1 - 2 * alpha) * cdf * (tm - tau_plus)
@@ -139,8 +162,9 @@ def posterior_tn(cdf: np.ndarray, alpha: float, tau_plus: float) -> np.ndarray:
 
 
 def theta_bcl(obs: Observations, alpha: float, tau_plus: float, beta: float) -> np.ndarray:
-    """Eq. (28) with the weights of eq. (26): (1/N) sum_i w_i x_i, w_i = p_i x_i^beta / mean(p x^beta)."""
-    p = posterior_tn(empirical_cdf(obs.x), alpha, tau_plus)
+    """Eq. (28) with the weights of eq. (26): (1/N) sum_i w_i x_i, w_i = p_i x_i^beta / mean(p x^beta),
+    p_i = eq. (17) at Phi recovered from the empirical (mixture) CDF of eq. (18) by ``proposal_cdf``."""
+    p = posterior_tn(proposal_cdf(empirical_cdf(obs.x), alpha, tau_plus), alpha, tau_plus)
     # x^beta in log space relative to the row maximum: the ratio in eq. (26) is shift-invariant
     logx = np.log(obs.x)
     q = p * np.exp(beta * (logx - logx.max(1, keepdims=True)))

@@ -30,15 +30,52 @@ def validate(params: dict) -> tuple[bp.ProcessConfig, EstimatorConfig]:
     return cfg, est
 
 
+class DegenerateSimulation(ValueError):
+    """The simulation's numbers left float64's range: the result would be meaningless."""
+
+
+def check_scores(obs: bp.Observations, cfg: bp.ProcessConfig) -> None:
+    """Every score exp(x/t) is a positive finite number; 0, a subnormal or inf means exp
+    under/overflowed float64 (|x/t| beyond ~708), which happens when 1/t^2 (the range x
+    may slide to) or gamma is large."""
+    tiny = np.finfo(np.float64).tiny
+    scores = np.concatenate([obs.x.ravel(), obs.pos.ravel()])
+    bad = ~(np.isfinite(scores) & (scores >= tiny))
+    if bad.any():
+        reach = (0.5 + cfg.gamma * max(1 / cfg.t**2 - 0.5, 0.0)) / cfg.t
+        raise DegenerateSimulation(
+            f"exp(x/t) under/overflowed float64 for {int(bad.sum())} of {scores.size} scores: at "
+            f"t={cfg.t}, gamma={cfg.gamma} the exponent x/t reaches +-{reach:.3g} (float64 holds "
+            "about +-708); raise params.data.t (or lower params.data.gamma)")
+
+
+def check_errors(theta: np.ndarray, target: np.ndarray, name: str) -> None:
+    """Estimates and squared errors are finite, and no non-zero error squares to 0."""
+    if not np.isfinite(theta).all():
+        raise DegenerateSimulation(f"theta_{name} is not finite for {int((~np.isfinite(theta)).sum())} "
+                                   "anchor(s); raise params.data.t")
+    if not np.isfinite(target).all():
+        raise DegenerateSimulation("theta_SUP is not finite; raise params.data.t")
+    with np.errstate(over="ignore", under="ignore"):
+        diff = theta - target
+        sq = diff**2
+    if not np.isfinite(sq).all() or ((diff != 0) & (sq == 0)).any():
+        raise DegenerateSimulation(f"the squared error of theta_{name} over/underflows float64; "
+                                   "raise params.data.t")
+
+
 @TASKS.register("bcl_simulation")
 def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
     """``params = {data: ProcessConfig fields, estimator: {name, beta}}``.
 
     The process is drawn from the ``data`` seed, so every estimator of a column sees the
-    same observations: the comparison between rows is paired.
+    same observations: the comparison between rows is paired. Raises ``DegenerateSimulation``
+    (the job gets a failure record) when the numbers leave float64's range.
     """
     cfg, est = validate(params)
-    obs = bp.simulate(cfg, np.random.default_rng(seeds["data"]))
+    with np.errstate(over="ignore", under="ignore"):  # reported by check_scores instead
+        obs = bp.simulate(cfg, np.random.default_rng(seeds["data"]))
+    check_scores(obs, cfg)
     target = bp.theta_sup(obs)
     if est.name == "biased":
         theta = bp.theta_biased(obs)
@@ -47,6 +84,7 @@ def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
     else:
         theta = bp.theta_bcl(obs, cfg.alpha, cfg.tau_plus, est.beta)
     ok = np.isfinite(target)
+    check_errors(theta[ok], target[ok], est.name)
     return {
         "metrics": {
             "mse": bp.mse(theta, target),

@@ -2,10 +2,15 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 from scipy.stats import kstest
 
+from pubench.executors.worker import execute_job
+from pubench.jobs.plan import Job
 from pubench.sim import bcl_process as bp
+from pubench.store.store import ResultStore
 from pubench.tasks import TASKS
+from pubench.tasks.bcl_simulation import DegenerateSimulation
 
 
 def _cfg(**kw):
@@ -33,8 +38,24 @@ def test_proposal_interval_slides_within_bounds():
     assert a.min() < -3.4 and b.max() > 3.4  # gamma = 1 reaches (almost) the bounds +-1/t^2
 
 
+def _naive_mixture_cdf(u, alpha, tau_plus):
+    """tau^- Phi_TN + tau^+ Phi_FN at Phi = u: the integrals of B.1's densities, term by term."""
+    phi_tn = 2 * alpha * u + (1 - 2 * alpha) * u**2   # int_0^u [2a + (2 - 4a) v] dv
+    phi_fn = 2 * (1 - alpha) * u + (2 * alpha - 1) * u**2  # int_0^u [2(1-a) + (4a - 2) v] dv
+    return (1 - tau_plus) * phi_tn + tau_plus * phi_fn
+
+
+def _naive_proposal_cdf(f, alpha, tau_plus):
+    """Phi with mixture CDF f, by root finding (not the closed form under test)."""
+    if f <= 0:
+        return 0.0
+    if f >= 1:
+        return 1.0
+    return brentq(lambda u: _naive_mixture_cdf(u, alpha, tau_plus) - f, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
+
+
 def _naive_estimators(x, is_tn, pos, alpha, tau_plus, beta):
-    """Loop-by-loop eq. (27)-(30) with the weights of eq. (1)-(3)."""
+    """Loop-by-loop eq. (27)-(30) with the weights of eq. (1)-(3), Phi recovered from eq. (18)."""
     M, N = x.shape
     out = {"sup": [], "biased": [], "dcl": [], "bcl": []}
     tm = 1 - tau_plus
@@ -45,7 +66,8 @@ def _naive_estimators(x, is_tn, pos, alpha, tau_plus, beta):
         out["dcl"].append((sum(xs) - N * tau_plus * sum(pos[m]) / len(pos[m])) / (N * tm))
         p, q = [], []
         for i in range(N):
-            cdf = sum(1 for j in range(N) if xs[j] <= xs[i]) / N  # eq. (1), inclusive
+            mixture_cdf = sum(1 for j in range(N) if xs[j] <= xs[i]) / N  # eq. (1)/(18), inclusive
+            cdf = _naive_proposal_cdf(mixture_cdf, alpha, tau_plus)
             num = alpha * tm + (1 - 2 * alpha) * cdf * tm
             den = alpha * tm + (1 - alpha) * tau_plus + (1 - 2 * alpha) * cdf * (tm - tau_plus)
             p.append(num / den)  # eq. (2)
@@ -65,6 +87,38 @@ def test_estimators_match_naive_loops(beta):
     np.testing.assert_allclose(bp.theta_biased(obs), ref["biased"], rtol=1e-12)
     np.testing.assert_allclose(bp.theta_dcl(obs, cfg.tau_plus), ref["dcl"], rtol=1e-12)
     np.testing.assert_allclose(bp.theta_bcl(obs, cfg.alpha, cfg.tau_plus, beta), ref["bcl"], rtol=1e-10)
+
+
+@pytest.mark.parametrize("alpha, tau_plus", [(0.5, 0.1), (0.7, 0.1), (1.0, 0.1), (0.9, 0.3), (0.8, 0.5), (1.0, 0.9)])
+def test_proposal_cdf_inverts_the_mixture_cdf(alpha, tau_plus):
+    u = np.linspace(0, 1, 101)
+    f = _naive_mixture_cdf(u, alpha, tau_plus)
+    assert f[0] == 0 and f[-1] == pytest.approx(1.0) and np.all(np.diff(f) > 0)
+    np.testing.assert_allclose(bp.proposal_cdf(f, alpha, tau_plus), u, atol=1e-12)
+    naive = [_naive_proposal_cdf(v, alpha, tau_plus) for v in f[1:-1]]
+    np.testing.assert_allclose(bp.proposal_cdf(f[1:-1], alpha, tau_plus), naive, atol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.8, 1.0])
+def test_inverted_empirical_cdf_estimates_the_proposal_cdf(alpha):
+    """Eq. (17) needs Phi, the proposal's CDF (here U(a, b), known); eq. (18) on the unlabeled
+    sample estimates the mixture CDF instead. Inverted, it converges to Phi (Glivenko)."""
+    cfg = _cfg(M=1, N=20000, alpha=alpha, gamma=0.0)
+    obs = bp.simulate(cfg, np.random.default_rng(5))
+    true_phi = (np.log(obs.x) * cfg.t + 0.5)  # x = exp(raw / t), raw ~ U(-0.5, 0.5) at gamma = 0
+    mixture = bp.empirical_cdf(obs.x)
+    assert np.abs(bp.proposal_cdf(mixture, alpha, cfg.tau_plus) - true_phi).max() < 0.02
+    assert np.abs(mixture - true_phi).max() > 0.05  # fed straight in, eq. (17) would see the wrong CDF
+
+
+def test_bcl_beats_dcl_and_biased_for_a_perfect_encoder():
+    """alpha = 1 (the audit's case): with Phi recovered, BCL's weights are right and its MSE
+    is the lowest; fed the mixture CDF, theta_BCL had about twice DCL's MSE."""
+    cfg = _cfg(M=1000, alpha=1.0)
+    obs = bp.simulate(cfg, np.random.default_rng(11))
+    target = bp.theta_sup(obs)
+    bcl = bp.mse(bp.theta_bcl(obs, 1.0, cfg.tau_plus, 0.0), target)
+    assert bcl < bp.mse(bp.theta_dcl(obs, cfg.tau_plus), target) < bp.mse(bp.theta_biased(obs), target)
 
 
 def test_uninformative_encoder_makes_bcl_biased():
@@ -93,3 +147,25 @@ def test_task_runs_and_validates():
         task({**params, "data": {**params["data"], "alpha": 0.3}}, {"data": 1, "init": 2})
     with pytest.raises(ValueError, match="not one of"):
         task({**params, "estimator": {"name": "hcl"}}, {"data": 1, "init": 2})
+
+
+@pytest.mark.parametrize("name", ["biased", "dcl", "bcl"])
+@pytest.mark.parametrize("gamma, what", [(0.1, "exp\\(x/t\\) under/overflowed"), (0.0, "squared error")])
+def test_tiny_temperature_fails_instead_of_storing_an_underflowed_mse(name, gamma, what):
+    """t = 0.001 (issue 10): exp(x/t) leaves float64 (gamma = 0.1), or the scores stay finite
+    but their squared errors do not (gamma = 0); MSE 0.0 or nan must not become a result."""
+    params = {"data": dict(M=40, N=64, K=10, alpha=0.9, gamma=gamma, t=0.001, tau_plus=0.1),
+              "estimator": {"name": name, "beta": 0.0}}
+    with pytest.raises(DegenerateSimulation, match=f"{what}.*raise params.data.t"):
+        TASKS.get("bcl_simulation")(params, {"data": 1, "init": 2})
+
+
+def test_degenerate_simulation_becomes_a_failure_record(tmp_path):
+    params = {"data": dict(M=40, N=64, K=10, alpha=0.9, gamma=0.1, t=0.001, tau_plus=0.1),
+              "estimator": {"name": "bcl", "beta": 0.0}}
+    job = Job("fig5-bcl", 2, "smoke", "BCL", "alpha=0.9", 0, "bcl_simulation", params, {"data": 1, "init": 2})
+    assert execute_job(job, tmp_path) == "failed"
+    store = ResultStore(tmp_path)
+    assert not store.records("smoke", "fig5-bcl")
+    (rec,) = store.records("smoke", "fig5-bcl", failed=True)
+    assert rec["error"]["type"] == "DegenerateSimulation" and "params.data.t" in rec["error"]["message"]

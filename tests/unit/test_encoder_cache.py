@@ -24,7 +24,8 @@ def test_second_probe_reuses_the_encoder_and_matches_a_fresh_run(fake_data, cach
     again = task(_params(), seeds)
     assert again["info"]["encoder_cache"]["hit"] is True
     assert again["metrics"] == first["metrics"]
-    other = task(_params(downstream={"name": "pupl", "epochs": 3, "batch_size": 64,
+    other = task(_params(downstream={"name": "pupl", "orientation": "nearest_positive_mean", "normalize": True,
+                                     "epochs": 3, "batch_size": 64,
                                      "optimizer": {"name": "adam", "lr": 0.01}}), seeds)  # same encoder
     assert other["info"]["encoder_cache"]["hit"] is True
     monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")

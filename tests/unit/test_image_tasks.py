@@ -110,7 +110,7 @@ def test_global_rng_untouched(fake_data):
 
 @pytest.mark.parametrize("down", [
     {"name": "finetune", "risk": "upu", "epochs": 2, "batch_size": 64, "optimizer": {"name": "adam", "lr": 1e-3}},
-    {"name": "pupl", "epochs": 3, "batch_size": 64},
+    {"name": "pupl", "orientation": "nearest_positive_mean", "normalize": True, "epochs": 3, "batch_size": 64},
     {"name": "linear_probe", "risk": "pn", "epochs": 2, "batch_size": 64, "prior": 0.3},
 ])
 def test_other_downstreams(fake_data, down):

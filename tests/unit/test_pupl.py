@@ -8,7 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from pubench.pu.pupl import PuPL, pu_two_means
+import torch.nn.functional as F
+
+from pubench.pu.pupl import PuPL, pseudo_labels, pu_two_means
 from pubench.train import DOWNSTREAM
 from pubench.train.probe import DownstreamData
 from pubench.utils.config import ConfigError, build_config
@@ -67,6 +69,70 @@ def test_fix_labeled_keeps_positives():
     assert free["iterations"] >= 1
 
 
+def _separated(seed, normalize):
+    """Two well separated blobs in 32 dimensions, off the origin (as non-negative CNN features
+    are), 20 labeled positives: 2-means recovers the classes up to the cluster names."""
+    x, y, labeled = _blobs(n=1000, d=32, sep=6.0, prior=0.4, n_labeled=20, seed=seed)
+    x = x + 3.0
+    return (F.normalize(x, dim=1) if normalize else x), y, labeled
+
+
+def _unlabeled_acc(labels, y, labeled):
+    return float((labels[~labeled] == y[~labeled]).float().mean())
+
+
+DRAWS = range(100)
+
+
+def test_printed_algorithm2_orientation_inverts_some_draws():
+    """Why ``orientation`` exists: the cluster seeded at mu_P is not always the positive one
+    after Lloyd's iterations (the D^2 draw landed on a far positive; pupl.py docstring)."""
+    inverted = 0
+    for seed in DRAWS:
+        x, y, labeled = _separated(seed, normalize=False)
+        km = pu_two_means(x, labeled, np.random.default_rng(seed))
+        printed, _ = pseudo_labels(km, x, labeled, "algorithm2", True)
+        assert torch.equal(printed, km["labels"])
+        if _unlabeled_acc(printed, y, labeled) < 0.5:
+            inverted += 1
+            # a clean inversion of a correct clustering, which the other orientation names right
+            assert _unlabeled_acc(printed, y, labeled) < 0.05
+            named, seeded_is_positive = pseudo_labels(km, x, labeled, "nearest_positive_mean", True)
+            assert not seeded_is_positive and _unlabeled_acc(named, y, labeled) > 0.95
+            assert bool(named[labeled].all())
+    assert inverted >= 10  # 15 of these 100 draws
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_nearest_positive_mean_never_inverts_separable_data(normalize):
+    """The orientation the pupl specs use: pseudo-label accuracy > 0.5 (here > 0.95) in every draw."""
+    flipped = 0
+    for seed in DRAWS:
+        x, y, labeled = _separated(seed, normalize)
+        km = pu_two_means(x, labeled, np.random.default_rng(seed))
+        labels, seeded_is_positive = pseudo_labels(km, x, labeled, "nearest_positive_mean", True)
+        assert _unlabeled_acc(labels, y, labeled) > 0.95, seed
+        assert bool(labels[labeled].all())
+        flipped += not seeded_is_positive
+    assert flipped >= 5  # the renaming was needed in some draws, not a no-op
+
+
+def test_pseudo_labels_orientation_rule():
+    feats = torch.tensor([[0.0], [0.2], [5.0], [5.2], [4.9]])
+    labeled = torch.tensor([False, False, True, False, False])
+    km = {"labels": torch.tensor([1, 1, 1, 0, 0]), "centers": torch.tensor([[5.05], [1.0]], dtype=torch.float64)}
+    assert torch.equal(pseudo_labels(km, feats, labeled, "algorithm2", True)[0], km["labels"])
+    named, seeded = pseudo_labels(km, feats, labeled, "nearest_positive_mean", True)
+    assert not seeded and named.tolist() == [0, 0, 1, 1, 1]
+    named, _ = pseudo_labels(km, feats, labeled, "nearest_positive_mean", False)
+    assert named.tolist() == [0, 0, 0, 1, 1]  # without fix_labeled the labeled positive follows its cluster
+    km["centers"] = torch.tensor([[0.1], [5.0]], dtype=torch.float64)
+    named, seeded = pseudo_labels(km, feats, labeled, "nearest_positive_mean", True)
+    assert seeded and torch.equal(named, km["labels"])
+    with pytest.raises(ValueError, match="orientation"):
+        pseudo_labels(km, feats, labeled, "farthest", True)
+
+
 def test_errors():
     x, _, labeled = _blobs()
     with pytest.raises(ValueError, match="labeled positive"):
@@ -94,10 +160,17 @@ def test_pupl_downstream_end_to_end():
     data = DownstreamData(x_train=_as_images(x), observed=labeled.long(), y_true=y, split_kind="pu", n_classes=2,
                           prior=None, x_test=_as_images(xt), y_test=yt, mean=[0.25], std=[0.0625])
     assert DOWNSTREAM.get("pupl") is PuPL
-    cfg = build_config(PuPL.config_cls, {"name": "pupl", "epochs": 30, "batch_size": 64,
-                                         "optimizer": {"name": "adam", "lr": 0.05}})
+    base = {"name": "pupl", "epochs": 30, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.05}}
+    variant = {"orientation": "algorithm2", "normalize": False}
+    for key in variant:  # no default: the spec says which variant
+        with pytest.raises(ConfigError, match=f"missing key '{key}'"):
+            build_config(PuPL.config_cls, {**base, **{k: v for k, v in variant.items() if k != key}})
+    with pytest.raises(ConfigError, match="orientation"):
+        build_config(PuPL.config_cls, {**base, "orientation": "seeded", "normalize": False}).check()
+    cfg = build_config(PuPL.config_cls, {**base, "orientation": "nearest_positive_mean", "normalize": False})
     m, info = PuPL.run(cfg, Identity(5), data, seed=0)
     assert info["pseudo_label_acc_unlabeled"] > 99 and info["kmeans_converged"]
+    assert info["orientation"] == "nearest_positive_mean" and isinstance(info["positive_cluster_seeded_at_mu_p"], bool)
     assert m["acc"] > 98
     m2, _ = PuPL.run(cfg, Identity(5), data, seed=0)
     assert m == m2

@@ -155,3 +155,21 @@ def test_figures_resolve():
     p = s.resolve("paper", "sCL-PU", "(b) pi=0.9")["params"]
     assert p["data"]["prior"] == 0.9 and p["data"]["split"]["n_labeled"] == 1000
     assert p["model"]["backbone"]["name"] == "resnet34"
+
+
+@pytest.mark.parametrize("sid", [s[0] for s in SHAPES])
+def test_pupl_downstream_names_clusters_by_the_positive_mean(sid):
+    """Every puPL cell states the variant (no default): nearest_positive_mean on L2-normalized
+    features (decisions: the printed Algorithm 2 orientation inverts some draws)."""
+    s = get_spec(sid)
+    assert s.version >= 2
+    seen = 0
+    for tier in s.tiers:
+        for row, col in s.cells():
+            if s.unavailable_reason(tier, row, col):
+                continue
+            down = s.resolve(tier, row, col)["params"].get("downstream") or {}
+            if down.get("name") == "pupl":
+                seen += 1
+                assert down["orientation"] == "nearest_positive_mean" and down["normalize"] is True, (tier, row, col)
+    assert seen and any("nearest_positive_mean" in d for d in s.decisions)
