@@ -1,4 +1,5 @@
-"""PU classification risks: PN, uPU (du Plessis et al. 2014/2015), nnPU (Kiryo et al. 2017).
+"""PU classification risks: PN, PvU, uPU (du Plessis et al. 2014/2015), nnPU (Kiryo et al.
+2017), and the variational loss of vPU (Chen et al. 2020a).
 
 Notation: ``g`` is the real-valued score (logit) of a binary classifier, positive class
 ``+1``; ``l(z, y)`` a surrogate loss of the margin ``y z``. From a labeled-positive set
@@ -9,14 +10,42 @@ Notation: ``g`` is the real-valued score (logit) of a binary classifier, positiv
     PN  (plain):  E_{x,y}[l(g(x), y)]                        (targets given, e.g. U -> -1)
     uPU:          pi R_P^+ + R_U^- - pi R_P^-                 (du Plessis et al. 2014 / 2015)
     nnPU:         pi R_P^+ + max(0, R_U^- - pi R_P^-)         (Kiryo et al. 2017, eq. 6)
-    PvU:          pi R_P^+ + R_U^-                            (uPU without its correction term;
-                                                               001's "cost-sensitive" PvU baseline)
+    PvU:          2 pi R_P^+ + R_U^-                          (cost-sensitive P-vs-U classifier,
+                                                               du Plessis et al. 2014; 001's "PvU")
 
 ``U`` is the unlabeled part only: in 001's single-training-set setting the labeled
 positives are training samples too but are not in ``U``, and ``pi`` is the positive
 fraction among the unlabeled samples (001 A.1.1, the Split's ``prior``). In a
 case-control split the labeled positives are drawn separately and ``U`` is the whole
 unlabeled sample. Either way the caller passes scores and a boolean ``labeled`` mask.
+
+PvU is the biased baseline of 001 Table 2: a plain classifier of labeled positives (class
++1) against unlabeled examples (class -1), made cost-sensitive (Elkan 2001: reweighting a
+class moves the decision threshold) with the costs under which P-vs-U classification
+is PN classification (du Plessis, Niu & Sugiyama 2014, "Analysis of learning from
+positive and unlabeled data": with the 0-1 loss, ``R(f) = 2 pi R_P^+ + R_U^- - pi``). Its
+minimizer decides positive iff ``2 pi p_P(x) > p_U(x)``, i.e. ``pi p_P(x) > (1 - pi) p_N(x)``,
+the Bayes decision, whatever classification-calibrated surrogate is used; it is "biased"
+because, unlike uPU, it keeps the positives of U inside the negative term (with a
+non-symmetric loss such as the logistic one the risk value is not the PN risk). With the
+symmetric sigmoid loss (``l(z, +1) + l(z, -1) = 1``) it is exactly ``uPU + pi``, so the
+spec uses it with the logistic loss (cross-entropy, 001's "standard loss (e.g. CE)"; the
+PvU of Garg et al. 2021's code (acmi-lab/PU_learning; 001 cites the paper for its
+benchmarks) is a cross-entropy P-vs-U classifier too, made cost-sensitive by moving its
+threshold with the prior instead of reweighting). The earlier ``pi R_P^+ + R_U^-`` (uPU without its correction) scores the
+perfect and the all-negative classifier alike on the positives (both ``pi`` with the
+sigmoid loss) and trained into "everything negative".
+
+vPU (Chen et al. 2020a, "A Variational Approach for Learning from Positive and Unlabeled
+Data", NeurIPS 2020; code HC-Feynman/vpu) models ``Phi(x) = sigmoid(g(x))`` (its code: the
+second output of a 2-way log-softmax, the same family) and minimizes the variational loss
+
+    L_var(Phi) = log E_x[Phi(x)] - E_P[log Phi(x)]                 (x ~ p(x), the whole data)
+
+plus ``lam`` times the MixUp regularizer ``E[(log Phi~ - log Phi(x~))^2]`` with
+``x~ = mu x_u + (1 - mu) x_p``, ``Phi~ = mu Phi(x_u) + (1 - mu) * 1``, ``mu ~ Beta(a, a)``:
+:func:`vpu_variational_loss`, :func:`vpu_mixup`, :func:`vpu_mixup_regularizer`. The
+training loop is :class:`pubench.pu.end_to_end.VPU`.
 
 Empirical means over a mini-batch: a term whose set is empty in the batch is 0 (the
 nnPU reference code divides by ``max(1, n)``).
@@ -37,6 +66,7 @@ Surrogate losses (``l(z, y)``, ``y`` in {+1, -1}):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -123,12 +153,16 @@ def nnpu_risk(scores, labeled, prior: float, loss="sigmoid") -> torch.Tensor:
     return t["positive"] + t["negative"].clamp(min=0)
 
 
-def pvu_risk(scores, labeled, prior: float, loss="sigmoid") -> torch.Tensor:
-    """Prior-weighted P-vs-U risk ``pi R_P^+ + R_U^-`` (uPU without the correction term)."""
+def pvu_risk(scores, labeled, prior: float, loss="logistic") -> torch.Tensor:
+    """Cost-sensitive positive-vs-unlabeled risk ``2 pi R_P^+ + R_U^-``: labeled positives
+    are class +1 with cost ``2 pi``, every unlabeled example is class -1 with cost 1 (du
+    Plessis et al. 2014, the cost-sensitive form of PU classification; 001's PvU baseline,
+    see the module docstring). Its minimizer is the Bayes classifier; with the sigmoid
+    loss it equals ``upu_risk + pi``."""
     scores, labeled = _check(scores, labeled, "labeled")
     prior = _check_prior(prior)
     ell = surrogate(loss)
-    return prior * _mean(ell(scores, +1), labeled) + _mean(ell(scores, -1), ~labeled)
+    return 2.0 * prior * _mean(ell(scores, +1), labeled) + _mean(ell(scores, -1), ~labeled)
 
 
 def nnpu_objective(scores, labeled, prior: float, loss="sigmoid", beta: float = 0.0,
@@ -147,6 +181,39 @@ def nnpu_objective(scores, labeled, prior: float, loss="sigmoid", beta: float = 
     if bool(t["negative"].detach() < -beta):
         return -gamma * t["negative"], risk, True
     return t["positive"] + t["negative"].clamp(min=0), risk, False
+
+
+def vpu_variational_loss(log_phi_x: torch.Tensor, log_phi_p: torch.Tensor) -> torch.Tensor:
+    """vPU's variational loss ``log mean_x Phi(x) - mean_P log Phi(x)`` (Chen et al. 2020a,
+    L_var), from ``log Phi`` of a sample ``x`` of the data distribution and of labeled
+    positives; the log-mean-exp is computed stably. Adding a constant to ``log Phi``
+    (scaling ``Phi``) leaves it unchanged."""
+    log_phi_x, log_phi_p = log_phi_x.reshape(-1), log_phi_p.reshape(-1)
+    if log_phi_x.numel() == 0 or log_phi_p.numel() == 0:
+        raise ValueError("vpu_variational_loss needs a non-empty data sample and positive sample")
+    return torch.logsumexp(log_phi_x, 0) - math.log(log_phi_x.numel()) - log_phi_p.mean()
+
+
+def vpu_mixup(x_u: torch.Tensor, x_p: torch.Tensor, phi_u: torch.Tensor, mu: float
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """vPU's MixUp pairs (Chen et al. 2020a, the consistency regularizer; released code):
+    each example ``x_u[i]`` of the data sample is mixed with the positive ``x_p[i]`` (the
+    caller permutes the positives) as ``mu x_u + (1 - mu) x_p``, with target
+    ``mu Phi(x_u) + (1 - mu) * 1`` (a labeled positive has ``Phi = 1``). Returns
+    ``(x_mixed, phi_target)``."""
+    if x_u.shape != x_p.shape or phi_u.reshape(-1).shape[0] != x_u.shape[0]:
+        raise ValueError(f"vpu_mixup: x_u {tuple(x_u.shape)}, x_p {tuple(x_p.shape)}, phi_u {tuple(phi_u.shape)}")
+    if not 0.0 <= mu <= 1.0:
+        raise ValueError(f"mu must be in [0, 1], got {mu}")
+    return mu * x_u + (1.0 - mu) * x_p, mu * phi_u.reshape(-1) + (1.0 - mu)
+
+
+def vpu_mixup_regularizer(log_phi_mixed: torch.Tensor, phi_target: torch.Tensor) -> torch.Tensor:
+    """vPU's MixUp regularizer ``mean_i (log Phi~_i - log Phi(x~_i))^2`` (Chen et al. 2020a)."""
+    log_phi_mixed, phi_target = log_phi_mixed.reshape(-1), phi_target.reshape(-1)
+    if log_phi_mixed.shape != phi_target.shape:
+        raise ValueError(f"shapes differ: {tuple(log_phi_mixed.shape)} vs {tuple(phi_target.shape)}")
+    return ((phi_target.log() - log_phi_mixed) ** 2).mean()
 
 
 RISKS = {"pn": pn_risk, "upu": upu_risk, "nnpu": nnpu_risk, "pvu": pvu_risk}

@@ -261,7 +261,8 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
         test_note = f"balanced: {k} positives + {k} negatives (seeded) of {len(pos)} / {len(neg)}"
     mean, std = channel_stats(x_train)
     data = DownstreamData(x_train=x_train, observed=split.observed, y_true=split.y_true, split_kind=kind,
-                          n_classes=n_classes, prior=split.prior, x_test=x_test, y_test=y_test, mean=mean, std=std)
+                          n_classes=n_classes, prior=split.prior, x_test=x_test, y_test=y_test, mean=mean, std=std,
+                          pu_scheme=split.definition["split"].get("scheme") if kind == "pu" else None)
     sources = {"train": train.source, "test": test.source + (f"; {test_note}" if test_note else "")}
     pre_x, pre_obs = x_train, (split.observed if kind != "none" else None)
     if cfg.pretrain_split is not None:

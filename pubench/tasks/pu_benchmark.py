@@ -55,6 +55,8 @@ def validate_end_to_end(params: dict[str, Any]):
     unit.check(cfg, "params.pu_method")
     train = build_config(TrainConfig, params["train"], "params.train")
     train.check("params.train")
+    if hasattr(unit, "check_train"):  # a method with its own constraints on the train block (vpu)
+        unit.check_train(cfg, train, "params")
     if data.split.get("kind") != "pu":
         raise ConfigError("params.data.split.kind must be pu for an end-to-end PU method")
     return data, model, unit, cfg, train

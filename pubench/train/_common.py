@@ -124,12 +124,13 @@ def make_targets(risk: str, split_kind: str, observed: torch.Tensor, y_true: tor
 class RiskSettings:
     risk: str
     prior: float | None = None
-    loss: str | None = None      # surrogate: default logistic (= cross-entropy) for pn, sigmoid for PU risks
+    loss: str | None = None      # surrogate: default logistic (= cross-entropy) for pn and pvu, sigmoid for upu/nnpu
     beta: float = 0.0
     gamma: float = 1.0
 
     def surrogate(self) -> str:
-        return self.loss or ("logistic" if self.risk == "pn" else "sigmoid")
+        # pvu with the symmetric sigmoid loss is uPU + pi (pubench.pu.risks): cross-entropy keeps it distinct
+        return self.loss or ("logistic" if self.risk in ("pn", "pvu") else "sigmoid")
 
 
 def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings):

@@ -16,8 +16,8 @@ for binary tasks, C for multi-class) is trained with the risk:
 
 * ``pn``: cross-entropy (binary: logistic loss; on a PU split the unlabeled examples are
   negatives; on a PNU split the labeled examples only; on a ``none`` split the true labels);
-* ``upu`` / ``nnpu`` (sigmoid loss by default, nnPU's ``beta``/``gamma`` step) or ``pvu``,
-  with the class prior ``prior`` (default: the run's prior, i.e. ``data.prior`` or the
+* ``upu`` / ``nnpu`` (sigmoid loss by default, nnPU's ``beta``/``gamma`` step) or ``pvu``
+  (cost-sensitive P vs U, ``2 pi R_P^+ + R_U^-``, logistic loss by default), with the class prior ``prior`` (default: the run's prior, i.e. ``data.prior`` or the
   Split's; the one used is recorded in ``info``).
 
 ``finetune``: encoder + a new linear layer trained end to end with the same risks (encoder
@@ -67,6 +67,7 @@ class DownstreamData:
     y_test: torch.Tensor        # int64 (t,)
     mean: list[float]
     std: list[float]
+    pu_scheme: str | None = None  # PU split scheme (single_training_set | case_control); None if unknown / not PU
 
 
 def _adam() -> dict:

@@ -5,6 +5,11 @@ du Plessis et al. (2014, 2015), unbiased PU risk:
 Kiryo et al. (2017), non-negative PU risk:
     R_nnPU(g) = pi E_P[l(g(x), +1)] + max(0, E_U[l(g(x), -1)] - pi E_P[l(g(x), -1)])
 PN risk: (1/n) sum_i l(g(x_i), y_i).
+Cost-sensitive P-vs-U risk (du Plessis et al. 2014; 001's PvU):
+    R_PvU(g) = 2 pi E_P[l(g(x), +1)] + E_U[l(g(x), -1)]
+vPU (Chen et al. 2020a), with log Phi given per example:
+    L_var = log((1/n_x) sum_x Phi(x)) - (1/n_P) sum_P log Phi(x)
+    L_reg = (1/n) sum_i (log(mu Phi(x_u,i) + 1 - mu) - log Phi(x~_i))^2
 
 ``scores`` and ``labeled`` are sequences; the expectations are sample means over the
 labeled (P) and unlabeled (U) samples, 0 for an empty set.
@@ -66,10 +71,28 @@ def negative_part(scores, labeled, prior: float, loss: str = "sigmoid") -> float
     return _expect([ell(z, -1) for z in u]) - prior * _expect([ell(z, -1) for z in p])
 
 
-def pvu(scores, labeled, prior: float, loss: str = "sigmoid") -> float:
+def pvu(scores, labeled, prior: float, loss: str = "logistic") -> float:
     ell = LOSSES[loss]
     p, u = _parts(scores, labeled)
-    return prior * _expect([ell(z, +1) for z in p]) + _expect([ell(z, -1) for z in u])
+    return 2.0 * prior * _expect([ell(z, +1) for z in p]) + _expect([ell(z, -1) for z in u])
+
+
+def vpu_variational(log_phi_x, log_phi_p) -> float:
+    phi_sum = 0.0
+    for v in log_phi_x:
+        phi_sum += math.exp(float(v))
+    log_p_sum = 0.0
+    for v in log_phi_p:
+        log_p_sum += float(v)
+    return math.log(phi_sum / len(log_phi_x)) - log_p_sum / len(log_phi_p)
+
+
+def vpu_mixup_reg(log_phi_mixed, phi_u, mu: float) -> float:
+    total = 0.0
+    for lm, pu in zip(log_phi_mixed, phi_u):
+        target = mu * float(pu) + (1.0 - mu) * 1.0
+        total += (math.log(target) - float(lm)) ** 2
+    return total / len(log_phi_mixed)
 
 
 def pn(scores, targets, loss: str = "logistic") -> float:

@@ -157,29 +157,35 @@ def test_end_to_end_pu_methods(name):
     cfg = build_config(unit.config_cls, {"name": name})
     train = build_config(TrainConfig, {"epochs": 20, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.02}})
     m, info = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0)
-    if name in ("pn_naive", "pvu"):  # biased risks: recall suffers, the ranking does not
+    if name == "pn_naive":  # biased: recall suffers, the ranking does not
         assert m["auc"] > 95, m
-        assert info["prior_source"] == ("not used" if name == "pn_naive" else "run")
-    else:
-        assert m["acc"] > 90, m
+        assert info["prior_source"] == "not used"
+    else:  # pvu (cost-sensitive P vs U, logistic loss) is biased towards negative but learns (pn_naive: ~57%)
+        assert m["acc"] > (85 if name == "pvu" else 90), m
+        assert info["prior_source"] == "run"
+        assert info["surrogate_loss"] == ("logistic" if name == "pvu" else "sigmoid")
     bad = {"name": name, "beta": 1.0} if name != "nnpu" else {"name": name, "loss": "hinge"}
     with pytest.raises(ConfigError):
         unit.run(build_config(unit.config_cls, bad), FlatEncoder(), train, _data("pu"), 0)
 
 
 def test_vpu_end_to_end():
+    # the training procedure itself is tested in test_vpu.py
     from pubench.tasks._image_common import TrainConfig
 
     unit = PU_METHODS.get("vpu")
-    train = build_config(TrainConfig, {"epochs": 30, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.01}})
-    cfg = build_config(unit.config_cls, {"name": "vpu", "mix_alpha": 0.3, "lam": 0.03})
-    m, info = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0)
+    train = build_config(TrainConfig, {"epochs": 10, "batch_size": 64,
+                                       "optimizer": {"name": "adam", "lr": 0.01, "betas": [0.5, 0.99]}})
+    cfg = build_config(unit.config_cls, {"name": "vpu", "mix_alpha": 0.3, "lam": 0.03, "iterations_per_epoch": 5,
+                                         "lr_halving_every": 5, "restart_optimizer_at_halving": True,
+                                         "model_selection": "validation_loss", "validation_fraction": 0.1})
+    data = _data("pu")
+    data.pu_scheme = "single_training_set"
+    m, info = unit.run(cfg, FlatEncoder(), train, data, seed=0)
     assert m["auc"] > 98 and m["acc"] > 75, m  # phi / max phi > 1/2 is a conservative threshold
     assert info["prior_used"] is None
-    again, _ = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0)
+    again, _ = unit.run(cfg, FlatEncoder(), train, data, seed=0)
     assert again == m
-    with pytest.raises(ConfigError, match="mix_alpha"):
-        unit.check(build_config(unit.config_cls, {"name": "vpu", "mix_alpha": 0.0}))
 
 
 def test_deterministic_probe():

@@ -185,3 +185,20 @@ def test_printed_parameter_counts_recorded():
         assert total in text
     assert "5,019,255" in " ".join(get_spec("table2-punce").decisions)
     assert "5019255" in " ".join(get_spec("table4-punce").decisions)
+
+
+def test_table2_pvu_and_vpu_configs():
+    # issue 11: PvU is the cost-sensitive P-vs-U risk with cross-entropy; vPU follows its released code
+    s = get_spec("table2-punce")
+    assert s.version >= 2
+    for row in ("ResNet18 PvU", "AllConv PvU", "MLP PvU"):
+        assert s.resolve("paper", row, "n_P=1k")["params"]["pu_method"]["loss"] == "logistic"
+    for row in ("ResNet18 vPU", "AllConv vPU"):
+        p = s.resolve("paper", row, "n_P=3k")["params"]
+        assert p["pu_method"] == {"name": "vpu", "mix_alpha": 0.3, "lam": 0.03, "iterations_per_epoch": 30,
+                                  "lr_halving_every": 20, "restart_optimizer_at_halving": True,
+                                  "model_selection": "validation_loss", "validation_fraction": 0.1}
+        assert p["train"]["optimizer"] == {"name": "adam", "lr": 3.0e-5, "betas": [0.5, 0.99], "weight_decay": 0.0}
+        assert (p["train"]["epochs"], p["train"]["batch_size"]) == (50, 500)
+        red = s.resolve("reduced", row, "n_P=3k")["params"]
+        assert red["pu_method"]["model_selection"] == "validation_loss" and red["train"]["optimizer"]["betas"] == [0.5, 0.99]

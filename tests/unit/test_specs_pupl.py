@@ -106,6 +106,14 @@ def test_table3_values():
     assert p["data"]["split"]["n_labeled"] == 2250 and p["downstream"]["name"] == "pupl"
     p = s.resolve("paper", "vPU† (2)", "CIFAR-I")["params"]
     assert p["pu_method"]["lam"] == 0.03 and p["train"]["optimizer"]["lr"] == 3.0e-5
+    # vPU's released commands (HC-Feynman/vpu README): STL-10 lam 0.3, lr 1e-4; F-MNIST lam 0.3, lr 3e-4
+    for block in ("(1)", "(2)"):
+        p = s.resolve("paper", f"vPU† {block}", "STL-II")["params"]
+        assert p["pu_method"]["lam"] == 0.3 and p["train"]["optimizer"]["lr"] == 1.0e-4
+        p = s.resolve("paper", f"vPU† {block}", "F-MNIST-I")["params"]
+        assert p["pu_method"]["lam"] == 0.3 and p["train"]["optimizer"]["lr"] == 3.0e-4
+        assert p["train"]["optimizer"]["betas"] == [0.5, 0.99] and p["pu_method"]["iterations_per_epoch"] == 30
+        assert p["pu_method"]["model_selection"] == "validation_loss"
 
 
 def test_table4_values():
@@ -137,6 +145,10 @@ def test_table4_values():
     assert "train" not in p and "pu_method" not in p
     assert p["pretrain"]["loss"]["prior"] == 0.46 and p["model"]["backbone"]["name"] == "cnn13"
     assert s.resolve("paper", "vPU†", "STL-III")["params"]["data"]["labels"]["positive"] == [0, 2, 8, 9]
+    # vPU under 004's protocol: SGD / cosine / 800 epochs, the last epoch's model; lam of the released commands
+    p = s.resolve("paper", "vPU†", "STL-III")["params"]
+    assert p["pu_method"]["lam"] == 0.3 and p["pu_method"]["model_selection"] == "last_epoch"
+    assert s.resolve("paper", "vPU†", "CIFAR-III")["params"]["pu_method"]["lam"] == 0.03
 
 
 def test_figures_resolve():
