@@ -243,7 +243,11 @@ def cmd_run(args) -> int:
     if not todo:
         return 0
     from pubench.executors import LocalExecutor
+    from pubench.executors.cores import slots_folder
     from pubench.executors.worker import JobInterrupted
+
+    if slots_folder() is not None:
+        _writable(slots_folder(), "core slots ($PUBENCH_CORE_SLOTS)")
 
     executor = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress and sys.stderr.isatty(),
                              force=args.force)
@@ -432,6 +436,10 @@ def cmd_verify(args) -> int:
     spec = _spec(args.id)
     if args.tier not in spec.tiers:
         raise UsageError(f"unknown tier {args.tier!r}")
+    from pubench.store import ResultStore
+
+    if not ResultStore(paths.results_root()).scan(args.tier, spec.id).records:
+        raise UsageError(f"no records of {spec.id} at tier {args.tier} in {paths.results_root()} to verify")
     result = verify(spec, args.tier, sample=args.sample, n_jobs=args.jobs, sample_seed=args.sample_seed,
                     progress=not args.no_progress and sys.stderr.isatty(), sigmas=args.sigmas)
     print(render_verification(result), end="")

@@ -6,7 +6,7 @@ compared with the stored value:
 
 * ``identical``: every metric equal to the last bit;
 * ``within``: not identical, but every metric within ``sigmas`` x the cell's seed standard
-  deviation (from the stored seeds of that cell);
+  deviation (over the cell's other stored seeds);
 * ``outside``: some metric further away; ``failed``: the rerun did not produce a record;
 * ``not here``: this machine cannot run the record's numerics (a CUDA record on a CPU
   machine): listed, neither passing nor failing.
@@ -78,13 +78,12 @@ def _current_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tu
     return keep, len(records) - len(keep)
 
 
-def _spread(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
-    """Sample std over the stored seeds of each (row, col, metric)."""
-    values: dict[tuple[str, str, str], list[float]] = {}
-    for r in records:
-        for m, v in r["metrics"].items():
-            values.setdefault((r["job"]["row"], r["job"]["col"], m), []).append(float(v))
-    return {k: statistics.stdev(v) if len(v) > 1 else 0.0 for k, v in values.items()}
+def _spread(records: list[dict[str, Any]], job_id: str, row: str, col: str, metric: str) -> float:
+    """Sample std of ``metric`` over the *other* stored seeds of the cell (0 with fewer
+    than two): the checked record cannot widen its own tolerance."""
+    vals = [float(r["metrics"][metric]) for r in records
+            if r["job"]["row"] == row and r["job"]["col"] == col and r["job"]["id"] != job_id and metric in r["metrics"]]
+    return statistics.stdev(vals) if len(vals) > 1 else 0.0
 
 
 def sample_records(records: list[dict[str, Any]], k: int, seed: int) -> list[dict[str, Any]]:
@@ -136,7 +135,6 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
     store = store or ResultStore(paths.results_root())
     scan = store.scan(tier, spec.id)
     records, stale = _current_records(spec, tier, scan.records)
-    spread = _spread(records)
     chosen = sample_records(records, sample, sample_seed)
     checks: list[Check] = []
     jobs: list[Job] = []
@@ -165,7 +163,7 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
         by_id = {r["job"]["id"]: r for r in chosen}
         for job in jobs:
             rec = by_id[job.id]
-            tol = {m: sigmas * spread.get((job.row, job.col, m), 0.0) for m in rec["metrics"]}
+            tol = {m: sigmas * _spread(records, job.id, job.row, job.col, m) for m in rec["metrics"]}
             check = compare_metrics(rec["metrics"], rerun.get(job.id), tol, Numerics.from_dict(job.numerics).canonical,
                                     job.name, job.id)
             if check.verdict == FAILED and job.id in failures:

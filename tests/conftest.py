@@ -18,6 +18,12 @@ if _late and ("torch" in sys.modules or "numpy" in sys.modules):
     raise RuntimeError(f"torch/numpy loaded before tests/conftest.py could set {_late}")
 for _k, _v in process_env().items():
     os.environ[_k] = _v
+# Core slots of this test session only: other pubench runs on the machine never make a test wait.
+if not os.environ.get("PUBENCH_TEST_SLOTS"):
+    import tempfile
+
+    os.environ["PUBENCH_TEST_SLOTS"] = tempfile.mkdtemp(prefix="pubench-test-slots-")
+os.environ["PUBENCH_CORE_SLOTS"] = os.environ["PUBENCH_TEST_SLOTS"]
 
 import pytest  # noqa: E402
 
@@ -118,3 +124,50 @@ def data_root():
 def pytest_configure(config):
     os.environ.setdefault("PUBENCH_NO_MALLOC_TUNING", "1")
     os.environ.setdefault("PUBENCH_ENCODER_CACHE", "0")  # tests never read or write the project's cache
+
+
+# ---- reliability figures (README "Reliability"): tests record, the session prints -----
+def pytest_sessionstart(session):
+    if session.config.cache is None:
+        return
+    folder = session.config.cache.mkdir("pubench-reliability")
+    os.environ["PUBENCH_TEST_RELIABILITY"] = str(folder)  # read by record_reliability in any module instance
+    if not hasattr(session.config, "workerinput"):
+        for p in folder.glob("*.json"):
+            p.unlink()
+
+
+def record_reliability(kind: str, case: str, data: dict) -> None:
+    """Remember one reliability outcome (``kind``: malformed | corrupt | kill | runners ...)."""
+    import json
+
+    folder = os.environ.get("PUBENCH_TEST_RELIABILITY")
+    if folder:
+        (Path(folder) / f"{kind}--{case}.json").write_text(json.dumps({"kind": kind, "case": case, **data}))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    import json
+
+    if config.cache is None:
+        return
+    rows = [json.loads(p.read_text()) for p in sorted(config.cache.mkdir("pubench-reliability").glob("*.json"))]
+    if not rows:
+        return
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["kind"], []).append(r)
+    out = []
+    if "malformed" in by:
+        m = by["malformed"]
+        out.append(f"malformed inputs: {len(m)} cases, {sum(r['ok'] for r in m)} gave one clear line and a non-zero "
+                   f"exit (slowest {max(r['seconds'] for r in m):.1f} s)")
+    if "corrupt" in by:
+        out.append(f"corrupt records: {len(by['corrupt'])} kinds, {sum(r['ok'] for r in by['corrupt'])} counted, "
+                   "skipped with one warning, quarantined and rerun")
+    for kind in sorted(set(by) - {"malformed", "corrupt"}):
+        for r in by[kind]:
+            out.append(f"{kind}: {r['case']}: " + ", ".join(f"{k}={v}" for k, v in r.items() if k not in ("kind", "case")))
+    terminalreporter.write_sep("-", "pubench reliability")
+    for line in out:
+        terminalreporter.write_line(line)

@@ -64,6 +64,11 @@ def _init_worker(parent: int) -> None:
 def _worker_loop(parent: int, tasks, results, results_root: str, force: bool) -> None:
     """A worker process: take (index, job, threads) items until the sentinel ``None``."""
     _init_worker(parent)
+    import torch  # noqa: F401 - load the libraries before the first claim: an interrupt lands in a job, not an import
+
+    from pubench.tasks import TASKS
+
+    TASKS.names()
     while True:
         item = tasks.get()
         if item is None:

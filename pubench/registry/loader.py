@@ -79,6 +79,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
+    except UnicodeDecodeError as e:
+        raise SpecError(str(path), "(encoding)", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise SpecError(str(path), "(file)", e.strerror or str(e)) from None
     if not isinstance(data, dict):
         raise SpecError(str(path), "(top level)", "expected a mapping")
     return data
@@ -348,6 +352,9 @@ def _parse_claims(ck: _Checker, raw: dict, rows, cols, metrics) -> list[Claim]:
 
 def spec_paths(root: Path | None = None) -> list[Path]:
     root = root or experiments_root()
+    if not root.is_dir():
+        raise SpecError(str(root), "(folder)", "no such folder of specs (set PUBENCH_EXPERIMENTS or run from a "
+                                               "pubench checkout)")
     return sorted(p for p in root.glob("*/*.yaml") if not p.parent.name.startswith("_"))
 
 

@@ -115,7 +115,10 @@ def planned_path():
 def _planned_cached(path: str, mtime: float) -> dict[str, dict[str, str]]:
     from pathlib import Path
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:
+        raise SpecError(path, "(yaml)", " ".join(str(e).split())) from None
     if not isinstance(data, dict):
         raise SpecError(path, "(top level)", "expected a mapping kind -> {name: reason}")
     out: dict[str, dict[str, str]] = {}

@@ -12,10 +12,14 @@ from pathlib import Path
 import pubench
 
 
+def repo_root() -> Path:
+    return Path(pubench.__file__).resolve().parents[1]
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", *args], cwd=Path(pubench.__file__).resolve().parents[1],
+            ["git", *args], cwd=repo_root(),
             capture_output=True, text=True, timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -39,14 +43,14 @@ def code_changes() -> list[str]:
 def provenance() -> dict[str, object]:
     """Git sha and whether code or specs had uncommitted changes, Python / torch / numpy
     versions, host (cached per process)."""
-    import numpy
+    from importlib import metadata
 
-    try:
-        import torch
+    def version(pkg: str) -> str | None:  # without importing it: a record is also written mid-interrupt
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return None
 
-        torch_version = torch.__version__
-    except ImportError:  # pragma: no cover
-        torch_version = None
     sha = _git("rev-parse", "HEAD")
     changes = code_changes()
     return {
@@ -55,8 +59,8 @@ def provenance() -> dict[str, object]:
         "git_changes": changes[:20] if changes else [],
         "pubench": pubench.__version__,
         "python": sys.version.split()[0],
-        "torch": torch_version,
-        "numpy": numpy.__version__,
+        "torch": version("torch"),
+        "numpy": version("numpy"),
         "platform": platform.platform(),
         "host": socket.gethostname(),
     }

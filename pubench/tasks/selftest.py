@@ -20,9 +20,11 @@ def selftest(params: dict, seeds: dict[str, int]) -> dict:
     unknown = set(params) - {"value", "sleep", "fail_if_missing", "data"}
     if unknown:
         raise ValueError(f"params: unknown key {sorted(unknown)[0]!r}")
+    started = time.time()
     time.sleep(float(params.get("sleep", 0.0)))
     gate = params.get("fail_if_missing")
     if gate and not Path(gate).exists():
         raise RuntimeError(f"selftest: {gate} does not exist yet")
     noise = np.random.default_rng(seeds["init"]).normal(0.0, 0.1)
-    return {"metrics": {"score": float(params["value"]) + float(noise)}, "info": {"seeds": seeds}}
+    return {"metrics": {"score": float(params["value"]) + float(noise)},
+            "info": {"seeds": seeds, "started_unix": started, "ended_unix": time.time()}}

@@ -1,0 +1,277 @@
+"""Runners that share a store or a machine, kills, signals, claims and core slots.
+
+The figures of the README's "Reliability" section come from these tests (printed at the
+end of the session by tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pubench.executors.cores import hold_cores
+from pubench.store import ResultStore
+from pubench.store.claims import STALE_S, ClaimBook
+from tests.conftest import record_reliability, selftest_spec
+
+ROWS = [f"r{i}" for i in range(6)]
+
+
+def _sleepy_spec(sleep: float) -> str:
+    text = selftest_spec(rows=ROWS).replace("params: {value: 0.0}", f"params: {{value: 0.0, sleep: {sleep}}}")
+    return text.replace("          rows:\n            r0: {value: 1.0}\n            r1: {value: 2.0}\n", "") \
+               .replace("  rows:\n    r0: {value: 1.0}\n    r1: {value: 2.0}\n", "")
+
+
+def _cmd(*extra: str) -> list[str]:
+    return [sys.executable, "-m", "pubench", "run", "table1-bcl", "--tier", "paper", "--seeds", "2", *extra]
+
+
+def _records(folder: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in folder.glob("*.json")]
+
+
+def _children(pid: int) -> set[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    out, frontier = set(), [pid]
+    while frontier:
+        p = frontier.pop()
+        try:
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for k in map(int, kids):
+            if k not in out:
+                out.add(k)
+                frontier.append(k)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its dead parent's reaper) is not running
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _max_overlap(records: list[dict]) -> int:
+    events = sorted([(r["info"]["started_unix"], 1) for r in records] + [(r["info"]["ended_unix"], -1) for r in records])
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def test_two_runners_do_every_job_once_and_share_the_cores(tmp_registry, tmp_path):
+    tmp_registry(_sleepy_spec(0.3))
+    slots = tmp_path / "slots"
+    env = {**os.environ, "PUBENCH_CORE_SLOTS": str(slots)}
+    t0 = time.time()
+    procs = [subprocess.Popen(_cmd("--jobs", "2"), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
+    recs = _records(folder)
+    ids = [r["job"]["id"] for r in recs]
+    assert len(ids) == 24 and len(set(ids)) == 24
+    ran = sum(int(line.split()[1]) for o in outs for line in o.splitlines() if line.startswith("pubench: ") and " ok," in line)
+    assert ran == 24  # no job ran twice: the other runner skipped what was claimed or done
+    overlap = _max_overlap(recs)
+    cores = len(os.sched_getaffinity(0))
+    assert overlap <= cores  # 4 workers on the machine, never more jobs at once than cores
+    record_reliability("runners", "two runners, --jobs 2 each, 24 jobs", {
+        "jobs_run": ran, "jobs_done_twice": ran - 24, "max_jobs_at_once": overlap, "cores": cores,
+        "seconds": round(time.time() - t0, 1)})
+
+
+def _start_and_wait_for_claims(cmd, env, folder: Path, n: int, timeout: float = 120):
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if len(list((folder / ".claims").glob("*.claim"))) >= n:
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("workers never claimed their jobs")
+
+
+def test_sigkill_of_a_parallel_runner_leaves_no_process_and_loses_nothing(tmp_registry):
+    tmp_registry(_sleepy_spec(1.5))
+    folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
+    proc = _start_and_wait_for_claims(_cmd("--jobs", "2", "--no-progress"), os.environ, folder, 2)
+    time.sleep(0.5)
+    kids = _children(proc.pid)
+    assert len(kids) >= 2
+    done_before = {p.name: p.read_text() for p in folder.glob("*.json")}
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    left = [k for k in kids if _alive(k)]
+    assert not left, f"processes left after 5 s: {left}"
+    subprocess.run(_cmd("--jobs", "2"), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    recs = {p.name: p.read_text() for p in folder.glob("*.json")}
+    assert len(recs) == 24 and all(recs[k] == v for k, v in done_before.items())
+    assert not list((folder / ".claims").glob("*.claim"))  # stale claims of the dead workers were taken over
+    record_reliability("kill", "kill -9 of a --jobs 2 runner", {
+        "workers": len(kids), "left_after_5s": len(left), "jobs_lost": 24 - len(recs), "finished_kept": len(done_before)})
+
+
+def test_sigterm_stops_cleanly_and_records_jobs_in_flight(tmp_registry):
+    tmp_registry(_sleepy_spec(20.0))
+    folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
+    proc = _start_and_wait_for_claims(_cmd("--jobs", "2", "--no-progress"), os.environ, folder, 2)
+    kids = _children(proc.pid)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err and "Traceback" not in err
+    failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
+    assert len(failed) == 2 and all("interrupted by SIGTERM" in f["error"]["message"] for f in failed)
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)]
+    assert not list((folder / ".claims").glob("*.claim"))
+    record_reliability("signals", "SIGTERM of a --jobs 2 runner", {
+        "exit": proc.returncode, "in_flight_recorded_interrupted": len(failed), "left": 0})
+
+
+def test_sigint_in_process_records_the_job_as_interrupted(tmp_registry):
+    tmp_registry(_sleepy_spec(20.0))
+    folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
+    proc = _start_and_wait_for_claims(_cmd("--no-progress"), os.environ, folder, 1)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
+    assert len(failed) == 1 and "interrupted by SIGINT" in failed[0]["error"]["message"]
+
+
+# ---- claims ----------------------------------------------------------------------------
+def test_claim_is_exclusive_and_released(tmp_path):
+    book = ClaimBook(tmp_path / ".claims")
+    first = book.acquire("job1")
+    assert first is not None and book.acquire("job1") is None  # a live claimer (this process) holds it
+    assert book.live_ids() == {"job1"}
+    first.release()
+    assert book.live_ids() == set() and book.acquire("job1") is not None
+
+
+def test_claim_of_a_dead_process_is_taken_over(tmp_path):
+    book = ClaimBook(tmp_path / ".claims")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    book.folder.mkdir(parents=True)
+    import socket
+
+    book.path("job1").write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "proc_start": "1",
+                                             "claimed_unix": time.time()}))
+    assert book.holder("job1") is None
+    assert book.acquire("job1") is not None
+
+
+def test_claim_from_another_host_is_live_until_its_heartbeat_stops(tmp_path):
+    book = ClaimBook(tmp_path / ".claims")
+    book.folder.mkdir(parents=True)
+    p = book.path("job1")
+    p.write_text(json.dumps({"host": "node-elsewhere", "pid": 1, "claimed_unix": time.time()}))
+    assert book.acquire("job1") is None  # we cannot see that process: its heartbeat says it lives
+    old = time.time() - STALE_S - 5
+    os.utime(p, (old, old))
+    assert book.acquire("job1") is not None
+
+
+def test_heartbeat_keeps_a_claim_fresh(tmp_path):
+    book = ClaimBook(tmp_path / ".claims")
+    claim = book.acquire("job1")
+    old = time.time() - 100
+    os.utime(claim.path, (old, old))
+    claim.start_heartbeat(every=0.05)
+    time.sleep(0.3)
+    assert time.time() - claim.path.stat().st_mtime < 5
+    claim.release()
+
+
+def test_a_takeover_race_has_one_winner(tmp_path):
+    book = ClaimBook(tmp_path / ".claims")
+    book.folder.mkdir(parents=True)
+    book.path("job1").write_text(json.dumps({"host": "gone", "pid": 1, "claimed_unix": 0.0}))
+    old = time.time() - STALE_S - 5
+    os.utime(book.path("job1"), (old, old))
+    wins = []
+    barrier = threading.Barrier(8)
+
+    def take():
+        barrier.wait()
+        wins.append(book.acquire("job1") is not None)
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(wins) == 1
+
+
+def test_worker_skips_a_job_claimed_by_a_live_runner(tmp_registry):
+    from pubench.executors.worker import SKIPPED, execute_job
+    from pubench.jobs import expand
+    from pubench.registry import get_spec
+
+    tmp_registry(selftest_spec())
+    job = expand(get_spec("table1-bcl"), "smoke").jobs[0]
+    store = ResultStore(tmp_registry.root / "results")
+    held = store.claims("smoke", "table1-bcl").acquire(job.id)
+    assert execute_job(job, store.root) == SKIPPED and not store.is_done(job)
+    held.release()
+    assert execute_job(job, store.root) == "ok" and store.is_done(job)
+
+
+# ---- core slots --------------------------------------------------------------------------
+def test_core_slots_never_exceed_the_cores(tmp_path):
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def job():
+        with hold_cores(1, folder=tmp_path, total=2, poll_s=0.01):
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.1)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=job) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 2
+
+
+def test_core_slots_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("PUBENCH_CORE_SLOTS", "off")
+    with hold_cores(4) as n:
+        assert n == 0
+
+
+@pytest.mark.parametrize("threads,expect", [(1, 1), (2, 2), (9, 2)])
+def test_a_job_holds_as_many_slots_as_threads(tmp_path, threads, expect):
+    with hold_cores(threads, folder=tmp_path, total=2) as n:
+        assert n == expect
