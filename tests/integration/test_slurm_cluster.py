@@ -1,0 +1,180 @@
+"""A real SLURM cluster: Debian's slurmctld + slurmd + munge on localhost, one node.
+
+Runs when the test process is root and the SLURM daemons are installed, or can be
+installed with apt (``.ci/run`` does this on a fresh machine). Elsewhere the module is
+skipped with the reason. A smoke table goes through ``pubench run --executor slurm``;
+``status`` and ``report`` then read what the array tasks wrote, and a job claimed by a
+live local runner is neither submitted nor run by SLURM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import record_reliability, selftest_spec
+
+DEBIAN_PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
+DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo")
+
+
+def _have_daemons() -> bool:
+    return all(shutil.which(d) or Path(f"/usr/sbin/{d}").exists() for d in DAEMONS)
+
+
+def _install() -> str | None:
+    """Install the Debian packages; returns why not, or None when installed."""
+    if os.geteuid() != 0:
+        return "not root: cannot install or start a SLURM cluster"
+    if not shutil.which("apt-get"):
+        return "no apt-get to install slurmctld/slurmd/munge"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *DEBIAN_PACKAGES]):
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if out.returncode != 0:
+            return f"{' '.join(cmd[:2])} failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}"
+    return None
+
+
+def _sbin(name: str) -> str:
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+SLURM_CONF = """\
+ClusterName=pubench
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+SchedulerType=sched/backfill
+StateSaveLocation={state}
+SlurmdSpoolDir={spool}
+SlurmctldPidFile={run}/slurmctld.pid
+SlurmdPidFile={run}/slurmd.pid
+SlurmctldLogFile={run}/slurmctld.log
+SlurmdLogFile={run}/slurmd.log
+SlurmctldPort=16817
+SlurmdPort=16818
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem} State=UNKNOWN
+PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes={host} MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("a local SLURM cluster needs root (slurmd, munge)")
+    if not _have_daemons():
+        why = _install()
+        if why or not _have_daemons():
+            pytest.skip(f"no SLURM daemons: {why or 'installed packages lack them'}")
+    root = tmp_path_factory.mktemp("slurm")
+    for d in ("state", "spool", "run"):
+        (root / d).mkdir()
+    host = socket.gethostname().split(".")[0]
+    mem = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8)
+    conf = root / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=host, state=root / "state", spool=root / "spool", run=root / "run",
+                                      cpus=os.cpu_count(), mem=mem))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    procs = []
+    if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode != 0:
+        Path("/run/munge").mkdir(parents=True, exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        subprocess.run(["su", "-s", "/bin/sh", "munge", "-c", f"{_sbin('munged')}"], check=True)
+    procs.append(subprocess.Popen([_sbin("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    procs.append(subprocess.Popen([_sbin("slurmd"), "-D", "-f", str(conf)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    deadline = time.time() + 60
+    state = ""
+    while time.time() < deadline:
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True)
+        state = out.stdout.strip()
+        if state.startswith("idle"):
+            break
+        time.sleep(0.5)
+    else:
+        for p in procs:
+            p.kill()
+        logs = "".join((root / "run" / f).read_text()[-600:] for f in ("slurmctld.log", "slurmd.log")
+                       if (root / "run" / f).exists())
+        pytest.fail(f"the SLURM node never became idle (sinfo: {state!r}); logs: {logs}")
+    yield env
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _pubench(args, env, timeout=600):
+    return subprocess.run([sys.executable, "-m", "pubench", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_smoke_table_through_a_real_slurm_cluster(slurm_cluster, tmp_registry, tmp_path):
+    tmp_registry(selftest_spec())
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "default.yaml").write_text(textwrap.dedent("""\
+        common: {slurm_setup: []}
+        tiers:
+          paper: {timeout_min: 10, cpus_per_task: 1, slurm_partition: cpu}
+          reduced: {timeout_min: 10, cpus_per_task: 1, slurm_partition: cpu}
+          smoke: {timeout_min: 10, cpus_per_task: 1, mem_gb: 1, slurm_partition: cpu}
+        """))
+    env = {**os.environ, **slurm_cluster, "PUBENCH_SLURM_PROFILES": str(profiles)}
+    logs = tmp_registry.root / "logs"
+    env["PUBENCH_LOGS"] = str(logs)
+
+    from pubench.jobs import expand
+    from pubench.registry import get_spec
+    from pubench.store import ResultStore
+
+    store = ResultStore(tmp_registry.root / "results")
+    jobs = expand(get_spec("table1-bcl"), "smoke").jobs
+    held = store.claims("smoke", "table1-bcl").acquire(jobs[0].id)  # a live local runner holds this one
+    held.start_heartbeat(1.0)
+
+    t0 = time.time()
+    out = _pubench(["run", "table1-bcl", "--tier", "smoke", "--executor", "slurm"], env)
+    assert out.returncode == 0, out.stderr
+    assert "1 job(s) running in another runner" in out.stdout and "submitted 3 job(s)" in out.stdout
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        st = json.loads(_pubench(["status", "table1-bcl", "--tier", "smoke", "--json"], env).stdout)[0]
+        if st["done"] + st["failed"] >= 3 and st["submitted"] == 0:
+            break
+        time.sleep(1.0)
+    assert (st["done"], st["failed"], st["running"]) == (3, 0, 1), st
+    assert not store.is_done(jobs[0])  # SLURM never ran the claimed job
+    recs = store.records("smoke", "table1-bcl")
+    assert all(r["provenance"]["host"] for r in recs) and all(r["machine"]["torch_threads"] == 1 for r in recs)
+    rep = _pubench(["report", "table1-bcl", "--tier", "smoke", "--quiet"], env)
+    assert rep.returncode == 0, rep.stderr
+    assert (tmp_registry.root / "reports" / "smoke" / "table1-bcl.md").exists()
+    held.release()
+    again = _pubench(["run", "table1-bcl", "--tier", "smoke", "--no-progress"], env)
+    assert again.returncode == 0 and "3 already done, 1 to run" in again.stdout
+    record_reliability("slurm", "smoke table on a real single-node SLURM cluster", {
+        "submitted": 3, "done_by_slurm": 3, "claimed_locally_not_rerun": 1, "seconds": round(time.time() - t0, 1)})
