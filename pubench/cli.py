@@ -17,8 +17,9 @@ from pathlib import Path
 
 from pubench import paths
 from pubench.errors import PubenchError
+from pubench.registry.spec import TIERS as TIER_CHOICES
 
-TIER_CHOICES = ("paper", "reduced", "smoke")
+EXECUTOR_CHOICES = ("local", "slurm")  # the registered executors (a test checks they match EXECUTORS)
 
 
 class UsageError(PubenchError):
@@ -128,14 +129,12 @@ def cmd_prepare(args) -> int:
 
 
 # ---- numerics and the process environment ---------------------------------------------
-def _numerics(args, tier: str, executor_params: dict | None = None):
+def _numerics(args, tier: str):
+    """The numerics profile of a local run, from the command line (``--device auto``: cpu)."""
     from pubench import numerics
 
     device = getattr(args, "device", "auto")
-    if device == "auto":
-        gpus = (executor_params or {}).get("gpus_per_node") or (executor_params or {}).get("slurm_gres")
-        device = "cuda" if gpus else "cpu"
-    return numerics.resolve(device=device, threads=getattr(args, "threads", None),
+    return numerics.resolve(device="cpu" if device == "auto" else device, threads=getattr(args, "threads", None),
                             isa=getattr(args, "numerics", "avx2"))
 
 
@@ -183,23 +182,36 @@ def _tier_description(spec, tier_name: str) -> str:
     return "a reduced configuration" if tier_name == "reduced" else "a seconds-long pipeline check"
 
 
+def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
+    from pubench.executors import ExecutorContext
+
+    profile = getattr(args, "profile", None)
+    return ExecutorContext(
+        results_root=paths.results_root(), logs_root=paths.logs_root(), spec_id=spec_id, tier=tier,
+        jobs=getattr(args, "jobs", 1), progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
+        force=getattr(args, "force", False),
+        profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
+        cluster=getattr(args, "cluster", "slurm"), overrides=overrides or {})
+
+
 def cmd_run(args) -> int:
+    from pubench import numerics
+    from pubench.executors import EXECUTORS
     from pubench.jobs import expand
     from pubench.store import ResultStore
 
-    executor_params = None
-    if args.executor == "local":
-        num = _numerics(args, args.tier)
-        if not args.dry_run:
-            _ensure_process_env(num)  # before anything loads torch or numpy
+    kind = EXECUTORS.get(args.executor)
+    if kind.runs_here and not args.dry_run:
+        _ensure_process_env(_numerics(args, args.tier))  # before anything loads torch or numpy
     spec = _spec(args.id)
     if args.tier not in spec.tiers:
         raise UsageError(f"unknown tier {args.tier!r}")
-    if args.executor == "slurm":
-        executor_params = {**_slurm_params(args, spec.id), **spec.tiers[args.tier].slurm}
-        num = _numerics(args, args.tier, executor_params)
+    context = _context(args, spec.id, args.tier, spec.tiers[args.tier].slurm)
+    device = args.device if args.device != "auto" else kind.default_device(context)
+    context.numerics = num = numerics.resolve(device=device, threads=args.threads, isa=args.numerics)
+    executor = kind.from_context(context)
     plan = expand(spec, args.tier, args.seeds, args.only, numerics=num)
-    store = ResultStore(paths.results_root())
+    store = ResultStore(context.results_root)
     if not args.dry_run:
         _writable(store.folder(args.tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(args, store.root)
@@ -220,45 +232,46 @@ def cmd_run(args) -> int:
     done = set() if args.force else set(scan.done)
     todo = [j for j in plan.jobs if j.id not in done]
     n_done = len(plan.jobs) - len(todo)
-    running = store.claims(args.tier, spec.id).live_ids()
-    busy = [j for j in todo if j.id in running]
-    if busy:
-        print(f"  {len(busy)} job(s) running in another runner (claimed): not started here")
-    todo = [j for j in todo if j.id not in running]
-    if args.executor == "slurm" and not args.force:
-        from pubench.executors.slurm import active_job_ids
-
-        active = active_job_ids(paths.logs_root(), args.tier, spec.id)
-        queued = [j for j in todo if j.id in active]
-        if queued:
-            print(f"  {len(queued)} job(s) still queued or running on SLURM: not submitted again")
+    for name in EXECUTORS.names():  # in flight anywhere: claimed by a live runner, queued on a scheduler
+        active = EXECUTORS.get(name).active_ids(context)
+        busy = [j for j in todo if j.id in active]
+        if busy:
+            what = "running in another runner (claimed)" if name == "local" else f"queued or running under {name}"
+            print(f"  {len(busy)} job(s) {what}: not started again")
         todo = [j for j in todo if j.id not in active]
     print(f"  {len(plan.jobs)} job(s): {n_done} already done, {len(todo)} to run")
-    if args.executor == "slurm":
-        return _run_slurm(args, spec, todo, store, executor_params, num)
     if args.dry_run:
-        for j in todo:
-            print(f"  {j.id}  {j.name}")
+        print(executor.plan(todo))
         return 0
     if not todo:
         return 0
-    from pubench.executors import LocalExecutor
+    return _submit(executor, args, spec, todo, store)
+
+
+def _submit(executor, args, spec, todo, store) -> int:
     from pubench.executors.cores import slots_folder
     from pubench.executors.worker import JobInterrupted
 
-    if slots_folder() is not None:
+    if executor.runs_here and slots_folder() is not None:
         _writable(slots_folder(), "core slots ($PUBENCH_CORE_SLOTS)")
-
-    executor = LocalExecutor(store.root, n_jobs=args.jobs, progress=not args.no_progress and sys.stderr.isatty(),
-                             force=args.force)
+    if not executor.runs_here:
+        _writable(paths.logs_root(), "logs ($PUBENCH_LOGS)")
     try:
-        counts = executor.run(todo, desc=spec.id, on_done=None if args.no_progress or sys.stderr.isatty()
-                              else _log_line(len(todo)))
+        if executor.runs_here:
+            sub = executor.submit(todo, desc=spec.id, on_done=None if args.no_progress or sys.stderr.isatty()
+                                  else _log_line(len(todo)))
+        else:
+            sub = executor.submit(todo)
     except (JobInterrupted, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", 2)
         print(f"pubench: interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'}); finished jobs are saved, the ones "
               "in flight are recorded as interrupted; rerun to continue", file=sys.stderr)
         return 128 + signum
+    if sub.counts is None:
+        print(f"pubench: submitted {len(todo)} job(s) to {executor.name}; {sub.where}")
+        print(f"  follow with `pubench status {spec.id} --tier {args.tier}`; collect with `pubench report {spec.id}`")
+        return 0
+    counts = sub.counts
     skipped = f", {counts['skipped']} skipped (done or claimed by another runner meanwhile)" if counts["skipped"] else ""
     print(f"pubench: {counts['ok']} ok, {counts['failed']} failed{skipped}")
     if counts["failed"]:
@@ -328,32 +341,6 @@ def _describe_numerics(num) -> str:
     return f"{num.device}, {num.threads} thread(s)/job, {num.isa} code paths, torch {num.torch}{canon}"
 
 
-def _slurm_params(args, spec_id: str) -> dict:
-    from pubench.executors.slurm import load_profile
-
-    profile = paths.slurm_profiles_root() / f"{args.profile}.yaml"
-    return {"name": f"pubench-{spec_id}", **load_profile(profile, args.tier)}
-
-
-def _run_slurm(args, spec, todo, store, params, num) -> int:
-    from pubench.executors import SlurmExecutor
-
-    ex = SlurmExecutor(store.root, paths.logs_root(), params, cluster=args.cluster, force=args.force, numerics=num)
-    if args.dry_run:
-        for j in todo:
-            print(f"  {j.id}  {j.name}")
-            print(f"      {json.dumps(j.params, sort_keys=True)}")
-        print(ex.dry_run(todo, spec.id, args.tier))
-        return 0
-    if not todo:
-        return 0
-    _writable(paths.logs_root(), "SLURM logs ($PUBENCH_LOGS)")
-    manifest = ex.submit(todo, spec.id, args.tier)
-    print(f"pubench: submitted {len(todo)} job(s); manifest {manifest}")
-    print(f"  follow with `pubench status {spec.id} --tier {args.tier}`; collect with `pubench report {spec.id}`")
-    return 0
-
-
 # ---- status / report / verify -------------------------------------------------------
 STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "submitted", "corrupt", "pending",
                "not_implemented_jobs", "unavailable_cells"]
@@ -362,7 +349,7 @@ STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "subm
 def cmd_status(args) -> int:
     from tabulate import tabulate
 
-    from pubench.executors.slurm import active_job_ids
+    from pubench.executors import EXECUTORS
     from pubench.jobs import expand
     from pubench.report.collect import cell_seed_key
     from pubench.store import ResultStore
@@ -379,8 +366,11 @@ def cmd_status(args) -> int:
             ids = {j.id for j in runnable}
             done_jobs = {j.id for j in runnable if cell_seed_key(j.to_dict()) in have}
             failed = len((ids & set(scan.failed)) - done_jobs)
-            running = len((ids & store.claims(tier, sid).live_ids()) - done_jobs)
-            active = len(ids & set(active_job_ids(paths.logs_root(), tier, sid)) - done_jobs)
+            context = _context(args, sid, tier)
+            claimed = store.claims(tier, sid).live_ids()
+            queued = set().union(*(EXECUTORS.get(n).active_ids(context) for n in EXECUTORS.names() if n != "local"))
+            running = len((ids & claimed) - done_jobs)
+            active = len((ids & queued) - claimed - done_jobs)
             pending = len(ids) - len(done_jobs) - failed - running - active
             if args.ids or done_jobs or failed or active or running or scan.corrupt:
                 rows.append([sid, tier, plan.seeds, len(ids), len(done_jobs), failed, running, active,
@@ -537,7 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of seeds (default: the tier's, from the spec)")
     s.add_argument("--only", action="append", metavar="ROW|COL",
                    help="only cells matching this glob pattern (repeatable)")
-    s.add_argument("--executor", default="local", choices=["local", "slurm"])
+    s.add_argument("--executor", default="local", choices=EXECUTOR_CHOICES,
+                   help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=_bounded_int("--jobs", 1, 64), default=1,
                    help="local worker processes (default 1: in this process)")
     _numerics_options(s)

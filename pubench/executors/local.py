@@ -27,6 +27,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
 from pubench.executors.cores import hold_cores
 from pubench.executors.worker import FAILED, JobInterrupted, execute_job
 from pubench.jobs.plan import Job
@@ -88,10 +89,26 @@ def _raise_interrupted(signum, frame):  # noqa: ARG001
     raise JobInterrupted(signum)
 
 
-class LocalExecutor:
+@EXECUTORS.register("local")
+class LocalExecutor(Executor):
     """Runs jobs on this machine; ``run`` returns counts of ok / failed / skipped jobs."""
 
     name = "local"
+    runs_here = True
+
+    @classmethod
+    def from_context(cls, context: ExecutorContext) -> "LocalExecutor":
+        return cls(context.results_root, n_jobs=context.jobs, progress=context.progress, force=context.force)
+
+    @classmethod
+    def active_ids(cls, context: ExecutorContext) -> set[str]:
+        """Jobs claimed by a live runner (this machine's or another's) sharing the store."""
+        from pubench.store import ResultStore
+
+        return ResultStore(context.results_root).claims(context.tier, context.spec_id).live_ids()
+
+    def submit(self, jobs: list[Job], desc: str = "jobs", on_done=None) -> Submission:
+        return Submission(self.run(jobs, desc=desc, on_done=on_done))
 
     def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False):
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:

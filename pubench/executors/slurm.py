@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from pubench.errors import PubenchError
+from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
 from pubench.executors.worker import execute_job
 from pubench.jobs.plan import Job
 from pubench.utils.io import atomic_write_json
@@ -77,18 +78,59 @@ def numerics_setup(params: dict[str, Any], numerics_profile=None) -> dict[str, A
     return {**params, "slurm_setup": have + [e for e in exports if e not in have]}
 
 
-class SlurmExecutor:
+@EXECUTORS.register("slurm")
+class SlurmExecutor(Executor):
     """Submits jobs as one SLURM job array per call; ``submit`` returns at once."""
 
     name = "slurm"
+    runs_here = False
 
     def __init__(self, results_root: str | Path, logs_root: str | Path, params: dict[str, Any],
-                 cluster: str = "slurm", force: bool = False, numerics=None):
+                 cluster: str = "slurm", force: bool = False, numerics=None, spec_id: str = "", tier: str = ""):
         self.results_root = str(results_root)
         self.logs_root = Path(logs_root)
         self.params = numerics_setup(dict(params), numerics)
         self.cluster = cluster
         self.force = force
+        self.spec_id, self.tier = spec_id, tier
+
+    @staticmethod
+    def parameters(context: ExecutorContext) -> dict[str, Any]:
+        """submitit parameters: the profile's for the tier, then the spec tier's ``slurm:``."""
+        if context.profile is None:
+            raise ProfileError("no SLURM profile given")
+        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier),
+                **context.overrides}
+
+    @classmethod
+    def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":
+        return cls(context.results_root, context.logs_root, cls.parameters(context), cluster=context.cluster,
+                   force=context.force, numerics=context.numerics, spec_id=context.spec_id, tier=context.tier)
+
+    @classmethod
+    def default_device(cls, context: ExecutorContext) -> str:
+        params = cls.parameters(context)
+        return "cuda" if params.get("gpus_per_node") or params.get("slurm_gres") else "cpu"
+
+    @classmethod
+    def active_ids(cls, context: ExecutorContext) -> set[str]:
+        return set(active_job_ids(context.logs_root, context.tier, context.spec_id))
+
+    def plan(self, jobs: list[Job]) -> str:
+        lines = []
+        for j in jobs:
+            lines.append(f"  {j.id}  {j.name}")
+            lines.append(f"      {json.dumps(j.params, sort_keys=True)}")
+        return "\n".join(lines + [self.dry_run(jobs, self.spec_id, self.tier)])
+
+    def submit(self, jobs: list[Job], spec_id: str | None = None, tier: str | None = None):
+        """Submit ``jobs`` as one array and write the manifest. Through the interface
+        (``submit(jobs)``) it returns a :class:`Submission`; with ``spec_id`` and ``tier``
+        the manifest's path."""
+        manifest = self._submit(jobs, spec_id or self.spec_id, tier or self.tier)
+        if spec_id is not None:
+            return manifest
+        return Submission(None, f"manifest {manifest}")
 
     def folder(self, tier: str, spec_id: str) -> Path:
         return self.logs_root / tier / spec_id
@@ -110,8 +152,7 @@ class SlurmExecutor:
             lines += ["", f"(sbatch script preview unavailable: {e})"]
         return "\n".join(lines)
 
-    def submit(self, jobs: list[Job], spec_id: str, tier: str) -> Path:
-        """Submit ``jobs`` as one array and write the manifest; returns its path."""
+    def _submit(self, jobs: list[Job], spec_id: str, tier: str) -> Path:
         import submitit
 
         folder = self.folder(tier, spec_id)

@@ -32,9 +32,10 @@ class UnknownName(PubenchError, KeyError):
 class Registry:
     """Maps names to objects of one kind; refuses duplicates, suggests on typos."""
 
-    def __init__(self, kind: str, package: str | None = None):
+    def __init__(self, kind: str, package: str | None = None, check: Callable[[str, Any], None] | None = None):
         self.kind = kind
         self.package = package
+        self.check = check  # raises when an object does not implement this kind's interface
         self._items: dict[str, Any] = {}
         self._discovered = package is None
 
@@ -44,6 +45,8 @@ class Registry:
         def add(o: Any) -> Any:
             if name in self._items and self._items[name] is not o:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
+            if self.check is not None:
+                self.check(name, o)
             self._items[name] = o
             return o
 

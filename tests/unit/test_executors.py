@@ -115,9 +115,24 @@ def test_submitit_path_runs_jobs_and_writes_manifest(tmp_registry, cluster):
     spec = get_spec("table1-bcl")
     jobs = expand(spec, "smoke").jobs
     ex = SlurmExecutor(_store().root, os.environ["PUBENCH_LOGS"], {"timeout_min": 5}, cluster=cluster)
+    assert ex.runs_here is False
     manifest = ex.submit(jobs, spec.id, "smoke")
     for h in ex._handles:  # submit returned at once; wait here only because this is a test
         assert h.result() == "ok"
     data = json.loads(manifest.read_text())
     assert [e["id"] for e in data["jobs"]] == [j.id for j in jobs]
     assert _store().done_ids("smoke", spec.id) == {j.id for j in jobs}
+
+
+def test_executor_choices_match_the_registry():
+    from pubench.cli import EXECUTOR_CHOICES
+    from pubench.executors import EXECUTORS
+
+    assert set(EXECUTOR_CHOICES) == set(EXECUTORS.names())
+
+
+def test_registering_something_that_is_not_an_executor_fails():
+    from pubench.executors import EXECUTORS
+
+    with pytest.raises(TypeError, match="must subclass"):
+        EXECUTORS.register("toy", object)

@@ -1,0 +1,90 @@
+"""The executor interface: where a run's jobs go.
+
+An executor is a class registered in :data:`EXECUTORS` (one module of this package each,
+found automatically) that subclasses :class:`Executor`:
+
+* ``from_context(context)``: build one for a run (:class:`ExecutorContext`);
+* ``runs_here``: whether jobs run in this process tree (the CLI then sets the numerics
+  environment before anything loads torch) or somewhere else (a cluster);
+* ``default_device(context)``: the device jobs get when ``--device auto``;
+* ``active_ids(context)``: job ids this executor has queued or running (for ``status`` and
+  so that ``run`` never submits them twice);
+* ``plan(jobs)``: what ``--dry-run`` prints;
+* ``submit(jobs)``: run or submit, returning a :class:`Submission`.
+
+Every executor runs jobs through :func:`pubench.executors.worker.execute_job`, which
+claims a job before it runs and writes its record into the store.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pubench.jobs.plan import Job
+from pubench.utils.registry import Registry
+
+
+@dataclass
+class ExecutorContext:
+    """What an executor needs to know about the run (from the CLI or a caller)."""
+
+    results_root: Path
+    logs_root: Path
+    spec_id: str
+    tier: str
+    jobs: int = 1                    # local worker processes
+    progress: bool = False
+    force: bool = False              # rerun jobs that are done
+    profile: Path | None = None      # SLURM profile file
+    cluster: str = "slurm"           # submitit backend (tests use local / debug)
+    overrides: dict[str, Any] = field(default_factory=dict)  # the spec tier's `slurm:` parameters
+    numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
+
+
+@dataclass
+class Submission:
+    """What ``submit`` did: ``counts`` of ok / failed / skipped when the jobs ran here,
+    ``None`` when they were handed to a scheduler (``where`` then says where to look)."""
+
+    counts: Counter | None
+    where: str = ""
+
+
+class Executor(ABC):
+    name: ClassVar[str]
+    runs_here: ClassVar[bool]
+
+    @classmethod
+    @abstractmethod
+    def from_context(cls, context: ExecutorContext) -> "Executor":
+        ...
+
+    @classmethod
+    def default_device(cls, context: ExecutorContext) -> str:
+        return "cpu"
+
+    @classmethod
+    def active_ids(cls, context: ExecutorContext) -> set[str]:
+        return set()
+
+    def plan(self, jobs: list[Job]) -> str:
+        return "\n".join(f"  {j.id}  {j.name}" for j in jobs)
+
+    @abstractmethod
+    def submit(self, jobs: list[Job]) -> Submission:
+        ...
+
+
+def _check_executor(name: str, obj: Any) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Executor)):
+        raise TypeError(f"executor {name!r} must subclass pubench.executors.base.Executor")
+    for attr in ("name", "runs_here"):
+        if not hasattr(obj, attr):
+            raise TypeError(f"executor {name!r} lacks class attribute {attr!r}")
+
+
+EXECUTORS = Registry("executor", package="pubench.executors", check=_check_executor)
