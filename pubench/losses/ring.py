@@ -55,7 +55,8 @@ be schedules on ``lower`` and ``upper`` (``lower_schedule``, ``upper_schedule``)
 Shapes: two-view ``z1, z2`` ``(b, d)`` -> mean over the anchors (2b for ``ring``, b for
 ``ring_official``); logits forms ``pos_logits (n,)``, ``neg_logits (n, K)``,
 ``neg_mask (n, K)`` (bands over the valid candidates) -> per ``reduction``. Sort-based,
-O(M log M) per anchor.
+O(M log M) per anchor; the paper's band comes from two order statistics of one row sort
+(``ring_mask``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from pubench.losses._pairs import (
     check_temperature,
     check_unit,
     check_views,
-    empirical_cdf,
     masked_logsumexp,
     partner_index,
     reduce,
@@ -79,10 +79,39 @@ from pubench.losses._pairs import (
 from pubench.losses.infonce import info_nce_from_logits
 
 
+def sort_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row of ``x`` sorted ascending (values only). On CPU NumPy's vectorised sort is
+    used: ``torch.sort`` along rows of ~128 takes ~25x longer there (measured, torch 2.14)."""
+    if x.device.type == "cpu":
+        import numpy as np
+
+        return torch.from_numpy(np.sort(x.contiguous().numpy(), axis=1))
+    return torch.sort(x, dim=1).values
+
+
 def ring_mask(neg_logits: torch.Tensor, neg_mask: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
-    """Bool ``(n, K)``: valid candidates whose inclusive percentile lies in [lower, upper]."""
-    q = empirical_cdf(neg_logits, neg_mask)
-    return neg_mask & (q >= lower) & (q <= upper)
+    """Bool ``(n, K)``: valid candidates whose inclusive percentile lies in [lower, upper].
+
+    From two order statistics per anchor instead of every candidate's percentile: with
+    ``c_ij = #{k valid : s_ik <= s_ij}`` and the anchor's sorted valid logits
+    ``v_(1) <= ... <= v_(N)``, ``c_ij >= L <=> s_ij >= v_(L)`` and
+    ``c_ij <= U <=> s_ij < v_(U+1)``, where ``L`` (``U``) is the smallest (largest) count
+    ``c`` with ``lower <= c / N`` (``c / N <= upper``), ``c / N`` computed in the logits'
+    dtype as :func:`empirical_cdf` computes ``q``. So ties, and the band, are exactly those
+    of ``lower <= empirical_cdf <= upper``. Not differentiated (piecewise constant).
+    """
+    with torch.no_grad():
+        x = neg_logits.detach().masked_fill(~neg_mask, float("inf"))
+        k = x.shape[1]
+        n_neg = neg_mask.sum(dim=1, keepdim=True)
+        counts = torch.arange(1, k + 1, device=x.device, dtype=x.dtype)
+        q = counts / n_neg.clamp_min(1).to(x.dtype)  # (n, K): the percentile of count c = 1..K
+        below = (q < lower).sum(dim=1, keepdim=True)  # L - 1
+        within = (q <= upper).sum(dim=1, keepdim=True)  # U
+        v = sort_rows(x)
+        v_low = v.gather(1, below.clamp_max(k - 1))
+        v_high = torch.where(within < n_neg, v.gather(1, within.clamp_max(k - 1)), float("inf"))
+        return neg_mask & (x >= v_low) & (x < v_high)
 
 
 def _check_band(lower: float, upper: float) -> tuple[float, float]:

@@ -6,9 +6,15 @@
                features: auto,                     # auto | degree | constant (pubench.data.graphs)
                subset: null}                       # smoke: a stratified sample of this many graphs
     model:    {backbone: {name: gin, hidden: 32, layers: 3}}
-    pretrain: {loss: {name: <pubench loss with a logits form> | infograph_jsd, <its hyperparameters>},
+    pretrain: {score: dot | cosine,                # local-global score (pubench.train.infograph)
+               measure: JSD,                       # InfoGraph's objective, or instead:
+               loss: {name: <pubench loss with a logits form>, <its hyperparameters>},
                epochs: 20, batch_size: 128, optimizer: {name: adam, lr: 1.0e-3, weight_decay: 0.0}}
     eval:     {name: svm_cv, folds: 10, C: [0.001, ..., 1000], inner_folds: 5, at_init: false}
+
+Exactly one of ``measure`` and ``loss``. ``pretrain.epochs: 0`` is the untrained-encoder
+reference: the randomly initialised GIN is scored as it is; ``score``, ``measure`` and
+``loss`` must then be absent (nothing is trained).
 
 Seeds: ``init`` seeds the model initialisation and the batch order; ``data`` seeds the
 SVM's cross-validation folds. The ``data`` seed depends only on the column's data
@@ -16,8 +22,10 @@ config and the seed index, so for a given seed index every row (method) of a col
 scored on the same folds: the comparison between rows is paired.
 
 Returns ``metrics.acc`` (mean 10-fold SVM accuracy, %) and ``info`` with the std over
-folds, the per-fold accuracies and chosen C, the loss curve, timings and data facts.
-``eval.at_init: true`` also scores the untrained encoder (``info.acc_at_init``).
+folds, the per-fold accuracies and chosen C, the loss curve, the floor fraction (the
+fraction of node anchors whose negatives got no gradient because the estimator's floor
+binds; per epoch and at the last epoch), timings and data facts. ``eval.at_init: true``
+also scores the untrained encoder (``info.acc_at_init``).
 """
 
 from __future__ import annotations
@@ -62,10 +70,12 @@ class OptimizerConfig:
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    loss: dict[str, Any]
     epochs: int
     batch_size: int
     optimizer: OptimizerConfig
+    score: str | None = None  # required when epochs > 0 (no default: a spec choice)
+    measure: str | None = None  # "JSD": InfoGraph's objective; or
+    loss: dict[str, Any] | None = None  # a pubench estimator; one of the two when epochs > 0
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ class InfographParams:
 
 
 def parse_params(params: dict) -> tuple[InfographParams, Any]:
-    """Validate ``params``; returns the config and the local-global objective."""
+    """Validate ``params``; returns the config and the local-global objective (None at 0 epochs)."""
     from pubench.data import DATASETS
     from pubench.data.graphs import FEATURES, GraphDatasetSpec
     from pubench.train.infograph import LocalGlobalObjective
@@ -107,8 +117,16 @@ def parse_params(params: dict) -> tuple[InfographParams, Any]:
         raise ConfigError("params.pretrain: need epochs >= 0 and batch_size >= 2")
     if cfg.eval.name != "svm_cv":
         raise ConfigError(f"params.eval.name: only 'svm_cv' is supported, got {cfg.eval.name!r}")
+    pt = cfg.pretrain
+    if pt.epochs == 0:
+        if (pt.score, pt.measure, pt.loss) != (None, None, None):
+            raise ConfigError("params.pretrain: epochs = 0 (untrained encoder) takes no 'score', 'measure' or 'loss'")
+        return cfg, None
+    if pt.score is None:
+        raise ConfigError("params.pretrain: missing key 'score'")
     try:
-        objective = LocalGlobalObjective.from_config(dict(cfg.pretrain.loss))
+        objective = LocalGlobalObjective.from_config(
+            score=pt.score, measure=pt.measure, loss=None if pt.loss is None else dict(pt.loss))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return cfg, objective
@@ -147,9 +165,11 @@ def infograph(params: dict, seeds: dict[str, int]) -> dict:
     if cfg.eval.at_init:
         info["acc_at_init"] = svm_cv(embed(model.encoder, graphs), y, **ev)["acc"]
     t0 = time.perf_counter()
-    hist = pretrain(model, graphs, objective, epochs=cfg.pretrain.epochs, batch_size=cfg.pretrain.batch_size,
-                    lr=cfg.pretrain.optimizer.lr, weight_decay=cfg.pretrain.optimizer.weight_decay,
-                    seed=seeds["init"])
+    hist = {"loss": [], "floor_fraction": [], "epoch_s": [], "prepare_s": 0.0}
+    if objective is not None:
+        hist = pretrain(model, graphs, objective, epochs=cfg.pretrain.epochs, batch_size=cfg.pretrain.batch_size,
+                        lr=cfg.pretrain.optimizer.lr, weight_decay=cfg.pretrain.optimizer.weight_decay,
+                        seed=seeds["init"])
     t1 = time.perf_counter()
     res = svm_cv(embed(model.encoder, graphs), y, **ev)
     t2 = time.perf_counter()
@@ -160,7 +180,10 @@ def infograph(params: dict, seeds: dict[str, int]) -> dict:
         "loss_first_epoch": hist["loss"][0] if hist["loss"] else None,
         "loss_last_epoch": hist["loss"][-1] if hist["loss"] else None,
         "loss_curve": [round(v, 5) for v in hist["loss"]],
+        "floor_fraction": hist["floor_fraction"][-1] if hist["floor_fraction"] else None,
+        "floor_fraction_curve": [round(v, 4) for v in hist["floor_fraction"]],
         "pretrain_s": round(t1 - t0, 2),
+        "prepare_batches_s": round(hist["prepare_s"], 2),
         "epoch_s_mean": round(sum(hist["epoch_s"]) / max(len(hist["epoch_s"]), 1), 3),
         "svm_s": round(t2 - t1, 2),
         "torch_threads": torch.get_num_threads(),

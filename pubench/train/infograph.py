@@ -8,26 +8,38 @@ to ``l = FF_local(M)`` and ``g = FF_global(y)``. All ``Linear`` weights are
 Xavier-uniform, biases zero (InfoGraph's ``init_emb``). No prior term (InfoGraph's
 ``--prior`` is off by default, HCL never sets it).
 
-Local-global scoring (vectorized, no per-graph loop): ``S = l @ g.T`` ``(n, B)``; node ``i``
-of graph ``b(i)`` is an anchor whose positive is its own graph,
-``pos_i = S[i, b(i)]``, and whose candidates (negatives / unlabeled samples) are the
-other ``B - 1`` graphs of the batch, ``neg_mask[i, j] = (j != b(i))``.
+Local-global scores (``score``), ``(n, B)``, node ``i`` against every graph ``j`` of the batch:
 
-How the corrections enter (our decision; 000 does not say): the objective is the
-pubench estimator named by ``loss.name`` in its logits form
-(``pubench.losses.*_from_logits``) on ``pos = S[i, b(i)] / t`` and ``neg = S / t`` with
-``neg_mask``, averaged over all nodes of the batch: ``info_nce`` (the plain InfoGraph
-row), ``debiased`` (DEB), ``hard`` (Hard), ``ring`` (Ring), ``pu_corrected`` (PUCL),
-``bayesian`` (BCL). So every row shares one NCE-type objective and rows differ only
-in the negative estimator, with ``N = M^u = B - 1``. InfoGraph's own JSD objective is
-available as ``loss.name = "infograph_jsd"`` (:func:`jsd_from_logits`), for comparison.
+* ``"dot"``: InfoGraph's discriminator score ``l_i . g_j`` as it is (unbounded);
+* ``"cosine"``: ``cos(l_i, g_j)``, the dot product of the L2-normalised rows, in [-1, 1].
 
-Training: Adam, ``epochs`` passes over the data set in batches of ``batch_size`` graphs,
-batched by PyG's ``DataLoader``. As in the InfoGraph / HCL code, the data set is
-shuffled once (seeded) and the same consecutive batches are used every epoch (the last,
-smaller batch included), so batches are collated once; ``reshuffle=True`` draws a new
-order every epoch instead. The frozen encoder's graph embeddings (the concatenated
-sum-pooled layer outputs, BatchNorm in eval mode) are the features for the SVM.
+Logits are the scores divided by the loss's ``temperature`` t (t = 1 for losses without
+one, e.g. ``measure: JSD``). Node ``i`` of graph ``b(i)`` is an anchor whose positive
+is its own graph, ``pos_i = logits[i, b(i)]``, and whose candidates (negatives /
+unlabeled samples) are the other ``B - 1`` graphs, ``neg_mask[i, j] = (j != b(i))``.
+
+Objectives: ``measure: JSD`` is InfoGraph's own JSD estimator (:func:`jsd_from_logits`,
+InfoGraph's ``--measure JSD``); ``loss: {name, ...}`` is a pubench estimator in its logits
+form (``pubench.losses.*_from_logits``, :data:`LOGIT_FORMS`) averaged over all nodes of
+the batch: ``info_nce`` (no correction), ``debiased`` (DEB), ``hard`` (Hard), ``ring``
+(Ring), ``pu_corrected`` (PUCL), ``bayesian`` (BCL), with ``N = M^u = B - 1``. With
+``score="cosine"`` the similarities the estimators exponentiate are
+``h = exp(cos / t)`` in ``[e^{-1/t}, e^{1/t}]``, the range 000's eq. 8 (and DCL / HCL)
+assume, so their floor ``N e^{-1/t}`` is the true minimum of the negative sum.
+
+Floor diagnostic: the corrected estimators (DEB, Hard, PUCL) clamp the negative term at
+``N e^{-1/t}``; an anchor whose clamp binds sends no gradient to its negatives. After
+each step :func:`train_step` counts the anchors whose candidate logits got exactly zero
+gradient (the clamp binds; for Ring, an empty band) and :func:`pretrain` reports their
+fraction per epoch (``floor_fraction``), weighted by nodes.
+
+Training: Adam, ``epochs`` passes over the data set in batches of ``batch_size`` graphs.
+As in the InfoGraph / HCL code, the data set is shuffled once (seeded) and the same
+consecutive batches are used every epoch (the last, smaller batch included); each batch
+is therefore prepared once (:func:`prepare_batches`: collation, sparse adjacency, the GIN
+first-layer input, the own-graph index and the negative mask). The frozen encoder's
+graph embeddings (the concatenated sum-pooled layer outputs, BatchNorm in eval mode) are
+the features for the SVM.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import pubench.losses as L
+from pubench.models.gin import GraphBatch, prepare_batch
 
 LOG2 = math.log(2.0)
 
@@ -56,7 +69,9 @@ LOGIT_FORMS: dict[str, Callable] = {
     "pu_corrected": L.pu_corrected_from_logits,
     "bayesian": L.bayesian_from_logits,
 }
-JSD = "infograph_jsd"
+JSD = "infograph_jsd"  # the objective's name when the spec says measure: JSD
+MEASURE = "JSD"
+SCORES = ("dot", "cosine")
 
 
 # ------------------------------------------------------------------ model
@@ -89,18 +104,34 @@ class InfoGraph(nn.Module):
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
 
-    def forward(self, data) -> tuple[torch.Tensor, torch.Tensor]:
-        y, M = self.encoder(data.x, data.edge_index, data.batch, data.num_graphs)
+    def forward(self, gb: GraphBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        y, M = self.encoder.encode(gb)
         return self.local_d(M), self.global_d(y)
 
 
 # ------------------------------------------------------------------ objective
-def local_global_logits(l_enc: torch.Tensor, g_enc: torch.Tensor, batch: torch.Tensor):
-    """``pos (n,)``, ``scores (n, B)`` and ``neg_mask (n, B)`` (True = another graph of the batch)."""
-    scores = l_enc @ g_enc.t()
-    pos = scores.gather(1, batch.view(-1, 1)).squeeze(1)
-    neg_mask = torch.arange(g_enc.shape[0], device=batch.device).view(1, -1) != batch.view(-1, 1)
-    return pos, scores, neg_mask
+def own_graph_mask(batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+    """Bool ``(n, B)``, True where graph ``j`` is another graph than node ``i``'s own (a candidate)."""
+    return torch.arange(num_graphs, device=batch.device).view(1, -1) != batch.view(-1, 1)
+
+
+def local_global_scores(l_enc: torch.Tensor, g_enc: torch.Tensor, score: str, temperature: float = 1.0):
+    """``(n, B)`` logits ``score(l_i, g_j) / temperature``, ``score`` = ``"dot"`` or ``"cosine"``.
+
+    The ``1 / t`` and the normalisation are applied to the factors, not the ``(n, B)`` product.
+    """
+    if score == "cosine":
+        l_enc, g_enc = F.normalize(l_enc, dim=1), F.normalize(g_enc, dim=1)
+    elif score != "dot":
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    if temperature != 1.0:
+        g_enc = g_enc / temperature
+    return l_enc @ g_enc.t()
+
+
+def positive_logits(logits: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+    """``(n,)`` logit of every node against its own graph."""
+    return logits.gather(1, batch.view(-1, 1)).squeeze(1)
 
 
 def jsd_from_logits(pos_logits: torch.Tensor, neg_logits: torch.Tensor, *, neg_mask: torch.Tensor | None = None):
@@ -128,66 +159,125 @@ def loss_hyperparameters(name: str) -> set[str]:
 
 @dataclass(frozen=True)
 class LocalGlobalObjective:
-    """The InfoGraph local-global objective with estimator ``name`` and its hyperparameters."""
+    """The InfoGraph local-global objective: score, estimator ``name`` and its hyperparameters."""
 
     name: str
+    score: str
     hyper: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, loss: dict[str, Any]) -> "LocalGlobalObjective":
+    def from_config(cls, *, score: str, loss: dict[str, Any] | None = None,
+                    measure: str | None = None) -> "LocalGlobalObjective":
+        """``measure: JSD`` (InfoGraph's own objective) or ``loss: {name, <hyperparameters>}``
+        (a pubench estimator in its logits form), exactly one of them, on ``score``."""
+        if score not in SCORES:
+            raise ValueError(f"params.pretrain.score: expected one of {SCORES}, got {score!r}")
+        if (loss is None) == (measure is None):
+            raise ValueError("params.pretrain: give exactly one of 'measure' (InfoGraph's JSD) and 'loss'")
+        if measure is not None:
+            if measure != MEASURE:
+                raise ValueError(f"params.pretrain.measure: only {MEASURE!r} is implemented, got {measure!r}")
+            return cls(JSD, score)
         if not isinstance(loss, dict) or "name" not in loss:
             raise ValueError(f"params.pretrain.loss: expected a mapping with 'name', got {loss!r}")
         name = loss["name"]
         hyper = {k: v for k, v in loss.items() if k != "name"}
-        if name == JSD:
-            expected = set()
-        elif name in LOGIT_FORMS:
-            expected = loss_hyperparameters(name)
-        else:
-            raise ValueError(
-                f"params.pretrain.loss.name: {name!r} has no logits form; one of {sorted(LOGIT_FORMS) + [JSD]}"
-            )
+        if name not in LOGIT_FORMS:
+            raise ValueError(f"params.pretrain.loss.name: {name!r} has no logits form; one of {sorted(LOGIT_FORMS)}")
+        expected = loss_hyperparameters(name)
         if set(hyper) != expected:
             missing, unknown = sorted(expected - set(hyper)), sorted(set(hyper) - expected)
             raise ValueError(f"params.pretrain.loss ({name}): missing {missing}, unknown {unknown}")
         for k, v in hyper.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ValueError(f"params.pretrain.loss.{k}: expected a number, got {v!r}")
-        obj = cls(name, {k: float(v) for k, v in hyper.items()})
+        obj = cls(name, score, {k: float(v) for k, v in hyper.items()})
         # validate the values once on a dummy batch (ranges are checked by the estimators)
-        obj(torch.zeros(2), torch.zeros(2, 2), torch.tensor([[False, True], [True, False]]))
+        obj.loss(torch.zeros(2), torch.zeros(2, 2), torch.tensor([[False, True], [True, False]]))
         return obj
 
-    def __call__(self, pos: torch.Tensor, scores: torch.Tensor, neg_mask: torch.Tensor) -> torch.Tensor:
+    @property
+    def temperature(self) -> float:
+        return self.hyper.get("temperature", 1.0)
+
+    def logits(self, l_enc: torch.Tensor, g_enc: torch.Tensor) -> torch.Tensor:
+        """``(n, B)`` local-global logits ``score(l_i, g_j) / t``."""
+        return local_global_scores(l_enc, g_enc, self.score, self.temperature)
+
+    def loss(self, pos: torch.Tensor, logits: torch.Tensor, neg_mask: torch.Tensor) -> torch.Tensor:
+        """Mean loss over the anchors, from logits (already divided by the temperature)."""
         if self.name == JSD:
-            return jsd_from_logits(pos, scores, neg_mask=neg_mask)
+            return jsd_from_logits(pos, logits, neg_mask=neg_mask)
         fn = LOGIT_FORMS[self.name]
         kwargs = dict(self.hyper)
-        t = kwargs.get("temperature", 1.0)
         if "temperature" not in inspect.signature(fn).parameters:
             kwargs.pop("temperature", None)
-        return fn(pos / t, scores / t, neg_mask=neg_mask, **kwargs)
+        return fn(pos, logits, neg_mask=neg_mask, **kwargs)
+
+    def __call__(self, l_enc: torch.Tensor, g_enc: torch.Tensor, batch: torch.Tensor,
+                 neg_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss of one batch from the discriminator outputs ``l (n, d)``, ``g (B, d)``."""
+        logits = self.logits(l_enc, g_enc)
+        if neg_mask is None:
+            neg_mask = own_graph_mask(batch, g_enc.shape[0])
+        return self.loss(positive_logits(logits, batch), logits, neg_mask)
 
 
 # ------------------------------------------------------------------ training
-def make_loader(graphs: list, batch_size: int, *, shuffle: bool, seed: int | None = None):
-    """PyG ``DataLoader`` over ``graphs`` (shuffled with a seeded generator when asked)."""
-    from torch_geometric.loader import DataLoader
+@dataclass(frozen=True)
+class PreparedBatch:
+    """One fixed training batch: the encoder's input and the local-global structure."""
 
-    gen = None
-    if shuffle:
-        gen = torch.Generator()
-        gen.manual_seed(int(seed or 0))
-    return DataLoader(graphs, batch_size=batch_size, shuffle=shuffle, generator=gen)
+    graphs: GraphBatch
+    neg_mask: torch.Tensor  # (n, B) bool, True = candidate (another graph of the batch)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.graphs.num_nodes
 
 
-def fixed_batches(graphs: list, batch_size: int, seed: int) -> list:
-    """InfoGraph's batching: the data set is shuffled once (``dataset.shuffle()``) and then
-    cut into the same consecutive batches every epoch. Collated once (PyG ``DataLoader``)."""
+def batch_order(n: int, seed: int) -> list[int]:
+    """InfoGraph's one-time shuffle of the data set (``dataset.shuffle()``), seeded."""
     gen = torch.Generator()
     gen.manual_seed(int(seed))
-    order = torch.randperm(len(graphs), generator=gen).tolist()
-    return list(make_loader([graphs[i] for i in order], batch_size, shuffle=False))
+    return torch.randperm(n, generator=gen).tolist()
+
+
+def prepare_batches(graphs: list, batch_size: int, seed: int) -> list[PreparedBatch]:
+    """InfoGraph's batching: the data set is shuffled once and cut into the same consecutive
+    batches every epoch (last, smaller batch kept); each batch is collated and prepared once."""
+    from torch_geometric.data import Batch
+
+    order = batch_order(len(graphs), seed)
+    out = []
+    for start in range(0, len(order), batch_size):
+        data = Batch.from_data_list([graphs[i] for i in order[start:start + batch_size]])
+        gb = prepare_batch(data.x, data.edge_index, data.batch, data.num_graphs)
+        out.append(PreparedBatch(gb, own_graph_mask(gb.batch, gb.num_graphs)))
+    return out
+
+
+def starved_anchors(logits_grad: torch.Tensor, neg_mask: torch.Tensor) -> torch.Tensor:
+    """Bool ``(n,)``: anchors none of whose candidates got a non-zero gradient: the
+    estimator's floor binds for them, or, for Ring, their band is empty (for objectives
+    without a floor, e.g. InfoGraph's JSD on raw scores, only gradient underflow counts)."""
+    return ~((logits_grad != 0) & neg_mask).any(dim=1)
+
+
+def train_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalObjective,
+               opt: torch.optim.Optimizer) -> tuple[float, int]:
+    """One Adam step on one batch; returns the loss and the number of anchors whose
+    candidates got no gradient (the estimator's floor binds, or Ring's band is empty)."""
+    opt.zero_grad(set_to_none=True)
+    l_enc, g_enc = model(pb.graphs)
+    logits = objective.logits(l_enc, g_enc)
+    logits.retain_grad()
+    loss = objective.loss(positive_logits(logits, pb.graphs.batch), logits, pb.neg_mask)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"loss is {loss.item()}")
+    loss.backward()
+    opt.step()
+    return loss.item(), int(starved_anchors(logits.grad, pb.neg_mask).sum())
 
 
 def pretrain(
@@ -198,50 +288,46 @@ def pretrain(
     epochs: int,
     batch_size: int,
     lr: float,
-    weight_decay: float = 0.0,
-    seed: int = 0,
-    reshuffle: bool = False,
+    weight_decay: float,
+    seed: int,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Train ``model`` in place; returns the mean loss per epoch and timings.
-
-    ``reshuffle=False`` (InfoGraph / HCL): one seeded shuffle, fixed batches every epoch.
-    ``reshuffle=True``: a new seeded batch order every epoch.
-    """
+    """Train ``model`` in place (fixed batches, one seeded shuffle); returns per epoch the mean
+    loss (weighted by graphs), the floor fraction (weighted by nodes) and the time."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    if reshuffle:
-        loader = make_loader(graphs, batch_size, shuffle=True, seed=seed)
-    else:
-        loader = fixed_batches(graphs, batch_size, seed)
-    losses, times = [], []
+    t0 = time.perf_counter()
+    batches = prepare_batches(graphs, batch_size, seed) if epochs > 0 else []
+    prepare_s = time.perf_counter() - t0
+    nodes = sum(pb.num_nodes for pb in batches)
+    losses, floors, times = [], [], []
+    model.train()
     for epoch in range(epochs):
-        model.train()
-        t0, total, count = time.perf_counter(), 0.0, 0
-        for data in loader:
-            opt.zero_grad(set_to_none=True)
-            l_enc, g_enc = model(data)
-            pos, scores, neg_mask = local_global_logits(l_enc, g_enc, data.batch)
-            loss = objective(pos, scores, neg_mask)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"epoch {epoch + 1}: loss is {loss.item()}")
-            loss.backward()
-            opt.step()
-            total += loss.item() * data.num_graphs
-            count += data.num_graphs
-        losses.append(total / max(count, 1))
+        t0, total, starved = time.perf_counter(), 0.0, 0
+        for pb in batches:
+            try:
+                loss, k = train_step(model, pb, objective, opt)
+            except FloatingPointError as exc:
+                raise FloatingPointError(f"epoch {epoch + 1}: {exc}") from None
+            total += loss * pb.graphs.num_graphs
+            starved += k
+        losses.append(total / len(graphs))
+        floors.append(starved / nodes)
         times.append(time.perf_counter() - t0)
         if log:
-            log(f"epoch {epoch + 1}/{epochs} loss {losses[-1]:.4f} ({times[-1]:.2f}s)")
-    return {"loss": losses, "epoch_s": times}
+            log(f"epoch {epoch + 1}/{epochs} loss {losses[-1]:.4f} floor {floors[-1]:.3f} ({times[-1]:.2f}s)")
+    return {"loss": losses, "floor_fraction": floors, "epoch_s": times, "prepare_s": prepare_s}
 
 
 @torch.no_grad()
 def embed(encoder: nn.Module, graphs: list, batch_size: int = 256) -> np.ndarray:
     """Frozen graph embeddings ``(len(graphs), d)`` in the order of ``graphs`` (eval mode)."""
+    from torch_geometric.data import Batch
+
     was = encoder.training
     encoder.eval()
     out = []
-    for data in make_loader(graphs, batch_size, shuffle=False):
+    for start in range(0, len(graphs), batch_size):
+        data = Batch.from_data_list(graphs[start:start + batch_size])
         y, _ = encoder(data.x, data.edge_index, data.batch, data.num_graphs)
         out.append(y)
     encoder.train(was)

@@ -5,11 +5,14 @@ end-to-end task run on generated graphs."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import pubench.data.graphs as G
 import pubench.losses as L
@@ -18,6 +21,11 @@ from pubench.models.gin import GINEncoder
 from pubench.train import infograph as IG
 from pubench.train.svm_eval import svm_cv
 from pubench.utils.config import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
+import naive_local_global as NLG  # noqa: E402
+
+TABLE2_TEMPERATURE = 1.0  # table2-pucl's temperature of the corrected rows (checked against the spec below)
 
 
 def toy_graphs(n_per_class=24, seed=0):
@@ -66,6 +74,36 @@ def test_gin_sum_pooling_of_layer_outputs():
     assert torch.allclose(y, ref, atol=1e-5)
 
 
+def test_gin_equals_pyg_ginconv_and_global_add_pool():
+    """The sparse-adjacency encoder computes what torch-geometric's GINConv (eps = 0) +
+    global_add_pool per layer compute, values and gradients (directed edges included)."""
+    import copy
+
+    from torch_geometric.nn import GINConv, global_add_pool
+
+    torch.manual_seed(0)
+    enc = GINEncoder(3, 8, 3).double()
+    ref = copy.deepcopy(enc)
+    convs = [GINConv(nn.Sequential()) for _ in ref.mlps]  # GINConv re-initialises the nn it is given
+    for conv, mlp in zip(convs, ref.mlps):
+        conv.nn = mlp
+    b = batch_of(toy_graphs(4))
+    keep = torch.rand(b.edge_index.shape[1]) < 0.7  # drop some reverse edges: a directed graph
+    ei, x = b.edge_index[:, keep], b.x.double()
+    y, m = enc(x, ei, b.batch, b.num_graphs)
+    h, xs = x, []
+    for conv, bn in zip(convs, ref.bns):
+        h = bn(F.relu(conv(h, ei)))
+        xs.append(h)
+    y_ref = torch.cat([global_add_pool(x, b.batch, size=b.num_graphs) for x in xs], dim=1)
+    m_ref = torch.cat(xs, dim=1)
+    assert torch.allclose(y, y_ref, rtol=1e-10, atol=1e-10) and torch.allclose(m, m_ref, rtol=1e-10, atol=1e-10)
+    (y.square().sum() + m.sum()).backward()
+    (y_ref.square().sum() + m_ref.sum()).backward()
+    for p, q in zip(enc.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-8, atol=1e-8 * q.grad.abs().max().item())
+
+
 def test_gin_permutation_invariant():
     torch.manual_seed(0)
     enc = GINEncoder(3, 8, 3).eval()
@@ -80,16 +118,32 @@ def test_gin_permutation_invariant():
 
 
 # ------------------------------------------------------------------ local-global scoring
-def test_local_global_logits_against_loop():
+@pytest.mark.parametrize("score", ["dot", "cosine"])
+def test_local_global_scores_against_loop(score):
     torch.manual_seed(0)
     batch = torch.tensor([0, 0, 1, 2, 2, 2])
-    l_enc, g_enc = torch.randn(6, 5), torch.randn(3, 5)
-    pos, scores, mask = IG.local_global_logits(l_enc, g_enc, batch)
+    l_enc, g_enc = torch.randn(6, 5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+    t = 0.4
+    logits = IG.local_global_scores(l_enc, g_enc, score, t)
+    want = NLG.scores(l_enc, g_enc, score)
+    pos, mask = IG.positive_logits(logits, batch), IG.own_graph_mask(batch, 3)
     for i in range(6):
-        assert torch.isclose(pos[i], l_enc[i] @ g_enc[batch[i]])
+        assert math.isclose(pos[i].item(), want[i][int(batch[i])] / t, rel_tol=1e-12)
         for j in range(3):
-            assert torch.isclose(scores[i, j], l_enc[i] @ g_enc[j])
+            assert math.isclose(logits[i, j].item(), want[i][j] / t, rel_tol=1e-12)
             assert bool(mask[i, j]) == (j != int(batch[i]))
+    if score == "cosine":
+        assert logits.abs().max() <= 1 / t + 1e-12
+
+
+def test_jsd_matches_infograph_reference():
+    torch.manual_seed(1)
+    batch = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3])
+    l_enc, g_enc = torch.randn(8, 6) * 2, torch.randn(4, 6)
+    res = l_enc @ g_enc.t()
+    pos_mask = F.one_hot(batch, 4).float()
+    ref = naive_jsd(res * pos_mask, res * (1 - pos_mask), 8, 4)
+    assert torch.allclose(jsd_objective()(l_enc, g_enc, batch), ref, atol=1e-5)
 
 
 def naive_jsd(pos_mask_scores, neg_mask_scores, n_nodes, n_graphs):
@@ -100,25 +154,70 @@ def naive_jsd(pos_mask_scores, neg_mask_scores, n_nodes, n_graphs):
     return e_neg - e_pos
 
 
-def test_jsd_matches_infograph_reference():
-    torch.manual_seed(1)
-    batch = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3])
-    l_enc, g_enc = torch.randn(8, 6) * 2, torch.randn(4, 6)
-    res = l_enc @ g_enc.t()
-    pos_mask = F.one_hot(batch, 4).float()
-    ref = naive_jsd(res * pos_mask, res * (1 - pos_mask), 8, 4)
-    pos, scores, mask = IG.local_global_logits(l_enc, g_enc, batch)
-    assert torch.allclose(IG.jsd_from_logits(pos, scores, neg_mask=mask), ref, atol=1e-5)
+def objective(name, score="cosine", **hyper):
+    return IG.LocalGlobalObjective.from_config(score=score, loss={"name": name, **hyper})
 
 
-def objective(name, **hyper):
-    return IG.LocalGlobalObjective.from_config({"name": name, **hyper})
+def jsd_objective(score="dot"):
+    return IG.LocalGlobalObjective.from_config(score=score, measure="JSD")
+
+
+# the rows of table2-pucl (plus BCL), with their estimator hyperparameters
+ESTIMATORS = [
+    ("info_nce", {"temperature": 0.5}),
+    ("debiased", {"temperature": 0.5, "tau_plus": 0.5}),
+    ("debiased", {"temperature": 1.0, "tau_plus": 0.1667}),
+    ("hard", {"temperature": 0.5, "tau_plus": 0.5, "beta": 1.0}),
+    ("ring", {"temperature": 0.5, "lower": 0.1, "upper": 0.9}),
+    ("pu_corrected", {"temperature": 0.5, "alpha": 0.1, "c": 0.1}),
+    ("pu_corrected", {"temperature": 1.0, "alpha": 0.5, "c": 0.1}),
+]
+
+
+def tiny_batch(seed=0, scale=1.0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    batch = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 3, 4, 4])
+    return torch.randn(11, 4, dtype=dtype) * scale, torch.randn(5, 4, dtype=dtype) * scale, batch
+
+
+@pytest.mark.parametrize("name, hyper", ESTIMATORS, ids=lambda x: str(x))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_normalised_objective_against_naive_loop(name, hyper, seed):
+    """Every correction on cos(l_i, g_j) / t equals its naive per-node, per-graph loop
+    (float64), and so does InfoGraph's JSD on the raw dot products."""
+    l_enc, g_enc, batch = tiny_batch(seed, scale=2.0)
+    got = objective(name, **hyper)(l_enc, g_enc, batch)
+    want, _ = NLG.naive_local_global(l_enc, g_enc, batch, score="cosine", name=name, hyper=hyper)
+    assert math.isclose(got.item(), want, rel_tol=1e-9, abs_tol=1e-12), (got.item(), want)
+    got = jsd_objective()(l_enc, g_enc, batch)
+    want, _ = NLG.naive_local_global(l_enc, g_enc, batch, score="dot", name="infograph_jsd", hyper={})
+    assert math.isclose(got.item(), want, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("name, hyper", [e for e in ESTIMATORS if e[0] != "info_nce"], ids=lambda x: str(x))
+def test_floor_count_matches_the_naive_clamp(name, hyper):
+    """``starved_anchors`` (no gradient reaches any candidate) marks exactly the anchors whose
+    corrected negative sum is at or below the floor N e^{-1/t} (naive formula); Ring and
+    InfoNCE have no floor. Scores shifted so that both cases occur."""
+    for seed in range(4):
+        l_enc, g_enc, batch = tiny_batch(seed, scale=2.0)
+        g_enc = g_enc.clone()
+        g_enc[:2] = l_enc[[0, 3]]  # nodes 0 and 3 point at their own graphs: large positives
+        obj = objective(name, **hyper)
+        logits = obj.logits(l_enc, g_enc).detach().requires_grad_()
+        mask = IG.own_graph_mask(batch, 5)
+        obj.loss(IG.positive_logits(logits, batch), logits, mask).backward()
+        starved = IG.starved_anchors(logits.grad, mask).tolist()
+        _, floor = NLG.naive_local_global(l_enc, g_enc, batch, score="cosine", name=name, hyper=hyper)
+        assert starved == floor, (seed, starved, floor)
+        if name in ("debiased", "hard", "pu_corrected") and hyper.get("tau_plus", hyper.get("alpha")) == 0.5:
+            assert any(floor) and not all(floor)
 
 
 def scored_batch(scale=1.0, seed=0):
-    torch.manual_seed(seed)
-    batch = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 3, 4])
-    return IG.local_global_logits(torch.randn(10, 4) * scale, torch.randn(5, 4) * scale, batch)
+    l_enc, g_enc, batch = tiny_batch(seed, scale, dtype=torch.float32)
+    logits = IG.local_global_scores(l_enc, g_enc, "dot")
+    return IG.positive_logits(logits, batch), logits, IG.own_graph_mask(batch, 5)
 
 
 def test_plugin_reduces_to_infonce():
@@ -127,7 +226,7 @@ def test_plugin_reduces_to_infonce():
     the e^{-1/t} floor)."""
     pos, scores, mask = scored_batch(scale=0.3)
     pos, scores = pos + 3.0, scores + 3.0  # keep the clamp N e^{-1/t} inactive
-    ref = objective("info_nce", temperature=1.0)(pos, scores, mask)
+    ref = objective("info_nce", temperature=1.0).loss(pos, scores, mask)
     manual = (torch.logsumexp(torch.cat([pos[:, None], scores.masked_fill(~mask, -math.inf)], 1), 1) - pos).mean()
     assert torch.allclose(ref, manual, atol=1e-5)
     same = [
@@ -138,82 +237,152 @@ def test_plugin_reduces_to_infonce():
         objective("bayesian", temperature=1.0, tau_plus=0.0, alpha=0.5, beta=0.0),
     ]
     for obj in same:
-        assert torch.allclose(obj(pos, scores, mask), ref, atol=1e-5), obj.name
+        assert torch.allclose(obj.loss(pos, scores, mask), ref, atol=1e-5), obj.name
 
 
 def test_plugin_uses_the_pubench_estimators():
-    """The objective is the logits-form estimator on (pos, scores) / t with the own-graph mask."""
-    pos, scores, mask = scored_batch(scale=1.0, seed=3)
+    """The objective is the logits-form estimator on cos(l, g) / t with the own-graph mask."""
+    l_enc, g_enc, batch = tiny_batch(3, dtype=torch.float32)
     t = 0.5
-    got = objective("pu_corrected", temperature=t, alpha=0.5, c=0.1)(pos, scores, mask)
-    want = L.pu_corrected_from_logits(pos / t, scores / t, neg_mask=mask, alpha=0.5, c=0.1, temperature=t)
+    cos = F.normalize(l_enc, dim=1) @ F.normalize(g_enc, dim=1).t()
+    pos, mask = IG.positive_logits(cos, batch), IG.own_graph_mask(batch, 5)
+    got = objective("pu_corrected", temperature=t, alpha=0.5, c=0.1)(l_enc, g_enc, batch)
+    want = L.pu_corrected_from_logits(pos / t, cos / t, neg_mask=mask, alpha=0.5, c=0.1, temperature=t)
     assert torch.allclose(got, want)
     # PUCL = DEB with tau_plus = alpha (1 - c) / (1 - alpha c)
-    deb = objective("debiased", temperature=t, tau_plus=0.5 * 0.9 / 0.95)(pos, scores, mask)
+    deb = objective("debiased", temperature=t, tau_plus=0.5 * 0.9 / 0.95)(l_enc, g_enc, batch)
     assert torch.allclose(got, deb, atol=1e-5)
-    got = objective("ring", temperature=t, lower=0.2, upper=0.8)(pos, scores, mask)
-    assert torch.allclose(got, L.ring_from_logits(pos / t, scores / t, neg_mask=mask, lower=0.2, upper=0.8))
+    got = objective("ring", temperature=t, lower=0.2, upper=0.8)(l_enc, g_enc, batch)
+    assert torch.allclose(got, L.ring_from_logits(pos / t, cos / t, neg_mask=mask, lower=0.2, upper=0.8))
+    # the raw-score form is the same estimator on l . g / t
+    dot = l_enc @ g_enc.t()
+    got = objective("debiased", score="dot", temperature=t, tau_plus=0.3)(l_enc, g_enc, batch)
+    want = L.debiased_from_logits(IG.positive_logits(dot, batch) / t, dot / t, neg_mask=mask, tau_plus=0.3,
+                                  temperature=t)
+    assert torch.allclose(got, want)
 
 
 def test_own_graph_is_never_a_negative():
     """Changing a node's own-graph score only moves the positive term."""
     pos, scores, mask = scored_batch()
     obj = objective("info_nce", temperature=1.0)
-    base = obj(pos, scores, mask)
+    base = obj.loss(pos, scores, mask)
     bumped = scores.clone()
     bumped[~mask] += 100.0  # own-graph entries
-    assert torch.allclose(obj(pos, bumped, mask), base)
+    assert torch.allclose(obj.loss(pos, bumped, mask), base)
 
 
-@pytest.mark.parametrize("loss, match", [
-    ({"name": "nope", "temperature": 1.0}, "no logits form"),
-    ({"name": "debiased", "temperature": 1.0}, "missing \\['tau_plus'\\]"),
-    ({"name": "info_nce", "temperature": 1.0, "tau_plus": 0.1}, "unknown \\['tau_plus'\\]"),
-    ({"name": "debiased", "temperature": 1.0, "tau_plus": 1.5}, "tau_plus"),
-    ({"name": "info_nce", "temperature": "hot"}, "expected a number"),
-    ({"temperature": 1.0}, "'name'"),
+@pytest.mark.parametrize("cfg, match", [
+    ({"score": "cosine", "loss": {"name": "nope", "temperature": 1.0}}, "no logits form"),
+    ({"score": "cosine", "loss": {"name": "debiased", "temperature": 1.0}}, "missing \\['tau_plus'\\]"),
+    ({"score": "cosine", "loss": {"name": "info_nce", "temperature": 1.0, "tau_plus": 0.1}}, "unknown \\['tau_plus'\\]"),
+    ({"score": "cosine", "loss": {"name": "debiased", "temperature": 1.0, "tau_plus": 1.5}}, "tau_plus"),
+    ({"score": "cosine", "loss": {"name": "info_nce", "temperature": "hot"}}, "expected a number"),
+    ({"score": "cosine", "loss": {"temperature": 1.0}}, "'name'"),
+    ({"score": "l2", "loss": {"name": "info_nce", "temperature": 1.0}}, "score"),
+    ({"score": "dot", "measure": "KL"}, "only 'JSD'"),
+    ({"score": "dot"}, "exactly one"),
+    ({"score": "dot", "measure": "JSD", "loss": {"name": "info_nce", "temperature": 1.0}}, "exactly one"),
 ])
-def test_objective_validation(loss, match):
+def test_objective_validation(cfg, match):
     with pytest.raises(ValueError, match=match):
-        IG.LocalGlobalObjective.from_config(loss)
+        IG.LocalGlobalObjective.from_config(**cfg)
 
 
 # ------------------------------------------------------------------ training
+def fake_graphs(n=24, seed=0):
+    """PyG's FakeDataset: random graphs, 3 node features, 2 classes (test data, no downloads)."""
+    from torch_geometric.datasets import FakeDataset
+
+    torch.manual_seed(seed)
+    ds = FakeDataset(num_graphs=n, avg_num_nodes=8, avg_degree=2, num_channels=3, num_classes=2)
+    return [ds[i] for i in range(n)]
+
+
+@pytest.mark.parametrize("cfg", [
+    {"measure": "JSD", "score": "dot"},
+    {"loss": {"name": "info_nce", "temperature": 0.5}, "score": "cosine"},
+    {"loss": {"name": "debiased", "temperature": 0.5, "tau_plus": 0.5}, "score": "cosine"},
+    {"loss": {"name": "hard", "temperature": 0.5, "tau_plus": 0.5, "beta": 1.0}, "score": "cosine"},
+    {"loss": {"name": "ring", "temperature": 0.5, "lower": 0.1, "upper": 0.9}, "score": "cosine"},
+    {"loss": {"name": "pu_corrected", "temperature": 0.5, "alpha": 0.1, "c": 0.1}, "score": "cosine"},
+    {"loss": {"name": "pu_corrected", "temperature": 0.5, "alpha": 0.5, "c": 0.1}, "score": "cosine"},
+], ids=lambda c: c.get("measure") or c["loss"]["name"] + str(c["loss"].get("alpha", "")))
+def test_every_objective_trains_on_generated_graphs(cfg):
+    """A few epochs on PyG-generated graphs: finite losses, every parameter moves, the loss falls."""
+    graphs = fake_graphs()
+    torch.manual_seed(0)
+    model = IG.InfoGraph(GINEncoder(3, 8, 2))
+    before = [p.detach().clone() for p in model.parameters()]
+    hist = IG.pretrain(model, graphs, IG.LocalGlobalObjective.from_config(**cfg),
+                       epochs=6, batch_size=8, lr=1e-2, weight_decay=0.0, seed=0)
+    assert len(hist["loss"]) == 6 and all(math.isfinite(v) for v in hist["loss"])
+    assert all(0.0 <= f <= 1.0 for f in hist["floor_fraction"])
+    assert all(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    assert hist["loss"][-1] < hist["loss"][0]
+
+
 @pytest.mark.parametrize("loss", [
-    {"name": "info_nce", "temperature": 1.0},
-    {"name": "pu_corrected", "temperature": 1.0, "alpha": 0.1, "c": 0.1},
-    {"name": "infograph_jsd"},
+    {"name": "info_nce", "temperature": 0.5},
+    {"name": "pu_corrected", "temperature": 0.5, "alpha": 0.1, "c": 0.1},
+    None,
 ])
 def test_loss_decreases_on_toy_data(loss):
     graphs = toy_graphs(16)
     torch.manual_seed(0)
     model = IG.InfoGraph(GINEncoder(3, 16, 2))
-    hist = IG.pretrain(model, graphs, IG.LocalGlobalObjective.from_config(loss),
-                       epochs=15, batch_size=16, lr=1e-3, seed=0)
+    obj = (IG.LocalGlobalObjective.from_config(score="cosine", loss=loss) if loss
+           else IG.LocalGlobalObjective.from_config(score="dot", measure="JSD"))
+    hist = IG.pretrain(model, graphs, obj, epochs=15, batch_size=16, lr=1e-3, weight_decay=0.0, seed=0)
     assert len(hist["loss"]) == 15 and all(math.isfinite(v) for v in hist["loss"])
-    assert np.mean(hist["loss"][-3:]) < 0.8 * np.mean(hist["loss"][:3])
+    assert np.mean(hist["loss"][-3:]) < np.mean(hist["loss"][:3]) - 0.05 * abs(np.mean(hist["loss"][:3]))
 
 
-def test_fixed_batches_are_seeded_and_cover_the_data():
+def floor_after_training(score, temperature, epochs=40):
+    graphs = toy_graphs(24)
+    torch.manual_seed(0)
+    model = IG.InfoGraph(GINEncoder(3, 16, 3))
+    obj = objective("pu_corrected", score=score, temperature=temperature, alpha=0.1, c=0.1)
+    hist = IG.pretrain(model, graphs, obj, epochs=epochs, batch_size=24, lr=1e-3, weight_decay=0.0, seed=0)
+    return hist["floor_fraction"]
+
+
+def test_floor_rarely_binds_on_normalised_scores():
+    """The audit's failure: on raw discriminator dot products at t = 1 PUCL's floor binds for
+    many node anchors once trained (the negatives then get no gradient). On cos / t, with
+    h in [e^{-1/t}, e^{1/t}] as 000 eq. 8 assumes, it binds for few (trained toy run)."""
+    raw = floor_after_training("dot", 1.0)
+    cos = floor_after_training("cosine", TABLE2_TEMPERATURE)
+    assert max(cos[-5:]) < 0.1
+    assert min(raw[-5:]) > 0.3
+
+
+def test_prepare_batches_are_seeded_and_cover_the_data():
     graphs = toy_graphs(10)
     for g, k in zip(graphs, range(len(graphs))):
-        g.gid = torch.tensor([k])
-    a = IG.fixed_batches(graphs, 6, seed=1)
-    b = IG.fixed_batches(graphs, 6, seed=1)
-    c = IG.fixed_batches(graphs, 6, seed=2)
-    ids = lambda bs: torch.cat([x.gid for x in bs]).tolist()  # noqa: E731
-    assert ids(a) == ids(b) != ids(c)
-    assert sorted(ids(a)) == list(range(20)) and [x.num_graphs for x in a] == [6, 6, 6, 2]
+        g.y = torch.tensor([k])
+    a = IG.prepare_batches(graphs, 6, seed=1)
+    b = IG.prepare_batches(graphs, 6, seed=1)
+    c = IG.prepare_batches(graphs, 6, seed=2)
+    order = lambda seed: IG.batch_order(len(graphs), seed)  # noqa: E731
+    assert order(1) == order(1) != order(2) and sorted(order(1)) == list(range(20))
+    assert [pb.graphs.num_graphs for pb in a] == [6, 6, 6, 2]
+    for pb, pb2 in zip(a, b):
+        assert torch.equal(pb.graphs.first_input, pb2.graphs.first_input)
+        assert torch.equal(pb.neg_mask, IG.own_graph_mask(pb.graphs.batch, pb.graphs.num_graphs))
+    first = batch_of([graphs[i] for i in order(1)[:6]])
+    assert torch.equal(a[0].graphs.batch, first.batch)
+    assert not torch.equal(a[0].graphs.first_input, c[0].graphs.first_input)
 
 
 def test_training_is_deterministic_given_seed():
     graphs = toy_graphs(8)
-    obj = IG.LocalGlobalObjective.from_config({"name": "hard", "temperature": 1.0, "tau_plus": 0.5, "beta": 1.0})
+    obj = objective("hard", temperature=0.5, tau_plus=0.5, beta=1.0)
     embs = []
     for _ in range(2):
         torch.manual_seed(5)
         model = IG.InfoGraph(GINEncoder(3, 8, 2))
-        IG.pretrain(model, graphs, obj, epochs=2, batch_size=8, lr=1e-3, seed=5)
+        IG.pretrain(model, graphs, obj, epochs=2, batch_size=8, lr=1e-3, weight_decay=0.0, seed=5)
         embs.append(IG.embed(model.encoder, graphs))
     assert embs[0].shape == (16, 16) and np.array_equal(embs[0], embs[1])
 
@@ -264,12 +433,12 @@ def task_params(**over):
     p = {
         "data": {"dataset": "tiny_toy"},
         "model": {"backbone": {"name": "gin", "hidden": 8, "layers": 2}},
-        "pretrain": {"loss": {"name": "pu_corrected", "temperature": 1.0, "alpha": 0.1, "c": 0.1},
+        "pretrain": {"score": "cosine", "loss": {"name": "pu_corrected", "temperature": 1.0, "alpha": 0.1, "c": 0.1},
                      "epochs": 2, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}},
         "eval": {"name": "svm_cv", "folds": 3, "inner_folds": 2, "C": [1, 10], "at_init": True},
     }
     for k, v in over.items():
-        p[k] = {**p[k], **v}
+        p[k] = {kk: vv for kk, vv in {**p[k], **v}.items() if vv is not None}
     return p
 
 
@@ -310,8 +479,22 @@ def test_task_end_to_end_and_deterministic(toy_root):
     info = a["info"]
     assert len(info["fold_acc"]) == 3 and info["acc_std_over_folds"] >= 0 and len(info["loss_curve"]) == 2
     assert "acc_at_init" in info and info["dataset"]["source"] == "gin" and info["graphs_used"] == 24
+    assert len(info["floor_fraction_curve"]) == 2 and info["floor_fraction"] == info["floor_fraction_curve"][-1]
     c = task(task_params(data={"subset": 12}), {"init": 1, "data": 2})
     assert c["info"]["graphs_used"] == 12
+
+
+def test_task_untrained_encoder_row(toy_root):
+    """epochs = 0: no objective, no training; the score is the randomly initialised encoder's,
+    i.e. what ``eval.at_init`` reports for the same init seed."""
+    from pubench.tasks import TASKS
+
+    params = task_params()
+    params["pretrain"] = {"epochs": 0, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}}
+    out = TASKS.get("infograph")(params, {"init": 1, "data": 2})
+    info = out["info"]
+    assert out["metrics"]["acc"] == info["acc_at_init"]
+    assert info["loss_curve"] == [] and info["floor_fraction"] is None and info["epoch_s_mean"] == 0
 
 
 @pytest.mark.parametrize("over, match", [
@@ -320,6 +503,9 @@ def test_task_end_to_end_and_deterministic(toy_root):
     ({"model": {"backbone": {"name": "resnet18", "hidden": 8, "layers": 2}}}, "only 'gin'"),
     ({"pretrain": {"optimizer": {"name": "sgd", "lr": 0.1}}}, "only 'adam'"),
     ({"pretrain": {"loss": {"name": "debiased", "temperature": 1.0}}}, "tau_plus"),
+    ({"pretrain": {"score": None}}, "missing key 'score'"),
+    ({"pretrain": {"measure": "JSD"}}, "exactly one"),
+    ({"pretrain": {"epochs": 0}}, "takes no 'score'"),
     ({"eval": {"name": "knn"}}, "svm_cv"),
     ({"eval": {"folds": 3, "extra": 1}}, "unknown key 'extra'"),
 ])
@@ -331,7 +517,9 @@ def test_task_validates_params(toy_root, over, match):
 
 
 def test_spec_tiers_resolve_to_valid_params():
-    """Every cell of table2-pucl validates at every tier (no data needed)."""
+    """Every cell of table2-pucl validates at every tier (no data needed): InfoGraph is
+    InfoGraph's JSD on raw scores, the corrections (and the InfoNCE reference) run on
+    cos / t with one temperature, the untrained-encoder row trains nothing at any tier."""
     from pubench.registry import get_spec
     from pubench.tasks.infograph import parse_params
 
@@ -341,7 +529,13 @@ def test_spec_tiers_resolve_to_valid_params():
             for c in s.cols:
                 assert not s.unavailable_reason(tier, r, c)
                 cfg, obj = parse_params(s.resolve(tier, r, c)["params"])
-                assert obj.name in IG.LOGIT_FORMS
+                if r == "untrained encoder":
+                    assert obj is None and cfg.pretrain.epochs == 0
+                elif r == "InfoGraph":
+                    assert (obj.name, obj.score) == (IG.JSD, "dot")
+                else:
+                    assert obj.name in IG.LOGIT_FORMS and obj.score == "cosine"
+                    assert obj.temperature == TABLE2_TEMPERATURE
     paper = parse_params(s.resolve("paper", "InfoGraph", "DD")["params"])[0]
     assert (paper.pretrain.epochs, paper.pretrain.batch_size, paper.model.backbone.hidden) == (200, 128, 32)
     assert parse_params(s.resolve("reduced", "InfoGraph", "DD")["params"])[0].pretrain.epochs == 20

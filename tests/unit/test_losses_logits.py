@@ -183,3 +183,24 @@ def test_bad_logits_shapes_raise():
         L.info_nce_from_logits(torch.zeros(3), torch.zeros(3, 4), neg_mask=torch.ones(3, 4))
     with pytest.raises(ValueError):
         L.info_nce_from_logits(torch.zeros(3), torch.zeros(3, 4), reduction="avg")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_ring_band_from_order_statistics_equals_percentile_definition(dtype):
+    """``ring_mask`` (two order statistics per anchor) keeps exactly the valid candidates with
+    lower <= empirical_cdf <= upper: ties, ragged and empty rows, band edges on multiples of 1/N."""
+    from pubench.losses._pairs import empirical_cdf
+    from pubench.losses.ring import ring_mask
+
+    gen = torch.Generator().manual_seed(0)
+    neg = torch.randint(0, 6, (40, 12), generator=gen).to(dtype) / 2  # many ties
+    neg[20:] = torch.randn(20, 12, generator=gen, dtype=dtype)
+    mask = torch.rand(40, 12, generator=gen) < 0.7
+    mask[0], mask[1], mask[2, 1:] = True, False, False  # a full row, an empty row, a single candidate
+    mask[3, :10] = True
+    bands = [(0.0, 1.0), (0.1, 0.9), (0.25, 0.75), (0.2, 0.2), (0.5, 0.4), (0.0, 0.05), (0.95, 1.0),
+             (1 / 3, 2 / 3), (0.1, 1.0), (0.0, 0.5)]
+    for lower, upper in bands:
+        q = empirical_cdf(neg, mask)
+        want = mask & (q >= lower) & (q <= upper)
+        assert torch.equal(ring_mask(neg, mask, lower, upper), want), (lower, upper)

@@ -15,6 +15,7 @@ VARIANTS = ["", "+DEB", "+Hard", "+Ring", "+PUCL"]
 LOSS_OF = {"": "info_nce", "+DEB": "debiased", "+Hard": "hard", "+Ring": "ring_official", "+PUCL": "pu_corrected"}
 GRAPH_ROWS = ["InfoGraph", "InfoGraph+DEB", "InfoGraph+Hard", "InfoGraph+Ring",
               "InfoGraph+PUCL(alpha=0.1)", "InfoGraph+PUCL(alpha=0.5)"]
+GRAPH_REFERENCE_ROWS = ["InfoGraph+InfoNCE (no correction)", "untrained encoder"]  # not in the paper
 
 
 def cell(spec, row, col):
@@ -36,7 +37,7 @@ def loss_args(name):
 
 @pytest.mark.parametrize("sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds", [
     ("table1-pucl", "table", 15, 3, 45, 45, "contrastive_probe", None, 5),
-    ("table2-pucl", "table", 6, 4, 24, 24, "infograph", 10, 10),
+    ("table2-pucl", "table", 8, 4, 32, 32, "infograph", 10, 10),
     ("fig3-pucl", "figure", 7, 10, 70, 0, "contrastive_probe", None, 5),
 ])
 def test_shape(sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds):
@@ -46,7 +47,8 @@ def test_shape(sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds)
     assert list(s.metrics) == ["acc"]
     assert n_cells(s) == cells
     assert len(s.reported) == reported
-    assert all(c.mean is not None and c.std is None for c in s.reported)  # no ± printed, none lost
+    paper_cells = [c for c in s.reported if c.row not in GRAPH_REFERENCE_ROWS]
+    assert all(c.mean is not None and c.std is None for c in paper_cells)  # no ± printed, none lost
     assert s.reported_seeds == paper_seeds and s.pm is None
     assert s.experiment["task"] == task
     assert s.tiers["paper"].seeds == seeds
@@ -99,12 +101,16 @@ def test_table1_configs():
 
 def test_table2_values_and_configs():
     s = get_spec("table2-pucl")
-    assert s.rows == GRAPH_ROWS
+    assert s.rows == GRAPH_ROWS + GRAPH_REFERENCE_ROWS
+    assert list(s.row_groups.values()) == [GRAPH_ROWS, GRAPH_REFERENCE_ROWS]
     assert s.cols == ["PTC", "ENZYMES", "DD", "REDDIT-B"]
     assert cell(s, "InfoGraph", "PTC").mean == 56.63
     assert cell(s, "InfoGraph+Hard", "PTC").mean == 56.20
     assert cell(s, "InfoGraph+DEB", "DD").mean == 70.58
     assert cell(s, "InfoGraph+PUCL(alpha=0.5)", "REDDIT-B").mean == 88.97
+    for r in GRAPH_REFERENCE_ROWS:  # the paper has no such rows: no value, a note saying so
+        for c in s.cols:
+            assert cell(s, r, c).mean is None and cell(s, r, c).note.startswith("The paper has no such row")
     datasets = dict(zip(s.cols, ["ptc_mr", "enzymes", "dd", "reddit_binary"]))
     for r in s.rows:
         for c in s.cols:
@@ -112,10 +118,19 @@ def test_table2_values_and_configs():
             assert p["data"]["dataset"] == datasets[c]
             assert p["model"]["backbone"]["name"] == "gin"
             assert p["eval"]["name"] == "svm_cv"
-            loss = p["pretrain"]["loss"]
-            assert set(loss) - {"name"} == loss_args(loss["name"]), (r, c)
+            pretrain = p["pretrain"]
+            if r == "untrained encoder":
+                assert pretrain["epochs"] == 0 and not {"score", "measure", "loss"} & set(pretrain)
+            elif r == "InfoGraph":  # the published InfoGraph: JSD on raw discriminator scores
+                assert (pretrain["score"], pretrain["measure"]) == ("dot", "JSD") and "loss" not in pretrain
+            else:
+                loss = pretrain["loss"]
+                assert pretrain["score"] == "cosine" and "measure" not in pretrain
+                assert set(loss) - {"name"} == loss_args(loss["name"]), (r, c)
     alphas = [s.resolve("paper", r, "DD")["params"]["pretrain"]["loss"]["alpha"] for r in GRAPH_ROWS[-2:]]
     assert alphas == [0.1, 0.5]
+    for tier in ("reduced", "smoke"):
+        assert s.resolve(tier, "untrained encoder", "PTC")["params"]["pretrain"]["epochs"] == 0
 
 
 def test_fig3_grid():
