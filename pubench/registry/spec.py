@@ -122,6 +122,7 @@ class Spec:
         return tuple(self.experiment.get("init_seed_from", ("row", "col")))
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
@@ -143,7 +144,9 @@ class Spec:
         sentence of its reason key (:data:`REASONS`)."""
         for pattern, why in self.tiers[tier].unavailable.items():
             if match_cell(pattern, row, col):
-                return reason_text(why, tier)
+                if (why, tier) not in self._reasons:  # a generated sentence reads the registry: once per spec
+                    self._reasons[(why, tier)] = reason_text(why, tier)
+                return self._reasons[(why, tier)]
         return None
 
     def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
