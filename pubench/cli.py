@@ -1,4 +1,5 @@
-"""Command line: ``pubench list | show | coverage | prepare | run | status | report | verify | compare``.
+"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | verify |
+compare``.
 
 Each subcommand parses its arguments and calls library functions. Bad input exits with
 status 2 and a one-line reason (a :class:`~pubench.errors.PubenchError`; anything else is
@@ -104,6 +105,59 @@ def cmd_show(args) -> int:
     from pubench.report import render_reported_markdown
 
     print(render_reported_markdown(spec), end="")
+    return 0
+
+
+def cmd_expand(args) -> int:
+    from pubench.jobs import expand
+
+    spec = _spec(args.id)
+    num = _numerics(args, args.tier)
+    plan = expand(spec, args.tier, 1, only=args.cell, numerics=num)
+    cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
+             for j in plan.jobs]
+    cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
+    order = {cell: i for i, cell in enumerate(spec.cells())}
+    cells.sort(key=lambda c: order[(c["row"], c["col"])])
+    if args.json:
+        print(json.dumps({"id": spec.id, "version": spec.version, "tier": args.tier, "numerics": num.to_dict(),
+                          "cells": cells}, indent=1, ensure_ascii=False))
+        return 0
+    import yaml
+
+    dumper = _review_dumper()
+    print(f"# {spec.id} (version {spec.version}), tier {args.tier}: {len(plan.jobs)} cells to run, "
+          f"{len(plan.unavailable)} not run; job ids of seed 0 with numerics {num.device}, {num.threads} thread(s), "
+          f"{num.isa}, torch {num.torch}")
+    for c in cells:
+        if "unavailable" in c:
+            print(f"\n## {c['row']}|{c['col']}: not run at this tier: {c['unavailable']}")
+            continue
+        print(f"\n## {c['row']}|{c['col']}  job {c['job_id']}  seeds {c['seeds']}")
+        print(f"task: {c['task']}")
+        print(yaml.dump({"params": c["params"]}, Dumper=dumper, sort_keys=True, allow_unicode=True,
+                        width=110).rstrip())
+    return 0
+
+
+def _review_dumper():
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        """Block mappings, flow lists of scalars: one key per line, short lines."""
+
+    def represent_list(dumper, data):
+        flow = all(not isinstance(v, (list, dict)) for v in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    Dumper.add_representer(list, represent_list)
+    return Dumper
+
+
+def cmd_schema(args) -> int:
+    from pubench.registry.schema import spec_json_schema
+
+    print(json.dumps(spec_json_schema(), indent=1, ensure_ascii=False))
     return 0
 
 
@@ -495,6 +549,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("id", help="table or figure id, e.g. table2-punce")
     s.add_argument("--json", action="store_true", help="machine-readable reported cells")
     s.set_defaults(fn=cmd_show)
+
+    s = sub.add_parser(
+        "expand", help="each cell's resolved config at a tier (presets, PU data sets and priors filled in) and the "
+                       "job id of seed 0, for review", formatter_class=fmt,
+        epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
+               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json")
+    s.add_argument("id")
+    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+    s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
+    s.add_argument("--json", action="store_true", help="machine-readable")
+    _numerics_options(s)
+    s.set_defaults(fn=cmd_expand)
+
+    s = sub.add_parser("schema", help="the JSON Schema of a spec file (for editors; experiments/spec.schema.json)",
+                       formatter_class=fmt, epilog="example:\n  pubench schema > experiments/spec.schema.json")
+    s.set_defaults(fn=cmd_schema)
 
     s = sub.add_parser("coverage", help="what can run: cells, reported numbers, runnable cells per tier, "
                        "missing methods and datasets", formatter_class=fmt,

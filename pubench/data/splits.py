@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from pubench.utils.priors import exact_prior  # noqa: F401  (part of the splits API)
 
 SPLIT_KINDS = ("pu", "pnu", "none")
 SCHEMES = ("single_training_set", "case_control")
@@ -369,12 +369,6 @@ def split_checksum(index: torch.Tensor, observed: torch.Tensor, y_true: torch.Te
     return h.hexdigest()
 
 
-def exact_prior(n_pos: int, n_neg: int, n_labeled: int) -> float:
-    """001 A.1.1: pi* = (P* - n_P) / (P* + N* - n_P), the positive fraction of the unlabeled
-    rows of a single-training-set PU split."""
-    return (n_pos - n_labeled) / (n_pos + n_neg - n_labeled)
-
-
 # ---------------------------------------------------------------------------- subsets
 def subset_indices(y: torch.Tensor, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` row indices (sorted) stratified by class (largest-remainder allocation,
@@ -417,57 +411,3 @@ def balanced_indices(y_bin: torch.Tensor, rng: np.random.Generator) -> np.ndarra
     k = min(len(p), len(q))
     return np.sort(np.concatenate([_choice(rng, p, k), _choice(rng, q, k)]))
 
-
-# ---------------------------------------------------------------------------- PU data set definitions
-_DEFS_FILE = Path(__file__).with_name("pu_datasets.yaml")
-_DEFS: dict | None = None
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
-def pu_datasets() -> dict[str, dict]:
-    """All PU data set definitions of the papers (``pu_datasets.yaml``), by printed name."""
-    global _DEFS
-    if _DEFS is None:
-        import yaml
-
-        _DEFS = yaml.safe_load(_DEFS_FILE.read_text())
-    return _DEFS
-
-
-def pu_dataset(name: str) -> dict:
-    """One definition by its printed name or an alias, case and punctuation ignored
-    (``"CIFAR-I"``, ``"cifar_i"``, ``"F-MNIST-II"``, ``"mnist_odd_even"``...). Adds ``name`` and
-    ``data``: a ready ``data`` block for task params (n_labeled: the first when several)."""
-    defs = pu_datasets()
-    key = _norm(name)
-    for printed, d in defs.items():
-        if key == _norm(printed) or key in {_norm(a) for a in d.get("aliases", [])}:
-            out = dict(d, name=printed)
-            out["data"] = pu_data_config(printed)
-            return out
-    import difflib
-
-    close = difflib.get_close_matches(name, list(defs), n=1)
-    raise KeyError(f"unknown PU data set {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
-
-
-def pu_data_config(name: str, n_labeled: int | None = None) -> dict:
-    """The ``data`` params of a task for PU data set ``name`` (``n_labeled`` overrides)."""
-    d = pu_datasets()[name]
-    n_l = d.get("n_labeled") if n_labeled is None else n_labeled
-    if isinstance(n_l, list):
-        n_l = n_l[0]
-    split = {"kind": "pu", "scheme": d["scheme"]}
-    if n_l is not None:
-        split["n_labeled"] = n_l
-    if d.get("unlabeled_split"):
-        split["unlabeled_split"] = d["unlabeled_split"]
-    out = {"dataset": d["dataset"], "labels": {"positive": list(d["positive"])}, "split": split}
-    if d.get("negative") is not None:
-        out["labels"]["negative"] = list(d["negative"])
-    if d.get("prior") is not None:
-        out["prior"] = d["prior"]
-    return out

@@ -30,7 +30,7 @@ This module is ``backbone_cnn`` + ``backbone_lin`` (out_dim 1000); the projector
 ``heads.projection_head(1000, 1000, 1000)`` and the online head ``heads.linear_head(1000, 1)``.
 
 ``cnn13`` -- the "13-layer CNN" that paper 004 (WConPU, Table I) uses for CIFAR-10 and SVHN
-without printing it, read (in ``experiments/_protocols/wconpu_datasets.yaml``) as the
+without printing it, read (in table2-wconpu's decisions) as the
 CIFAR-10 model of nnPU (Kiryo et al. 2017, Sec. 4 / App.):
 ``(32*32*3)-[C(3*3,96,1)]*2-C(3*3,96,2)-[C(3*3,192,1)]*2-C(3*3,192,2)-C(3*3,192,1)-C(1*1,192,1)
 -C(1*1,10,1)-1000-1000-1`` (layer string quoted from memory of the nnPU paper; not stored

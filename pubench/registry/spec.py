@@ -1,8 +1,9 @@
 """The spec of one paper table or figure: reported cells plus runnable experiment configs.
 
 A spec is data (YAML under ``experiments/<paper>/<id>.yaml``); see ``docs/specs.md`` for
-the format. This module turns the parsed YAML into :class:`Spec` and validates it; any
-problem raises :class:`SpecError` naming the file, the key and the problem.
+the format. ``pubench.registry.loader`` validates a file (its schema:
+``pubench.registry.schema``), expands its presets and PU data sets and builds a :class:`Spec`;
+any problem raises :class:`SpecError` naming the file, the key and the problem.
 
 Resolution of a cell's config at a tier is a deep merge, later layers winning::
 
@@ -121,6 +122,7 @@ class Spec:
         return tuple(self.experiment.get("init_seed_from", ("row", "col")))
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
@@ -138,31 +140,87 @@ class Spec:
         return None
 
     def unavailable_reason(self, tier: str, row: str, col: str) -> str | None:
+        """Why ``tier`` does not run this cell (None if it does): the spec's sentence, or the
+        sentence of its reason key (:data:`REASONS`)."""
         for pattern, why in self.tiers[tier].unavailable.items():
             if match_cell(pattern, row, col):
-                return why
+                if (why, tier) not in self._reasons:  # a generated sentence reads the registry: once per spec
+                    self._reasons[(why, tier)] = reason_text(why, tier)
+                return self._reasons[(why, tier)]
         return None
 
     def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
-        """The fully resolved experiment config of one cell at one tier."""
-        layers = [self.experiment, self.tiers[tier].layer]
-        out: dict[str, Any] = {"task": self.experiment["task"]}
+        """The fully resolved experiment config of one cell at one tier.
+
+        Computed priors (``exact``, ``data.prior``; :mod:`pubench.registry.catalogue`) are
+        evaluated where they are written: those of ``experiment`` on the cell's paper-tier
+        config, those of the tier on the tier's config.
+        """
+        from pubench.registry.catalogue import evaluate_priors
+
         params: dict[str, Any] = {}
-        for layer in layers:
-            params = deep_merge(params, layer.get("params", {}))
-            params = deep_merge(params, layer.get("rows", {}).get(row, {}))
-            params = deep_merge(params, layer.get("cols", {}).get(col, {}))
-            for pattern, over in layer.get("cells", {}).items():  # exact keys or globs, in file order
+        for layer in (self.experiment, self.tiers[tier].layer):
+            params = deep_merge(params, layer.get("params") or {})
+            params = deep_merge(params, (layer.get("rows") or {}).get(row) or {})
+            params = deep_merge(params, (layer.get("cols") or {}).get(col) or {})
+            for pattern, over in (layer.get("cells") or {}).items():  # exact keys or globs, in file order
                 if match_cell(pattern, row, col):
                     params = deep_merge(params, over)
-        out["params"] = copy.deepcopy(params)
-        return out
+            params = evaluate_priors(params)
+        return {"task": self.experiment["task"], "params": copy.deepcopy(params)}
 
     def group_of_row(self, row: str) -> str | None:
         for g, rows in self.row_groups.items():
             if row in rows:
                 return g
         return None
+
+
+#: Reason keys a tier's ``unavailable`` may give instead of a sentence; the sentence is
+#: generated (``{tier}``, ``{designed}``: the specs that have a config at that tier).
+REASONS = {
+    "not_designed": "no {tier} config designed yet (so far only {designed} have one)",
+}
+
+
+def reason_text(why: str, tier: str) -> str:
+    """The sentence of an ``unavailable`` reason (a key of :data:`REASONS`, or the sentence itself)."""
+    if why not in REASONS:
+        return why
+    from pubench.registry.loader import designed_tiers
+
+    return REASONS[why].format(tier=tier, designed=compact_ids(designed_tiers().get(tier, [])))
+
+
+def compact_ids(ids: list[str]) -> str:
+    """``[table1-punce, table2-punce, fig5-bcl]`` -> ``"punce tables 1-2 and fig5-bcl"``:
+    per paper (in :data:`PAPERS` order), tables then figures; number runs as ranges."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for i in ids:
+        m = ID_RE.match(i)
+        if m:
+            groups.setdefault((m.group(4), m.group(1)), []).append((int(m.group(2)), m.group(2) + m.group(3)))
+    parts = []
+    for paper in PAPERS:
+        for kind, plural in (("table", "tables"), ("fig", "figs")):
+            items = sorted(groups.get((paper, kind), []))
+            if len(items) == 1:
+                parts.append(f"{kind}{items[0][1]}-{paper}")
+            elif items:
+                parts.append(f"{paper} {plural} {_ranges(items)}")
+    if not parts:
+        return "none"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _ranges(items: list[tuple[int, str]]) -> str:
+    runs: list[list[tuple[int, str]]] = []
+    for n, label in items:
+        if runs and label == str(n) and runs[-1][-1][1] == str(runs[-1][-1][0]) and n == runs[-1][-1][0] + 1:
+            runs[-1].append((n, label))
+        else:
+            runs.append([(n, label)])
+    return ", ".join(r[0][1] if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
 
 
 def cell_key(row: str, col: str) -> str:

@@ -1,4 +1,11 @@
-"""Build typed config dataclasses from spec params: unknown, missing or mistyped keys fail."""
+"""Build typed config dataclasses from spec params: unknown, missing or mistyped keys fail.
+
+Units keep their plain dataclasses; :func:`build_config` validates params with a strict
+pydantic model generated from the dataclass (same fields, types and defaults; unknown
+keys forbidden, no coercion: ``"1e-3"`` is not a float, ``yes`` not a bool, an int is a
+float) and returns an instance of the dataclass. Errors are one line with a dotted
+location: ``params.pretrain.optimizer: unknown key 'momentun' (known: ...)``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,10 @@ import types
 import typing
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, Field, ValidationError, create_model
+
 from pubench.errors import PubenchError
+from pubench.utils.validation import STRICT, first_problem
 
 T = TypeVar("T")
 
@@ -17,60 +27,63 @@ class ConfigError(PubenchError, ValueError):
     pass
 
 
-def _check_type(value: Any, hint: Any, where: str) -> Any:
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for h in typing.get_args(hint):
-            try:
-                return _check_type(value, h, where)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{where}: {value!r} does not match {hint}")
-    if hint is type(None):
-        if value is not None:
-            raise ConfigError(f"{where}: expected null, got {value!r}")
-        return None
+def _annotation(hint: Any) -> Any:
+    """The pydantic annotation of a dataclass field type (nested dataclasses -> models,
+    tuples -> lists: YAML has no tuples)."""
     if dataclasses.is_dataclass(hint):
-        return build_config(hint, value, where)
+        return _model(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_annotation(a) for a in args)]
     if origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        args = typing.get_args(hint)
-        inner = args[0] if args else Any
-        items = [_check_type(v, inner, f"{where}[{i}]") for i, v in enumerate(value)]
-        return items if origin is list else tuple(items)
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return dict(value)
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(hint, type) and not isinstance(value, hint) or (hint in (int, float) and isinstance(value, bool)):
-        raise ConfigError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
-    return value
+        return list[_annotation(args[0])] if args else list
+    return hint
 
 
 @functools.lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _model(cls: type) -> type[BaseModel]:
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default: Any = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = Field(default_factory=f.default_factory)
+        else:
+            default = ...
+        fields[f.name] = (_annotation(hints[f.name]), default)
+    model = create_model(cls.__name__, __config__=STRICT, **fields)
+    model.__dataclass__ = cls
+    return model
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return _instance(type(value).__dataclass__, value)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if origin in (list, tuple) and isinstance(value, list):
+        items = [_convert(args[0] if args else Any, v) for v in value]
+        return tuple(items) if origin is tuple else items
+    return value
+
+
+def _instance(cls: type, model: BaseModel) -> Any:
+    hints = typing.get_type_hints(cls)
+    return cls(**{name: _convert(hints[name], getattr(model, name)) for name in model.model_fields_set})
 
 
 def build_config(cls: type[T], params: dict[str, Any], where: str = "params") -> T:
     """``cls(**params)`` with checks: every key known, every required key present, types right."""
     if not isinstance(params, dict):
         raise ConfigError(f"{where}: expected a mapping, got {params!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = set(params) - set(fields)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(fields))})")
-    hints = _hints(cls)
-    kwargs = {}
-    for name, f in fields.items():
-        if name not in params:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ConfigError(f"{where}: missing key {name!r}")
-            continue
-        kwargs[name] = _check_type(params[name], hints[name], f"{where}.{name}")
-    return cls(**kwargs)
+    model = _model(cls)
+    try:
+        validated = model.model_validate(params)
+    except ValidationError as e:
+        key, problem = first_problem(e, model, style="config")
+        raise ConfigError(f"{where}.{key}: {problem}" if key else f"{where}: {problem}") from None
+    return _instance(cls, validated)

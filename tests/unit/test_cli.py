@@ -86,3 +86,37 @@ def test_cells_naming_missing_units_are_skipped_not_failed(tmp_registry, capsys)
     out = capsys.readouterr().out
     assert "not implemented yet, not run: B|x: dataset:no_such_dataset" in out
     assert "2 job(s)" in out
+
+
+def test_expand_prints_resolved_configs_and_seed0_job_ids(tmp_registry, capsys):
+    from pubench.jobs import expand
+    from pubench.numerics import resolve
+    from pubench.registry import get_spec
+
+    tmp_registry(selftest_spec().replace("  reduced: {seeds: 2}", "  reduced: {seeds: 2, unavailable: {'B|y': why}}"))
+    assert main(["expand", "table1-bcl", "--tier", "smoke", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    jobs = {(j.row, j.col): j for j in expand(get_spec("table1-bcl"), "smoke", 1, numerics=resolve()).jobs}
+    assert [(c["row"], c["col"]) for c in out["cells"]] == [("A", "x"), ("A", "y"), ("B", "x"), ("B", "y")]
+    for c in out["cells"]:
+        job = jobs[(c["row"], c["col"])]
+        assert (c["job_id"], c["params"], c["seeds"], c["task"]) == (job.id, job.params, job.seeds, "selftest")
+    assert out["cells"][0]["params"] == {"value": 1.0, "sleep": 0.0}
+
+    assert main(["expand", "table1-bcl", "--tier", "reduced", "--cell", "B|*"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# table1-bcl (version 1), tier reduced: 1 cells to run, 1 not run")
+    assert f"## B|x  job {expand(get_spec('table1-bcl'), 'reduced', 1).jobs[2].id}" in text
+    assert "params:\n  value: 2.0" in text and "## B|y: not run at this tier: why" in text and "A|x" not in text
+
+    assert main(["expand", "table1-bcl", "--cell", "Z|*"]) == 2
+    assert "selects no cell" in capsys.readouterr().err
+
+
+def test_schema_prints_the_committed_json_schema(capsys):
+    from pathlib import Path
+
+    assert main(["schema"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    committed = json.loads((Path(__file__).resolve().parents[2] / "experiments" / "spec.schema.json").read_text())
+    assert printed == committed and printed["title"].startswith("pubench spec")

@@ -77,14 +77,66 @@ def test_file_name_must_match_id(tmp_registry):
         load_all()
 
 
-def test_include_merges_under_spec(tmp_registry):
-    (tmp_registry.root / "experiments" / "_protocols").mkdir()
-    (tmp_registry.root / "experiments" / "_protocols" / "base.yaml").write_text(
-        "experiment: {params: {value: 5.0, sleep: 0.0}}\n")
-    text = selftest_spec().replace("title: Test", "include: ../_protocols/base.yaml\ntitle: Test")
-    tmp_registry(text)
-    spec = get_spec("table1-bcl")
-    assert spec.resolve("paper", "A", "x")["params"] == {"value": 1.0, "sleep": 0.0}
+SCHEMA_BAD = [
+    ("unknown key in a tier", lambda d: d["tiers"]["reduced"].update(colour=1), "tiers.reduced.colour",
+     "unknown key (allowed: cells, cols, deviations, params, rows, seeds, slurm, unavailable)"),
+    ("unknown key in a reported cell", lambda d: d["reported"]["cells"][0].update(stdev=0.1),
+     "reported.cells[0].stdev", "unknown key (allowed: col, mark, mean, metric, note, row, std)"),
+    ("missing metric label", lambda d: d["metrics"]["score"].pop("label"), "metrics.score.label", "missing"),
+    ("missing claim rows", lambda d: d.update(claims=[{"kind": "order", "text": "t"}]), "claims[0].rows", "missing"),
+    ("seeds not an int", lambda d: d["tiers"]["paper"].update(seeds="two"), "tiers.paper.seeds",
+     "expected int, got str 'two'"),
+    ("seeds a float", lambda d: d["tiers"]["paper"].update(seeds=2.0), "tiers.paper.seeds", "expected int, got float 2.0"),
+    ("a row that is not a string", lambda d: d.update(rows=["A", 3]), "rows[1]", "expected str, got int 3"),
+    ("params not a mapping", lambda d: d["experiment"].update(params=[1]), "experiment.params", "expected a mapping"),
+    ("unknown tier", lambda d: d["tiers"].update(huge={"seeds": 1}), "tiers.huge", "unknown tier (one of paper"),
+    ("methods_in", lambda d: d.update(methods_in="both"), "methods_in", "'both' is not one of 'rows' or 'cols'"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,key,problem", SCHEMA_BAD, ids=[b[0] for b in SCHEMA_BAD])
+def test_schema_errors_name_the_dotted_key_in_one_line(name, mutate, key, problem):
+    with pytest.raises(SpecError) as err:
+        _parse(_mutate(selftest_spec(), mutate), "experiments/bcl/table1-bcl.yaml")
+    assert err.value.key == key and problem in err.value.problem
+    assert str(err.value) == f"experiments/bcl/table1-bcl.yaml: {key}: {err.value.problem}" and "\n" not in str(err.value)
+
+
+def test_json_schema_export_is_committed_and_forbids_unknown_keys():
+    """experiments/spec.schema.json is what `pubench schema` prints (regenerate:
+    `pubench schema > experiments/spec.schema.json`); editors validate specs with it."""
+    import json
+    from pathlib import Path
+
+    from pubench.registry.schema import spec_json_schema
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "experiments" / "spec.schema.json").read_text())
+    schema = spec_json_schema()
+    assert committed == schema
+    assert schema["additionalProperties"] is False
+    assert all(d.get("additionalProperties") is False for d in schema["$defs"].values() if d.get("type") == "object")
+    assert {"id", "paper", "version", "reported", "experiment", "tiers"} <= set(schema["required"])
+    assert schema["$defs"]["ReportedModel"]["required"] == ["seeds", "pm"]  # null allowed, silence not
+    assert "seeds" in schema["$defs"]["TierModel"]["required"]
+
+
+def test_unreported_cells_are_null_with_the_shared_note():
+    text = _mutate(selftest_spec(), lambda d: d["reported"].update(
+        unreported="lost in the conversion", cells=[{"row": "B", "col": "x", "mean": 2.0}]))
+    spec = _parse(text)
+    assert [(c.row, c.col, c.mean, c.note) for c in spec.reported] == [
+        ("A", "x", None, "lost in the conversion"), ("A", "y", None, "lost in the conversion"),
+        ("B", "x", 2.0, None), ("B", "y", None, "lost in the conversion")]
+
+
+def test_not_designed_reason_is_generated_from_the_registry(tmp_registry):
+    tmp_registry(selftest_spec())
+    tmp_registry(selftest_spec("fig2-bcl").replace("  reduced: {seeds: 2}",
+                                                   "  reduced: {seeds: 2, unavailable: {'*|*': not_designed}}"))
+    tmp_registry(selftest_spec("table2-bcl"))
+    why = get_spec("fig2-bcl").unavailable_reason("reduced", "A", "y")
+    assert why == "no reduced config designed yet (so far only bcl tables 1-2 have one)"
+    assert get_spec("table1-bcl").unavailable_reason("reduced", "A", "y") is None
 
 
 def test_resolution_order_and_null_deletes():

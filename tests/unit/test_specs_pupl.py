@@ -82,7 +82,7 @@ def test_table2_values():
     assert c.mean is None and "lost" in c.note
     assert cell(s, "ssCL + nnPU† (1)", "Mean").mean is None
     assert not any(col == "Mean" for _, col in s.cells())
-    # block 2 on STL uses 2,250 labeled positives; the prior comes from the shared protocol
+    # block 2 on STL uses 2,250 labeled positives; the prior comes from the PU data set catalogue
     p = s.resolve("paper", "puCL + nnPU† (2)", "STL-I")["params"]
     assert p["data"]["split"]["n_labeled"] == 2250 and p["data"]["prior"] == 0.51
     assert p["downstream"]["risk"] == "nnpu" and p["pretrain"]["loss"]["name"] == "supcon_pu"

@@ -1,19 +1,15 @@
-"""PU / PNU splits, binarization, stratified subsets and the PU data set definitions."""
+"""PU / PNU splits, binarization and stratified subsets (the PU data set definitions: test_pu_catalogue.py)."""
 
 import numpy as np
 import pytest
 import torch
 
-from pubench.data import DATASETS
 from pubench.data.splits import (
     balanced_indices,
     binarize,
     exact_prior,
     holdout_indices,
     make_split,
-    pu_data_config,
-    pu_dataset,
-    pu_datasets,
     resolve_labels,
     restrict,
     split_checksum,
@@ -256,59 +252,3 @@ def test_holdout_and_balanced(y100):
     b = balanced_indices(binarize(y100, VEHICLES), rng())
     assert len(b) == 80 and int(binarize(y100, VEHICLES)[b].sum()) == 40
     assert np.array_equal(b, balanced_indices(binarize(y100, VEHICLES), rng()))
-
-
-# ---------------------------------------------------------------------------- PU data set definitions
-PRINTED = ["F-MNIST-I", "F-MNIST-II", "CIFAR-I", "CIFAR-II", "CIFAR-III", "CIFAR-0", "CIFAR-hard", "CIFAR-easy",
-           "CIFAR-medium", "STL-I", "STL-II", "STL-III", "SVHN-I", "MNIST odd/even", "CIFAR vehicle/animal"]
-
-
-def test_every_printed_definition_is_there_and_complete():
-    defs = pu_datasets()
-    for name in PRINTED:
-        d = defs[name]
-        for key in ("dataset", "positive", "negative", "n_labeled", "scheme", "prior", "source", "decision"):
-            assert key in d, (name, key)
-        assert d["scheme"] in ("single_training_set", "case_control")
-        if d.get("available", True):
-            assert d["dataset"] in DATASETS
-            assert not set(d["positive"]) & set(d["negative"])
-            assert set(d["positive"]) | set(d["negative"]) <= set(range(10))
-
-
-def test_definitions_as_printed():
-    assert pu_dataset("F-MNIST-I")["positive"] == [1, 4, 7] and pu_dataset("F-MNIST-I")["prior"] == 0.3
-    assert pu_dataset("CIFAR-II")["positive"] == [2, 3, 4, 5, 6, 7] and pu_dataset("cifar_ii")["prior"] == 0.6
-    assert pu_dataset("STL-I")["prior"] == 0.51 and pu_dataset("STL-II")["prior"] == 0.49
-    assert pu_dataset("STL-III")["positive"] == [0, 2, 8, 9]  # Table I's 1-based 1, 3, 9, 10
-    assert pu_dataset("SVHN-I")["positive"] == [0, 2, 4, 6, 8] and pu_dataset("wconpu_svhn")["name"] == "SVHN-I"
-    assert (pu_dataset("CIFAR-0")["positive"], pu_dataset("CIFAR-0")["negative"]) == ([5], [3])
-    assert pu_dataset("CIFAR-hard")["positive"] == [0, 3] and pu_dataset("cifar easy")["negative"] == [3, 5]
-    assert pu_dataset("CIFAR-medium")["negative"] == [2]
-    assert pu_dataset("MNIST-I")["name"] == "MNIST odd/even"
-    with pytest.raises(KeyError, match="did you mean"):
-        pu_dataset("CIFAR-IIII")
-
-
-def test_printed_priors_match_the_population_fractions():
-    """003/004 print priors that are the positive fractions of the balanced training sets."""
-    for name in ("F-MNIST-I", "F-MNIST-II", "CIFAR-I", "CIFAR-II", "CIFAR-III", "STL-III"):
-        d = pu_dataset(name)
-        assert d["prior"] == pytest.approx(len(d["positive"]) / 10), name
-
-
-def test_exact_priors_of_001():
-    mnist_counts = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]  # MANIFEST
-    odd = sum(mnist_counts[i] for i in (1, 3, 5, 7, 9))
-    for n_p, pi in pu_dataset("MNIST odd/even")["priors_exact"].items():
-        assert exact_prior(odd, 60000 - odd, n_p) == pytest.approx(pi)
-    for n_p, pi in pu_dataset("CIFAR vehicle/animal")["priors_exact"].items():
-        assert exact_prior(20000, 30000, n_p) == pytest.approx(pi)
-
-
-def test_data_config_feeds_make_split(y100):
-    cfg = pu_data_config("CIFAR-III", n_labeled=10)
-    assert cfg["split"] == {"kind": "pu", "scheme": "case_control", "n_labeled": 10}
-    s = make_split(y100, cfg["labels"], cfg["split"], rng(), prior=cfg["prior"])
-    assert s.prior == 0.4 and len(s) == 110
-    assert pu_dataset("STL-I")["data"]["split"]["unlabeled_split"] == "unlabeled"

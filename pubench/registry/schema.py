@@ -1,0 +1,192 @@
+"""The file formats of the registry as pydantic models: a spec (``experiments/<paper>/<id>.yaml``)
+and the PU data set catalogue (``pubench/data/pu_datasets.yaml``).
+
+The models fix the structure and the types (unknown keys are errors, nothing is coerced);
+``pubench.registry.loader`` adds the checks across fields (rows a claim names exist, a tier
+that changes something lists its deviations, ...). Param blocks (``params``, ``rows``,
+``cols``, ``cells``) are free mappings here: each task validates its own (docs/tasks.md).
+``pubench schema`` prints the JSON Schema of :class:`SpecFile` (``experiments/spec.schema.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from pubench.registry.spec import CLAIM_KINDS, PAPERS, TIERS
+from pubench.utils.validation import STRICT
+
+Params = dict[str, Any]
+
+
+class _Model(BaseModel):
+    model_config = STRICT
+
+
+class MetricModel(_Model):
+    label: str
+    higher_is_better: bool
+    format: str = Field(".2f", description="Python format spec of the printed numbers")
+
+
+class ReportedCellModel(_Model):
+    missing_hints: ClassVar[dict[str, str]] = {
+        "mean": "missing (write null with a note when the paper prints no number)"}
+
+    row: str
+    col: str
+    metric: str | None = Field(None, description="required when the spec has several metrics")
+    mean: float | None = Field(description="as printed; null when the paper prints no number (then a note says why)")
+    std: float | None = None
+    note: str | None = None
+    mark: str | None = Field(None, description="a mark printed next to the number, e.g. a dagger")
+
+
+class ReportedModel(_Model):
+    missing_at_parent: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("seeds", "pm"), "must state 'seeds' (the paper's seed count) and 'pm' (what ± means), null if the paper "
+                         "does not say")
+
+    seeds: int | None = Field(description="the paper's number of runs per cell; null if unstated")
+    pm: str | None = Field(description="what ± means; null if the paper prints no ± or does not say")
+    notes: list[str] = []
+    cells: list[ReportedCellModel] = []
+    unreported: str | None = Field(
+        None, description="the note of every cell not listed in `cells`: those cells are reported as null with it "
+                          "(e.g. 'lost in the text conversion of the paper')")
+
+
+class ClaimModel(_Model):
+    kind: str
+    rows: list[str]
+    cols: list[str] | None = Field(None, description="default: every col")
+    metric: str | None = Field(None, description="required when the spec has several metrics")
+    text: str
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v not in CLAIM_KINDS:
+            raise ValueError(f"unknown claim kind {v!r} (one of {', '.join(CLAIM_KINDS)})")
+        return v
+
+
+class DerivedColModel(_Model):
+    mean_of: list[str]
+
+
+class LayerModel(_Model):
+    """Param overrides: ``params`` for every cell, then ``rows[row]``, ``cols[col]`` and
+    ``cells['row|col']`` (globs allowed). Any mapping inside may name a preset
+    (``{preset: NAME, ...overrides}``); a ``data`` mapping may name a PU data set of the
+    catalogue (``{pu_dataset: NAME, n_labeled: N, ...overrides}``)."""
+
+    params: Params | None = None
+    rows: dict[str, Params] | None = None
+    cols: dict[str, Params] | None = None
+    cells: dict[str, Params] | None = None
+
+
+class ExperimentModel(LayerModel):
+    task: str = Field(description="a registered task (pubench/tasks/)")
+    exclude: list[str] = Field([], description="'row|col' globs of cells the paper does not have")
+    init_seed_from: list[Literal["row", "col"]] = Field(
+        ["row", "col"], description="cell axes the init seed depends on")
+
+
+class TierModel(LayerModel):
+    seeds: int = Field(ge=1, description="default --seeds of this tier")
+    deviations: list[str] = Field([], description="every change to the paper's setup, in words")
+    unavailable: dict[str, str] = Field(
+        {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
+                        "(not_designed: no config designed for this tier yet)")
+    slurm: Params = Field({}, description="submitit parameters over slurm/<profile>.yaml")
+
+
+class TiersModel(_Model):
+    missing_at_parent: ClassVar[dict[str, str]] = dict.fromkeys(
+        TIERS, "missing tier {name!r} (every spec has paper, reduced and smoke)")
+    extra_hint: ClassVar[str] = "unknown tier (one of paper, reduced, smoke)"
+
+    paper: TierModel
+    reduced: TierModel
+    smoke: TierModel
+
+
+class SpecFile(_Model):
+    """One paper table or figure: the numbers it prints and a runnable config per cell and tier."""
+
+    id: str = Field(description="table<N>-<paper> or fig<N>-<paper> (a letter suffix allowed), = the file name")
+    paper: str
+    kind: Literal["table", "figure"]
+    title: str
+    caption: str
+    version: int = Field(description="bump when anything that moves the numbers changes")
+    source: str
+    metrics: dict[str, MetricModel] = Field(min_length=1)
+    rows: list[str] = Field(min_length=1)
+    cols: list[str] = Field(min_length=1)
+    row_groups: dict[str, list[str]] = {}
+    col_groups: dict[str, list[str]] = {}
+    methods_in: Literal["rows", "cols"] = Field("rows", description="the axis holding the compared methods")
+    reported: ReportedModel
+    decisions: list[str] = []
+    claims: list[ClaimModel] = []
+    derived_cols: dict[str, DerivedColModel] = {}
+    experiment: ExperimentModel
+    tiers: TiersModel
+
+    @field_validator("paper")
+    @classmethod
+    def _known_paper(cls, v: str) -> str:
+        if v not in PAPERS:
+            raise ValueError(f"unknown paper {v!r} (one of {', '.join(PAPERS)})")
+        return v
+
+
+# ------------------------------------------------------------------ the PU data set catalogue
+class PuSplitModel(_Model):
+    scheme: Literal["single_training_set", "case_control"]
+    n_labeled: int | None = Field(None, description="n_P where the defining paper prints one value")
+    n_unlabeled: int | None = None
+    unlabeled_split: str | None = None
+    unlabeled_prior: float | None = None
+
+
+class PuDatasetModel(_Model):
+    """One PU data set as a paper defines it. A spec's ``data: {pu_dataset: NAME}`` becomes
+    ``{dataset, input_size, labels: {positive, negative}, prior, split: {kind: pu, ...},
+    train_split, test_split, n_test, validation, test_sampling}``, each key only where the
+    entry has it."""
+
+    source: str
+    decision: str
+    aliases: list[str] = []
+    dataset: str
+    input_size: list[int] | None = None
+    positive: list[int | str]
+    negative: list[int | str] | None = Field(None, description="omitted: every other class of the data set")
+    prior: float | Literal["exact"] | None = Field(
+        None, description="the class prior as printed (written to data.prior); exact: the paper uses 001 A.1.1's pi* "
+                          "of the realized split, which specs ask for with `prior: exact`; omitted: set by the spec")
+    split: PuSplitModel
+    train_split: str | None = None
+    test_split: str | None = None
+    n_test: int | None = None
+    validation: Params | None = None
+    test_sampling: str | None = None
+
+
+class CatalogueModel(_Model):
+    class_counts: dict[str, list[int]] = Field(
+        description="images per class of each data set's training split (class ids as positive/negative use them), "
+                    "for `prior: exact`")
+    datasets: dict[str, PuDatasetModel]
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a spec file, for editors (``pubench schema``)."""
+    schema = SpecFile.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "pubench spec (experiments/<paper>/<id>.yaml)",
+            **{k: v for k, v in schema.items() if k != "title"}}
