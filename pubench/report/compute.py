@@ -12,7 +12,8 @@ device of its numerics profile (``job.numerics``; older records without one give
 
 :func:`estimate` predicts a run from the past records of the same cells: per job, the
 median wall of the records of its cell with the same resolved config (any seed, preferring
-its own numerics profile); cells without one have no estimate and are counted as such.
+its own numerics profile and saying when it had to use another); cells without one have no
+estimate and are counted as such.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Compute:
     gpu_s: float = 0.0
     threads_unrecorded: int = 0  # records with no threads recorded: counted as 1 thread
     untimed: int = 0  # records without a wall time (not counted in the sums)
+    cache_hits: int = 0  # records that reused a cached encoder: another job spent their pre-training
     cpus: Counter = field(default_factory=Counter)  # CPU model -> jobs
     gpus: Counter = field(default_factory=Counter)  # GPU model -> jobs
 
@@ -52,6 +54,7 @@ class Compute:
         if threads is None:
             self.threads_unrecorded += 1
             threads = 1
+        self.cache_hits += _cache_hit(rec)
         self.wall_s += wall
         self.core_s += wall * threads
         machine = rec.get("machine") or {}
@@ -77,13 +80,17 @@ class Compute:
         return Compute(self.jobs + other.jobs, self.failed + other.failed, self.wall_s + other.wall_s,
                        self.core_s + other.core_s, self.gpu_s + other.gpu_s,
                        self.threads_unrecorded + other.threads_unrecorded, self.untimed + other.untimed,
-                       self.cpus + other.cpus, self.gpus + other.gpus)
+                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus)
 
 
 def record_threads(rec: dict[str, Any]) -> int | None:
     num = (rec.get("job") or {}).get("numerics") or {}
     threads = num.get("threads") or (rec.get("machine") or {}).get("torch_threads")
     return threads if isinstance(threads, int) and threads > 0 else None
+
+
+def _cache_hit(rec: dict[str, Any]) -> bool:
+    return bool(((rec.get("info") or {}).get("encoder_cache") or {}).get("hit"))
 
 
 def record_device(rec: dict[str, Any]) -> str:
@@ -135,6 +142,8 @@ def describe(c: Compute) -> str:
         text += f"; {c.threads_unrecorded} record(s) without a thread count, counted as 1 thread"
     if c.untimed:
         text += f"; {c.untimed} record(s) without a wall time left out"
+    if c.cache_hits:
+        text += f"; {c.cache_hits} job(s) reused a cached encoder (their pre-training is counted in another job)"
     return text
 
 
@@ -156,6 +165,7 @@ class Estimate:
     core_s: float
     gpu_s: float
     records_used: int
+    other_profile: int = 0  # of ``known``: estimated from records of another device / threads / code path
 
     @property
     def unknown(self) -> int:
@@ -163,20 +173,23 @@ class Estimate:
 
 
 def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tuple, float]]]:
-    """(cell and config) -> [(numerics profile, wall)] of the ok records given."""
-    out: dict[tuple, list[tuple[tuple, float]]] = {}
+    """(cell and config) -> [(numerics profile, wall)] of the ok records given. Records that
+    reused a cached encoder are left out when their cell has others (they skipped pre-training)."""
+    out: dict[tuple, list[tuple[tuple, float, bool]]] = {}
     for rec in records:
         wall = (rec.get("timing") or {}).get("wall_s")
         if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0:
-            out.setdefault(_cell_key(rec["job"]), []).append((_profile(rec["job"].get("numerics")), float(wall)))
-    return out
+            out.setdefault(_cell_key(rec["job"]), []).append(
+                (_profile(rec["job"].get("numerics")), float(wall), _cache_hit(rec)))
+    return {key: [(p, w) for p, w, hit in seen if not hit] or [(p, w) for p, w, _ in seen]
+            for key, seen in out.items()}
 
 
 def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]]) -> Estimate:
     """Predict the jobs (``pubench.jobs.Job``) from ``past_walls``: each job's cell-and-config
     median wall, over the records of its own numerics profile when there are any."""
     jobs = list(jobs)
-    known = 0
+    known = other = 0
     used: dict[tuple, int] = {}  # cell key -> records its estimate rests on
     job_s = core_s = gpu_s = 0.0
     for j in jobs:
@@ -184,14 +197,16 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]])
         past = walls.get(key)
         if not past:
             continue
-        mine = [w for p, w in past if p == _profile(j.numerics)] or [w for _, w in past]
+        mine = [w for p, w in past if p == _profile(j.numerics)]
+        other += not mine
+        mine = mine or [w for _, w in past]
         wall = statistics.median(mine)
         known += 1
         used[key] = len(mine)
         job_s += wall
         core_s += wall * int(j.numerics.get("threads") or 1)
         gpu_s += wall if j.numerics.get("device") == "cuda" else 0.0
-    return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()))
+    return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other)
 
 
 def render_estimate(e: Estimate, parallel: int | None) -> str:
@@ -209,6 +224,9 @@ def render_estimate(e: Estimate, parallel: int | None) -> str:
         text += f", {fmt_hours(e.gpu_s / 3600)} GPU-hours"
     if parallel:
         text += f"; about {fmt_duration(e.job_s / parallel)} of wall time with {parallel} worker(s)"
+    if e.other_profile:
+        text += (f"\n  estimate: {e.other_profile} of these job(s) have past records only under another numerics profile "
+                 "(device, threads or CPU code paths): a rough guess")
     if e.unknown:
         text += (f"\n  estimate: {e.unknown} job(s) have no past record of their cell and config: "
                  f"if they take as long as the others, about {fmt_duration(e.job_s * scale)} of job time in all")

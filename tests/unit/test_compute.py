@@ -10,6 +10,7 @@ from scipy import stats as sps
 
 from pubench.cli import main
 from pubench.jobs import expand
+from pubench.numerics import resolve
 from pubench.registry import parse_spec
 from pubench.report import collect
 from pubench.report.collect import CellStats
@@ -42,6 +43,16 @@ def test_compute_sums_wall_times_threads_and_gpus_like_a_loop():
     text = describe(c)
     assert "CPU core-hours" in text and "GPU-hours on H100" in text and "1 failed" in text
     assert "1 record(s) without a thread count" in text
+
+
+def test_cache_hits_are_named_and_left_out_of_estimates():
+    hit = _record(2.0) | {"info": {"encoder_cache": {"hit": True}}}
+    assert of_records([hit, _record(50.0)]).cache_hits == 1
+    assert "1 job(s) reused a cached encoder" in describe(of_records([hit]))
+    job = {"spec_id": "s", "tier": "paper", "row": "A", "col": "x", "spec_version": 1, "params": {}}
+    both = [{**_record(50.0), "job": {**job, "numerics": {}}}, {**hit, "job": {**job, "numerics": {}}}]
+    assert [w for _, w in next(iter(past_walls(both).values()))] == [50.0]  # the hit skipped pre-training
+    assert [w for _, w in next(iter(past_walls(both[1:]).values()))] == [2.0]  # only hits: better than nothing
 
 
 def test_compute_leaves_out_records_without_a_wall_time_and_merges():
@@ -84,9 +95,13 @@ def test_estimate_uses_the_median_of_the_same_cell_and_config(tmp_path):
     e = estimate(jobs, past_walls(store.scan("paper", spec.id).records))
     assert e.jobs == 12 and e.known == 6 and e.unknown == 6
     assert e.job_s == pytest.approx(3 * statistics.median([10.0, 20.0, 90.0]) + 3 * 4.0)
-    assert e.core_s == pytest.approx(e.job_s) and e.gpu_s == 0
+    assert e.core_s == pytest.approx(e.job_s) and e.gpu_s == 0 and e.other_profile == 0
     text = render_estimate(e, parallel=2)
     assert "6 of 12 job(s)" in text and "2 worker(s)" in text and "6 job(s) have no past record" in text
+    on_gpu = expand(spec, "paper", 3, numerics=resolve(device="cuda")).jobs
+    gpu = estimate(on_gpu, past_walls(store.scan("paper", spec.id).records))
+    assert gpu.known == 6 and gpu.other_profile == 6 and gpu.gpu_s == pytest.approx(gpu.job_s)
+    assert "another numerics profile" in render_estimate(gpu, None) and "GPU-hours" in render_estimate(gpu, None)
     other = parse_spec(yaml.safe_load(selftest_spec().replace("A: {value: 1.0}", "A: {value: 7.0}")), "<t>")
     none = estimate(expand(other, "paper", 3).jobs, past_walls(store.scan("paper", spec.id).records))
     assert none.known == 0 and "cannot estimate" in render_estimate(none, 1)  # another config: no guess

@@ -128,6 +128,28 @@ def test_site_is_rewritten_whole(site, tmp_registry):
     assert not (out / "paper" / "stale.html").exists() and (out / "index.html").exists()
 
 
+@pytest.mark.parametrize("make,problem", [
+    (lambda p: p.write_text("x"), "is a file, not a folder"),
+    (lambda p: (p.mkdir(), (p / "thesis.tex").write_text("mine")), "holds no pubench site"),
+])
+def test_site_never_replaces_what_it_did_not_write(tmp_registry, capsys, make, problem):
+    tmp_registry(selftest_spec())
+    target = tmp_registry.root / "elsewhere"
+    make(target)
+    assert main(["site", "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and len(err.strip().splitlines()) == 1
+    assert target.exists()
+
+
+def test_broken_crossref_file_is_one_line(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    (tmp_registry.root / "experiments" / "_crossref.yaml").write_text("entries: [ {method: a,")
+    assert main(["site", "--out", str(tmp_registry.root / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "_crossref.yaml: does not parse" in err and len(err.strip().splitlines()) == 1
+
+
 def test_cli_site_and_report_html(tmp_registry, capsys):
     tmp_registry(selftest_spec())
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
