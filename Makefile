@@ -1,5 +1,7 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   venv + install, run fig5-bcl at paper tier (5 seeds), render its report
+#   make demo   venv + install, run fig5-bcl at paper tier (5 seeds) and, when ../shared/data
+#               exists, two reduced-tier cells of table2-punce into a scratch store; render the
+#               reports and the HTML site there and print where they are
 #   make test   venv + install, run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,9 +20,30 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The demo never touches the committed results/ and reports/: it runs into a fresh scratch
+# store, so a clone whose results are committed still runs jobs.
+SHARED_DATA ?= ../shared/data
 demo: install
-	$(PUBENCH) run fig5-bcl --tier paper --seeds 5
-	$(PUBENCH) report fig5-bcl --tier paper
+	@set -e; scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/pubench-demo-XXXXXX"); \
+	export PUBENCH_RESULTS="$$scratch/results" PUBENCH_REPORTS="$$scratch/reports"; \
+	echo "== demo: results and reports go to $$scratch"; \
+	echo "== 1. BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds"; \
+	$(PUBENCH) run fig5-bcl --tier paper --seeds 5 --jobs 2 --no-progress; \
+	if [ -d "$(SHARED_DATA)" ]; then \
+	  echo "== 2. MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed)"; \
+	  $(PUBENCH) prepare mnist --from "$(SHARED_DATA)"; \
+	  $(PUBENCH) run table2-punce --tier reduced --seeds 1 --jobs 2 --no-progress \
+	    --only 'MLP nnPU|n_P=1k' --only 'MLP puNCE|n_P=1k'; \
+	else \
+	  echo "== 2. skipped: no $(SHARED_DATA) (data tables need \`pubench prepare\`, see README)"; \
+	fi; \
+	echo "== 3. status and reports"; \
+	$(PUBENCH) status; \
+	$(PUBENCH) report --quiet --html; \
+	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
+	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
+	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \
+	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"
 
 test: install
 	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks

@@ -1,4 +1,5 @@
-"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | verify |
+"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site |
+crossref | verify |
 compare``.
 
 Each subcommand parses its arguments and calls library functions. Bad input exits with
@@ -194,22 +195,25 @@ def _numerics(args, tier: str):
 
 def _ensure_process_env(num) -> None:
     """The numerics variables are read when the libraries load, so restart once with them
-    (and with the allocator settings) unless this process already has them."""
+    (and with the allocator settings, unless ``PUBENCH_NO_MALLOC_TUNING``) unless this
+    process already has them; ``PUBENCH_NO_REEXEC`` forbids the restart."""
     from pubench import numerics
 
     want = numerics.process_env(num)
+    if os.environ.get("PUBENCH_NO_MALLOC_TUNING"):
+        want = {k: v for k, v in want.items() if k not in numerics.MALLOC_ENV}
     missing = {k: v for k, v in want.items() if os.environ.get(k) != v}
     if not missing:
         return
     pinned = numerics.env_missing(num)
-    if os.environ.get("PUBENCH_NO_REEXEC") or os.environ.get("PUBENCH_NO_MALLOC_TUNING"):
+    if os.environ.get("PUBENCH_NO_REEXEC"):
         if pinned:
             raise UsageError("this process lacks the numerics environment ("
                              + " ".join(f"{k}={v}" for k, v in sorted(pinned.items()))
                              + "); unset PUBENCH_NO_REEXEC or export these")
         return
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "pubench", *sys.argv[1:]], {**os.environ, **want})
+    os.execve(sys.executable, [sys.executable, "-m", "pubench", *sys.argv[1:]], {**os.environ, **missing})
 
 
 def _check_clean_tree(args, store_root: Path) -> None:
@@ -296,6 +300,7 @@ def cmd_run(args) -> int:
     print(f"  {len(plan.jobs)} job(s): {n_done} already done, {len(todo)} to run")
     if args.dry_run:
         print(executor.plan(todo))
+        print(_estimate(store, todo, args.jobs if executor.runs_here else None))
         return 0
     if not todo:
         return 0
@@ -331,6 +336,21 @@ def _submit(executor, args, spec, todo, store) -> int:
     if counts["failed"]:
         _print_failures(store, args.tier, spec.id, todo)
     return 1 if counts["failed"] else 0
+
+
+def _estimate(store, todo, parallel: int | None) -> str:
+    """The run's time from past records of the same cells: this store's, then the committed one's."""
+    from pubench.report.compute import estimate, past_walls, render_estimate
+    from pubench.store import ResultStore
+
+    committed = paths.project_root() / "results"
+    stores = [store] + ([ResultStore(committed)] if committed.resolve() != store.root.resolve() else [])
+    walls: dict = {}
+    for st in stores:
+        for tier_spec in {(j.tier, j.spec_id) for j in todo}:
+            for key, seen in past_walls(st.scan(*tier_spec).records).items():
+                walls.setdefault(key, []).extend(seen)
+    return render_estimate(estimate(todo, walls), parallel)
 
 
 def _log_line(total: int):
@@ -455,20 +475,74 @@ def cmd_report(args) -> int:
                 print(f"pubench: warning: {sid} ({tier}): skipped {len(scan.corrupt)} corrupt record(s), e.g. "
                       f"{scan.corrupt[0][0].name} ({scan.corrupt[0][1]}); `pubench run` moves them to quarantine "
                       "and reruns their jobs", file=sys.stderr)
-            res, out = write_report(spec, tier, store, paths.reports_root())
+            res, out = write_report(spec, tier, store, paths.reports_root(), standalone=args.standalone)
             written += 1
             if not args.quiet:
-                print(render_latex(res) if args.format == "latex" else render_markdown(res))
+                print(render_latex(res, standalone=args.standalone) if args.format == "latex"
+                      else render_markdown(res))
             print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)
     if not written:
         raise UsageError("no results for " + (", ".join(specs) if args.ids else "any table")
                          + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
     try:
-        index = write_index(load_all(), store, paths.reports_root())
+        all_specs = load_all()
+        index = write_index(all_specs, store, paths.reports_root())
     except SpecError as e:  # an unrelated broken spec must not lose the reports just written
         print(f"pubench: index not updated: {e}", file=sys.stderr)
         return 0
     print(f"pubench: index {index}", file=sys.stderr)
+    if args.html:
+        print(f"pubench: site {_write_site(all_specs, store, paths.reports_root() / 'site')}", file=sys.stderr)
+    return 0
+
+
+def _write_site(specs, store, out: Path) -> Path:
+    from pubench.report.crossref import load_crossref
+    from pubench.report.site import write_site
+
+    _writable(out.parent, "site")
+    return write_site(specs, store, out, load_crossref(specs))
+
+
+def cmd_site(args) -> int:
+    from pubench.registry import load_all
+    from pubench.store import ResultStore
+
+    out = Path(args.out) if args.out else paths.reports_root() / "site"
+    index = _write_site(load_all(), ResultStore(paths.results_root()), out)
+    print(f"pubench: wrote the site; open {index.resolve().as_uri()}")
+    return 0
+
+
+def cmd_crossref(args) -> int:
+    from pubench.registry import load_all
+    from pubench.report.crossref import crossref, crossref_path, load_crossref, render_crossref
+    from pubench.store import ResultStore
+
+    specs = load_all()
+    entries = load_crossref(specs)
+    if not entries:
+        raise UsageError(f"no cross-paper entries in {crossref_path()}")
+    if args.method:
+        entries = [x for x in entries if args.method.lower() in x.method.lower()]
+        if not entries:
+            raise UsageError(f"no cross-paper entry for a method matching {args.method!r}")
+    if args.check:
+        print(f"pubench: {len(entries)} cross-paper entries, every spec, row, column and metric found")
+        return 0
+    view = crossref(entries, specs, ResultStore(paths.results_root()), args.tier)
+    if args.json:
+        print(json.dumps([{"method": x.method, "dataset": x.dataset, "setting": x.setting, "note": x.note,
+                           "cells": [{"paper": v.paper, "spec": v.cell.spec_id, "row": v.cell.row, "col": v.cell.col,
+                                      "metric": v.cell.metric, "setting": v.cell.setting,
+                                      "reported": None if v.reported is None else v.reported.mean,
+                                      "reported_std": None if v.reported is None else v.reported.std,
+                                      "ours": None if v.ours is None else v.ours.mean,
+                                      "ours_std": None if v.ours is None else v.ours.std,
+                                      "ours_n": None if v.ours is None else v.ours.n, "tier": v.tier,
+                                      "delta": v.delta} for v in values]} for x, values in view], indent=1))
+    else:
+        print(render_crossref(view), end="")
     return 0
 
 
@@ -532,10 +606,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rerun the tables of five PU / debiased contrastive learning papers and compare with "
                     "the reported numbers.",
         epilog="examples:\n  pubench list\n  pubench show table2-punce\n  pubench run fig5-bcl --seeds 5\n"
-               "  pubench report fig5-bcl\n  pubench verify table2-punce --tier reduced --sample 4\n"
+               "  pubench report fig5-bcl\n  pubench site\n  pubench verify table2-punce --tier reduced --sample 4\n"
                "  pubench coverage\n\nenvironment: PUBENCH_DATA (data root, default ./data), PUBENCH_RESULTS, "
-               "PUBENCH_REPORTS,\n  PUBENCH_LOGS, PUBENCH_EXPERIMENTS, PUBENCH_CACHE, PUBENCH_ENCODER_CACHE=0, "
-               "PUBENCH_CORE_SLOTS; see the README",
+               "PUBENCH_REPORTS,\n  PUBENCH_LOGS, PUBENCH_EXPERIMENTS, PUBENCH_HOME, PUBENCH_SLURM_PROFILES, "
+               "PUBENCH_CACHE,\n  PUBENCH_ENCODER_CACHE=0, PUBENCH_CORE_SLOTS, PUBENCH_NO_REEXEC, PUBENCH_DEBUG; "
+               "see the README (Environment)",
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
 
@@ -628,8 +703,37 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("ids", nargs="*", help="ids (default: every table with results)")
     s.add_argument("--tier", action="append", choices=TIER_CHOICES)
     s.add_argument("--format", default="md", choices=["md", "latex"], help="what to print (both are written)")
+    tex = s.add_mutually_exclusive_group()
+    tex.add_argument("--standalone", dest="standalone", action="store_true", default=True,
+                     help="the .tex is a whole document: `pdflatex <id>.tex` compiles it (default)")
+    tex.add_argument("--snippet", dest="standalone", action="store_false",
+                     help="the .tex is a snippet to \\input (needs booktabs and graphicx)")
+    s.add_argument("--html", action="store_true", help="also write the static site (reports/site/index.html)")
     s.add_argument("--quiet", action="store_true", help="write the files, print nothing")
     s.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser("site", help="write a static HTML site of every table and figure (opens offline)",
+                       formatter_class=fmt,
+                       description="Write index.html (every table and figure: tiers, cells with results, claims, "
+                                   "compute), one page per report (paper-shaped table with reported / ours / delta, "
+                                   "claim checks, plot, deviations, decisions), one per spec (the reported table) and "
+                                   "the cross-paper page, from the result store. No server, no network.",
+                       epilog="examples:\n  pubench site\n  PUBENCH_RESULTS=/tmp/mine pubench site --out /tmp/mine-site")
+    s.add_argument("--out", help="output folder (default: $PUBENCH_REPORTS/site, i.e. reports/site); replaced whole")
+    s.set_defaults(fn=cmd_site)
+
+    s = sub.add_parser("crossref", help="one method on one data set as several papers report it, beside ours",
+                       formatter_class=fmt,
+                       description="The cells of experiments/_crossref.yaml (a hand-reviewed mapping), each with the "
+                                   "paper's number, ours (highest tier with results, or --tier) and how that paper ran "
+                                   "it.",
+                       epilog="examples:\n  pubench crossref\n  pubench crossref --method nnPU\n"
+                              "  pubench crossref --check     # validate the mapping against the registry")
+    s.add_argument("--method", help="only entries whose method contains this text (case-insensitive)")
+    s.add_argument("--tier", choices=TIER_CHOICES, help="ours from this tier only (default: the highest with results)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--check", action="store_true", help="only validate the mapping")
+    s.set_defaults(fn=cmd_crossref)
 
     s = sub.add_parser(
         "verify", help="rerun a sample of a table's stored jobs into a scratch store and compare, bit for bit",

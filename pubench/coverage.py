@@ -8,6 +8,7 @@ listed with the cells they block: a method that does not exist is missing, never
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from typing import Any
 
@@ -133,7 +134,9 @@ def render_coverage(cov: dict[str, Any]) -> str:
     if cov["datasets_missing_here"]:
         lines.append("Datasets the paper tier needs that are not under the data root here "
                      "(`pubench prepare` says what to place):")
-        lines += [f"  {n}: {why.splitlines()[0][:110]}" for n, why in cov["datasets_missing_here"].items()]
+        lines += [textwrap.fill(f"{n}: {' '.join(why.split())}", 110, initial_indent="  ", subsequent_indent="    ",
+                                break_long_words=False, break_on_hyphens=False)
+                  for n, why in cov["datasets_missing_here"].items()]  # whole: it names the files to place
         lines.append("")
     if cov["missing_units"]:
         lines.append("Units named by specs that the code does not implement yet (cells blocked at paper tier):")
@@ -142,8 +145,9 @@ def render_coverage(cov: dict[str, Any]) -> str:
         lines.append("")
     if cov["unavailable_cells"]:
         lines.append("Cells a tier does not run although the code has every unit they need, and why:")
-        lines.append(tabulate([[u["tier"], u["cells"], ", ".join(u["tables"])[:60], u["reason"][:90]]
-                               for u in cov["unavailable_cells"]], headers=["tier", "cells", "tables", "reason"]))
+        lines.append(tabulate([[u["tier"], u["cells"], ", ".join(u["tables"]), u["reason"]]
+                               for u in cov["unavailable_cells"]], headers=["tier", "cells", "tables", "reason"],
+                              maxcolwidths=[None, None, 40, 70]))  # wrapped, never cut
         lines.append("")
     if cov["rejected_configs"]:
         lines.append("Cells whose config a task rejects (a feature the code does not support yet, or a spec error):")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pubench.registry.spec import ReportedCell, Spec
+from pubench.report.compute import Compute, of_records
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import canonical_json
 
@@ -57,6 +58,8 @@ class TableResult:
     corrupt: int = 0  # unreadable records left out
     dirty: int = 0    # records written from a tree with uncommitted code/spec changes (--allow-dirty)
     numerics: dict[str, int] = field(default_factory=dict)  # numerics profile -> records aggregated
+    compute: Compute = field(default_factory=Compute)  # what the aggregated records took
+    compute_all: Compute = field(default_factory=Compute)  # every record of the tier: stale and failed too
 
     def get(self, row: str, col: str, metric: str) -> CellStats | None:
         return self.stats.get((row, col, metric))
@@ -150,7 +153,8 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
     failed = {}
-    for rec in store.records(tier, spec.id, failed=True):
+    failure_records = store.records(tier, spec.id, failed=True)
+    for rec in failure_records:
         job = rec["job"]
         cell = (job["row"], job["col"])
         if cell not in splits and current.get(cell) == job["params"]:
@@ -158,4 +162,5 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     stats = {k: CellStats(v, {s: splits[k[:2]][s] for s in v}) for k, v in values.items()}
     stats.update(_derived(spec, values, splits))
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
-                       corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles)
+                       corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
+                       compute_all=of_records(scan.records, failure_records))

@@ -1,42 +1,144 @@
-"""LaTeX reports (jinja2 + booktabs), one table per metric / column group."""
+"""LaTeX reports: a standalone document (``pdflatex <id>.tex`` compiles it) or a snippet to
+``\\input`` into a paper.
+
+Packages: booktabs and graphicx only (both in TeX Live's latex-base / latex-recommended
+sets), plus geometry in the standalone document. Wide tables fit the text width in two
+steps: a block whose estimated width exceeds the page is split into column chunks of about
+equal size (each repeats the row labels), and every tabular is typeset into a box that is
+scaled down to ``\\linewidth`` only when it is still wider (estimates are rough; the box is
+exact). Each cell stacks our number over the paper's and the delta, which halves the width
+of a column. Tables are not floats in the standalone document (a long report would exceed
+LaTeX's float queue) and are ``table`` floats in the snippet.
+"""
 
 from __future__ import annotations
 
-import jinja2
+import math
+import textwrap
+import unicodedata
 
+from pubench.registry.spec import PAPERS
 from pubench.report.checks import claim_checks, describe
 from pubench.report.collect import TableResult
+from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import BOLD_MARK, blocks
 from pubench.report.stats import pair_text
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                "<": r"\textless{}", ">": r"\textgreater{}"}
+                "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+                # beyond what pdflatex's utf8 input knows with the default fonts:
+                "±": r"\ensuremath{\pm}", "†": r"\ensuremath{\dagger}", "‡": r"\ensuremath{\ddagger}",
+                "✓": r"\ensuremath{\surd}",
+                "↓": r"\ensuremath{\downarrow}", "↑": r"\ensuremath{\uparrow}", "→": r"\ensuremath{\to}",
+                "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "≈": r"\ensuremath{\approx}",
+                "−": r"\ensuremath{-}", "×": r"\ensuremath{\times}", "∈": r"\ensuremath{\in}",
+                "—": "---", "–": "--", "…": r"\dots{}", "∞": r"\ensuremath{\infty}"}
+
+
+_GREEK_CAPITALS_IN_MATH = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi",
+                           "Omega"}
+
+
+def _unicode(ch: str) -> str:
+    """A character outside ASCII: Greek letters as math, Latin-1 as is (utf8 input handles
+    it), anything else spelled out rather than failing the compilation."""
+    name = unicodedata.name(ch, "")
+    if name.startswith("GREEK ") and " LETTER " in name:
+        letter = name.rsplit(" ", 1)[1].lower().replace("lamda", "lambda")
+        if letter == "omicron":
+            return "O" if "CAPITAL" in name else "o"
+        if "CAPITAL" not in name:
+            return r"\ensuremath{\%s}" % letter
+        letter = letter.capitalize()
+        return r"\ensuremath{\%s}" % letter if letter in _GREEK_CAPITALS_IN_MATH else letter[0].upper()
+    if ord(ch) < 256:
+        return ch
+    return r"\texttt{[U+%04X]}" % ord(ch)
 
 
 def escape_tex(text: object) -> str:
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text)).replace("±", r"$\pm$")
+    return "".join(_TEX_SPECIAL.get(ch) or (_unicode(ch) if ord(ch) > 127 else ch) for ch in str(text))
 
 
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("pubench", "report/templates"),
-                             autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["e_tex"] = escape_tex
-    return env
+# ---- cells and width estimates ------------------------------------------------------------
+TEXT_WIDTH_PT = 483.7  # A4 with 2 cm margins: what the standalone document's tables aim for
+_PT_PER_CHAR = {"small": 4.0, "scriptsize": 3.2}  # computer modern digits and lower case, roughly
+_COL_SEP_PT = 12.0  # \tabcolsep on both sides
 
 
-def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
+def _num(x: float, spec_fmt: str) -> str:
+    """A number for math mode: ``1.2e-05`` as ``1.2\\times10^{-5}``."""
+    text = format(x, spec_fmt)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}\\times10^{{{int(exponent)}}}"
+
+
+def _cell(res: TableResult, row: str, col: str, metric: str) -> tuple[str, int]:
+    """The cell's LaTeX and its estimated width in points."""
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
-    ours = "--"
+    ours, ours_chars = "--", 2
     if s is not None:
-        spread = "" if s.std is None else f" \\pm {format(s.std, f)}"  # a single seed has no std
-        ours = f"${format(s.mean, f)}{spread}$ ({s.n})"
-    paper = "--" if r is None or r.mean is None else format(r.mean, f)
-    if r is not None and r.mark == BOLD_MARK and r.mean is not None:
-        paper = f"\\textbf{{{paper}}}"
-    delta = "" if d is None else f"; ${format(d, '+' + f)}$"
-    return f"{ours} {{\\scriptsize ({paper}{delta})}}"
+        spread = "" if s.std is None else f" \\pm {_num(s.std, f)}"  # a single seed has no std
+        ours = f"${_num(s.mean, f)}{spread}$ ({s.n})"
+        ours_chars = len(format(s.mean, f)) + (len(format(s.std, f)) + 3 if s.std is not None else 0) + 4
+    if r is None:  # the paper registers no number for this cell
+        return ours, int(ours_chars * _PT_PER_CHAR["small"])
+    paper = "--" if r.mean is None else format(r.mean, f)
+    paper = f"${_num(r.mean, f)}$" if "e" in paper else paper
+    if r.mark == BOLD_MARK and r.mean is not None:
+        paper = f"\\textbf{{{format(r.mean, f)}}}"
+    delta = "" if d is None else f"; ${_num(d, '+' + f)}$"
+    below_chars = 2 + (len(format(r.mean, f)) if r.mean is not None else 2) + (len(format(d, "+" + f)) + 2 if d else 0)
+    width = max(ours_chars * _PT_PER_CHAR["small"], below_chars * _PT_PER_CHAR["scriptsize"])
+    return f"\\pbcell{{{ours}}}{{({paper}{delta})}}", int(width)
+
+
+def _header(col: str, width_pt: float) -> tuple[str, float]:
+    """A column name, broken over lines at spaces when it is wider than its cells."""
+    chars = max(8, int(width_pt / _PT_PER_CHAR["small"]))
+    lines = textwrap.wrap(col, chars, break_long_words=False) or [col]
+    text = escape_tex(lines[0]) if len(lines) == 1 else \
+        "\\pbhead{" + r"\\".join(escape_tex(x) for x in lines) + "}"
+    return text, max(len(x) for x in lines) * _PT_PER_CHAR["small"]
+
+
+def _chunks(cols: list[str], widths: dict[str, float], label_pt: float, target_pt: float) -> list[list[str]]:
+    """The fewest column chunks of about equal size whose estimated widths fit ``target_pt``."""
+    n = len(cols)
+    for k in range(1, n + 1):
+        size = math.ceil(n / k)
+        parts = [cols[i:i + size] for i in range(0, n, size)]
+        if all(label_pt + sum(widths[c] + _COL_SEP_PT for c in p) <= target_pt for p in parts):
+            return parts
+    return [[c] for c in cols]
+
+
+def _tabulars(res: TableResult, block, target_pt: float) -> list[str]:
+    cells = {(name, c): _cell(res, name, c, block.metric) for kind, name in block.lines if kind == "row"
+             for c in block.cols}
+    widths, heads = {}, {}
+    for c in block.cols:
+        cell_w = max((cells[(name, c)][1] for kind, name in block.lines if kind == "row"), default=20)
+        heads[c], head_w = _header(c, cell_w)
+        widths[c] = max(cell_w, head_w)
+    # group lines span the whole table: only row names set the label column
+    label_pt = max(len(name) for kind, name in block.lines if kind == "row") * _PT_PER_CHAR["small"] + _COL_SEP_PT
+    out = []
+    for part in _chunks(block.cols, widths, label_pt, target_pt):
+        body = ["\\begin{lrbox}{\\pbbox}", f"\\begin{{tabular}}{{l{'c' * len(part)}}}", "\\toprule",
+                " & " + " & ".join(heads[c] for c in part) + r" \\", "\\midrule"]
+        for kind, name in block.lines:
+            if kind == "group":
+                body.append(f"\\multicolumn{{{len(part) + 1}}}{{l}}{{\\textit{{{escape_tex(name)}}}}} \\\\")
+            else:
+                body.append(escape_tex(name) + " & " + " & ".join(cells[(name, c)][0] for c in part) + r" \\")
+        body += ["\\bottomrule", "\\end{tabular}", "\\end{lrbox}", "\\pbfit"]
+        out.append("\n".join(body))
+    return out
 
 
 def _claims(res: TableResult) -> list[str]:
@@ -52,10 +154,98 @@ def _claims(res: TableResult) -> list[str]:
     return items
 
 
-def render_latex(res: TableResult) -> str:
-    out_blocks = []
-    for b in blocks(res.spec):
-        body = [(k, n, [] if k == "group" else [_cell(res, n, c, b.metric) for c in b.cols]) for k, n in b.lines]
-        out_blocks.append({"title": b.title, "cols": b.cols, "body": body})
-    return _env().get_template("table.tex.j2").render(
-        spec=res.spec, tier=res.tier, caption=res.spec.caption, blocks=out_blocks, claims=_claims(res))
+MACROS = r"""\makeatletter
+\@ifundefined{pbbox}{\newsavebox{\pbbox}}{}
+\makeatother
+\providecommand{\pbcell}[2]{\begin{tabular}[t]{@{}c@{}}#1\\[-1pt]{\scriptsize #2}\end{tabular}}
+\providecommand{\pbhead}[1]{\begin{tabular}[b]{@{}c@{}}#1\end{tabular}}
+\providecommand{\pbfit}{\typeout{pubench table: \the\wd\pbbox\space for \the\linewidth}%
+  \ifdim\wd\pbbox>\linewidth\resizebox{\linewidth}{!}{\usebox{\pbbox}}\else\usebox{\pbbox}\fi}"""
+
+CELL_LEGEND = ("Cell: reproduced mean $\\pm$ std (n seeds; no std for one seed), below it (reported; "
+               "$\\Delta$ = reproduced $-$ reported, $> 0$ better than reported).")
+
+
+def _items(title: str, lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return [f"\\paragraph{{{title}}}", "\\begin{itemize}", *(f"\\item {line}" for line in lines), "\\end{itemize}"]
+
+
+def _front_matter(res: TableResult) -> list[str]:
+    spec, tier = res.spec, res.tier
+    t = spec.tiers[tier]
+    out = [f"\\section*{{{escape_tex(spec.id)}: {escape_tex(spec.title)}, tier \\texttt{{{tier}}}}}",
+           f"{escape_tex(PAPERS.get(spec.paper, spec.paper))}. \\emph{{{escape_tex(spec.caption)}}}", "",
+           "\\begin{itemize}",
+           f"\\item Source: {escape_tex(spec.source)}",
+           f"\\item Paper: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'} seed(s); "
+           f"$\\pm$ means: {escape_tex(spec.pm or 'not stated')}",
+           "\\item Tier \\texttt{paper}: the paper's configuration" + (", except as listed below." if t.deviations
+                                                                       else ".") if tier == "paper" else
+           f"\\item Tier \\texttt{{{tier}}} deviates from the paper as listed below.",
+           "\\end{itemize}"]
+    out += _items("Deviations of this tier", [escape_tex(d) for d in t.deviations])
+    out += _items("Choices the paper leaves open, made here", [escape_tex(d) for d in spec.decisions])
+    return out
+
+
+def _back_matter(res: TableResult) -> list[str]:
+    spec = res.spec
+    lines = [f"Cells with results: {res.cells_done} of {len(spec.cells())}",
+             "Compute of the records aggregated here: " + escape_tex(describe_compute(res.compute))]
+    if res.compute_all.jobs != res.compute.jobs:
+        lines.append("Every record of this tier in the store, stale and failed included: "
+                     + escape_tex(describe_compute(res.compute_all)))
+    if res.failed:
+        lines.append(f"Cells whose jobs failed: {len(res.failed)}")
+    if res.stale:
+        lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if res.dirty:
+        lines.append(f"\\textbf{{{res.dirty} record(s) were written from a tree with uncommitted code or spec "
+                     "changes}")
+    notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
+    return _items("Coverage and compute", lines) + _items("Notes on the reported numbers",
+                                                          [escape_tex(n) for n in notes])
+
+
+def render_latex(res: TableResult, standalone: bool = True) -> str:
+    """The report as LaTeX: a whole document (``standalone``) or a snippet that needs
+    ``\\usepackage{booktabs,graphicx}`` in the including document."""
+    spec, tier = res.spec, res.tier
+    target = TEXT_WIDTH_PT
+    parts = [f"% {spec.id}: {spec.title} ({spec.paper}), tier {tier}. Generated by `pubench report`; do not edit.",
+             "% " + CELL_LEGEND.replace("$", "")]
+    if standalone:
+        parts += ["\\documentclass[10pt]{article}", "\\usepackage[utf8]{inputenc}",
+                  "\\usepackage[a4paper,margin=2cm]{geometry}", "\\usepackage{booktabs}", "\\usepackage{graphicx}",
+                  "\\setlength{\\parindent}{0pt}", "\\sloppy",
+                  # bullets and daggers in math: the text ones come from TS1 fonts, absent from latex-base
+                  "\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}", MACROS, "\\begin{document}", "\\raggedright"]
+        parts += _front_matter(res)
+        parts += ["", "\\medskip", CELL_LEGEND]
+    else:
+        parts += ["% Needs \\usepackage{booktabs} and \\usepackage{graphicx}.", MACROS]
+    for i, b in enumerate(blocks(spec), start=1):
+        m = spec.metrics[b.metric]
+        title = escape_tex(spec.caption) + (f" ({escape_tex(b.title)})" if b.title else "") + \
+            f" {'Higher' if m.higher_is_better else 'Lower'} is better. Tier: \\texttt{{{tier}}}."
+        tabulars = _tabulars(res, b, target)
+        label = f"\\label{{tab:{spec.id}-{tier}-{i}}}"
+        if standalone:
+            parts += ["", "\\medskip", "\\begin{center}\\small",
+                      f"\\textbf{{Table {i}.}} {title}{label}\\par\\smallskip"]
+            parts += [t + "\\par\\smallskip" for t in tabulars] + ["\\end{center}"]
+        else:
+            parts += ["", "\\begin{table}[htbp]", "\\centering", f"\\caption{{{title}}}{label}", "\\small"]
+            parts += [t + "\\par\\smallskip" for t in tabulars] + ["\\end{table}"]
+    claims = _claims(res)
+    if claims:
+        parts += ["", "\\begingroup\\raggedright\\sloppy  % long lists of column names: no overfull lines",
+                  "\\paragraph{Claims} (one-sided $t$-tests over seeds at 5\\%, paired by seed index when the data "
+                  "splits match; a claim takes the outcome of its weakest pair; $\\Delta$ = that pair's mean "
+                  "difference, $> 0$ in the claimed direction)", "\\begin{itemize}\\small",
+                  *(f"\\item {item}" for item in claims), "\\end{itemize}", "\\par\\endgroup"]
+    if standalone:
+        parts += _back_matter(res) + ["\\end{document}"]
+    return "\n".join(parts) + "\n"

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from pubench.registry.spec import Spec
 from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
+from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import DASH, blocks, fmt, fmt_ours, fmt_reported, reported_table
 from pubench.report.stats import pair_text
 
@@ -133,6 +134,10 @@ def _status_md(res: TableResult) -> str:
     if res.numerics:
         lines.append("- Numerics (device, threads per job, CPU code paths, torch): "
                      + "; ".join(f"{label}: {n} record(s)" for label, n in sorted(res.numerics.items())))
+    lines.append(f"- Compute of the records aggregated here: {describe_compute(res.compute)}")
+    if res.compute_all.jobs != res.compute.jobs:
+        lines.append(f"- Every record of this tier in the store, stale and failed included: "
+                     f"{describe_compute(res.compute_all)}")
     if res.dirty:
         lines.append(f"- **{res.dirty} record(s) were written from a tree with uncommitted code or spec changes** "
                      "(`--allow-dirty`): they may not reproduce from any commit")

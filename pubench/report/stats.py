@@ -30,7 +30,7 @@ import statistics
 import warnings
 from dataclasses import dataclass
 
-from scipy.stats import ttest_ind_from_stats, ttest_rel
+from scipy.stats import ttest_1samp, ttest_ind_from_stats, ttest_rel
 
 from pubench.report.collect import CellStats
 
@@ -132,3 +132,41 @@ def pair_text(t: PairTest) -> str:
     """``A vs B in x (paired, 5 seeds)``."""
     test = f"paired, {t.n} seed{'s' if t.n != 1 else ''}" if t.paired else f"Welch, n={t.n}"
     return f"{t.better} vs {t.worse} in {t.where} ({test})"
+
+
+# ---- a reproduced cell against the paper's printed number ------------------------------
+BETTER, WORSE, SAME = "better", "worse", "same"
+
+
+@dataclass(frozen=True)
+class DeltaTest:
+    """Our cell against the reported mean: ``direction`` is ``better`` / ``worse`` (in the
+    metric's direction) or ``same`` (the two means print the same), ``p`` the two-sided
+    p-value of a one-sample t-test of our seeds against the printed mean (None with fewer than
+    2 seeds), ``significant`` whether p < ``ALPHA``."""
+
+    direction: str
+    p: float | None
+
+    @property
+    def significant(self) -> bool:
+        return self.p is not None and self.p < ALPHA and self.direction != SAME
+
+
+def delta_test(ours: CellStats, reported_mean: float, *, higher_is_better: bool, fmt: str) -> DeltaTest:
+    """Is our mean distinguishable from the printed one? The paper's number is taken as a
+    constant: its ± is left out, because what it means (std, standard error, interval) is
+    often not stated, so a significant delta says our seeds rule out the printed mean, not
+    that the paper's runs would. Seeds without spread are deterministic (p = 0 when the
+    means differ)."""
+    diff = ours.mean - reported_mean
+    if format(ours.mean, fmt) == format(reported_mean, fmt):
+        return DeltaTest(SAME, None)
+    direction = BETTER if (diff > 0) == higher_is_better else WORSE
+    if ours.n < 2:
+        return DeltaTest(direction, None)
+    values = list(ours.values)
+    if _constant(values):
+        return DeltaTest(direction, 0.0)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
+        return DeltaTest(direction, float(ttest_1samp(values, reported_mean).pvalue))

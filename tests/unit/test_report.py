@@ -103,10 +103,36 @@ def test_kendall_tau(tmp_path):
 
 def test_latex_is_booktabs_and_escaped(tmp_path):
     spec, store = _filled_store(tmp_path)
-    tex = render_latex(collect(spec, "paper", store))
+    res = collect(spec, "paper", store)
+    tex = render_latex(res)
     assert "\\toprule" in tex and "\\bottomrule" in tex
-    assert "$1.10 \\pm 0.10$ (3) {\\scriptsize (1.00; $+0.10$)}" in tex
-    assert tex.count("\\begin{tabular}") == 1
+    assert "\\pbcell{$1.10 \\pm 0.10$ (3)}{(1.00; $+0.10$)}" in tex  # ours over (paper; delta)
+    assert tex.count("\\begin{tabular}{l") == 1  # one table (the other tabulars are the cell macros)
+    assert tex.startswith("% table1-bcl") and "\\documentclass" in tex and tex.rstrip().endswith("\\end{document}")
+    snippet = render_latex(res, standalone=False)
+    assert "\\documentclass" not in snippet and "\\begin{table}" in snippet and "\\pbfit" in snippet
+
+
+def test_latex_escapes_what_pdflatex_cannot_typeset():
+    from pubench.report.latex import escape_tex
+
+    assert escape_tex("a_b & 100% #1 {x} ~ ^ \\ <|>") == \
+        "a\\_b \\& 100\\% \\#1 \\{x\\} \\~{} \\^{} \\textbackslash{} \\textless{}\\textbar{}\\textgreater{}"
+    assert escape_tex("uPU† ✓ ± ↓") == "uPU\\ensuremath{\\dagger} \\ensuremath{\\surd} \\ensuremath{\\pm} " \
+                                      "\\ensuremath{\\downarrow}"
+    assert escape_tex("θ_BCL π Δ Α") == "\\ensuremath{\\theta}\\_BCL \\ensuremath{\\pi} \\ensuremath{\\Delta} A"
+    assert escape_tex("é") == "é" and escape_tex("中") == "\\texttt{[U+4E2D]}"
+
+
+def test_wide_blocks_split_into_column_chunks(tmp_path):
+    cols = tuple(f"setting number {i}" for i in range(12))
+    spec = parse_spec(yaml.safe_load(selftest_spec(cols=cols)), "<t>")
+    store = ResultStore(tmp_path)
+    for job in expand(spec, "paper", 3).jobs:
+        store.write_ok(job, {"score": 123.456789 + job.seed_index}, {}, {})
+    tex = render_latex(collect(spec, "paper", store))
+    assert 2 <= tex.count("\\begin{tabular}{l") <= 4  # split, each chunk repeating the row labels
+    assert tex.count("\\end{lrbox}\n\\pbfit") == tex.count("\\begin{tabular}{l")  # every chunk shrinks to the page if still wide
 
 
 def test_write_report_files_and_png_for_figures(tmp_path):

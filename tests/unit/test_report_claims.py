@@ -235,7 +235,7 @@ def test_single_seed_cell_shows_no_std(tmp_path):
     assert res.get("B", "y", "score").std is None and res.get("B", "y", "score").n == 1
     md, tex = render_markdown(res), render_latex(res)
     assert "| 4.00 (1) / — |" in _squeeze(md) and "4.00 ± 0.00" not in md
-    assert "& $4.00$ (1) " in tex and "4.00 \\pm" not in tex
+    assert "\\pbcell{$4.00$ (1)}{(--)}" in tex and "4.00 \\pm" not in tex
 
 
 def test_bold_mark_is_apart_from_the_number():

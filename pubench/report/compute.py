@@ -1,0 +1,233 @@
+"""Compute accounting: what a table's runs took, and what a new run will take.
+
+From each record: ``timing.wall_s`` (the job's wall clock), the threads per job and the
+device of its numerics profile (``job.numerics``; older records without one give
+``machine.torch_threads``, else count as 1 thread and are flagged), and the machine
+(``machine.cpu_model``, ``machine.gpu``).
+
+* CPU core-hours = wall x threads per job, summed over jobs (a job holds that many core
+  slots while it runs, so this is the CPU time it reserved, not what it used).
+* GPU-hours = wall of the jobs whose device is ``cuda`` (one GPU per job).
+* Job-hours = the wall clocks summed: the time one worker would take to run them in turn.
+
+:func:`estimate` predicts a run from the past records of the same cells: per job, the
+median wall of the records of its cell with the same resolved config (any seed, preferring
+its own numerics profile and saying when it had to use another); cells without one have no
+estimate and are counted as such.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pubench.utils.hashing import canonical_json
+
+
+@dataclass
+class Compute:
+    """What a set of records took. ``add`` one record at a time."""
+
+    jobs: int = 0
+    failed: int = 0  # of ``jobs``: failure records (their time was spent too)
+    wall_s: float = 0.0
+    core_s: float = 0.0
+    gpu_s: float = 0.0
+    threads_unrecorded: int = 0  # records with no threads recorded: counted as 1 thread
+    untimed: int = 0  # records without a wall time (not counted in the sums)
+    cache_hits: int = 0  # records that reused a cached encoder: another job spent their pre-training
+    cpus: Counter = field(default_factory=Counter)  # CPU model -> jobs
+    gpus: Counter = field(default_factory=Counter)  # GPU model -> jobs
+
+    def add(self, rec: dict[str, Any], failed: bool = False) -> None:
+        wall = (rec.get("timing") or {}).get("wall_s")
+        if not isinstance(wall, (int, float)) or isinstance(wall, bool) or wall < 0:
+            self.untimed += 1
+            return
+        self.jobs += 1
+        self.failed += failed
+        threads = record_threads(rec)
+        if threads is None:
+            self.threads_unrecorded += 1
+            threads = 1
+        self.cache_hits += _cache_hit(rec)
+        self.wall_s += wall
+        self.core_s += wall * threads
+        machine = rec.get("machine") or {}
+        if machine.get("cpu_model"):
+            self.cpus[machine["cpu_model"]] += 1
+        if record_device(rec) == "cuda":
+            self.gpu_s += wall
+            self.gpus[machine.get("gpu") or "unrecorded GPU"] += 1
+
+    @property
+    def core_h(self) -> float:
+        return self.core_s / 3600
+
+    @property
+    def gpu_h(self) -> float:
+        return self.gpu_s / 3600
+
+    @property
+    def wall_h(self) -> float:
+        return self.wall_s / 3600
+
+    def merge(self, other: "Compute") -> "Compute":
+        return Compute(self.jobs + other.jobs, self.failed + other.failed, self.wall_s + other.wall_s,
+                       self.core_s + other.core_s, self.gpu_s + other.gpu_s,
+                       self.threads_unrecorded + other.threads_unrecorded, self.untimed + other.untimed,
+                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus)
+
+
+def record_threads(rec: dict[str, Any]) -> int | None:
+    num = (rec.get("job") or {}).get("numerics") or {}
+    threads = num.get("threads") or (rec.get("machine") or {}).get("torch_threads")
+    return threads if isinstance(threads, int) and threads > 0 else None
+
+
+def _cache_hit(rec: dict[str, Any]) -> bool:
+    return bool(((rec.get("info") or {}).get("encoder_cache") or {}).get("hit"))
+
+
+def record_device(rec: dict[str, Any]) -> str:
+    return ((rec.get("job") or {}).get("numerics") or {}).get("device") or "cpu"
+
+
+def of_records(ok: Iterable[dict[str, Any]], failed: Iterable[dict[str, Any]] = ()) -> Compute:
+    out = Compute()
+    for rec in ok:
+        out.add(rec)
+    for rec in failed:
+        out.add(rec, failed=True)
+    return out
+
+
+def fmt_hours(h: float) -> str:
+    """Hours to two significant digits, never in scientific notation: 0.0064, 0.35, 1.2, 12, 340."""
+    if h == 0:
+        return "0"
+    h = float(f"{h:.2g}")
+    if h >= 10:
+        return f"{h:.0f}"
+    if h >= 1:
+        return f"{h:.1f}"
+    exponent = math.floor(math.log10(h))  # 0.0064 -> -3: four decimals
+    return f"{h:.{1 - exponent}f}"
+
+
+def fmt_duration(s: float) -> str:
+    """A wall time for people: 42 s, 3.5 min, 2.1 h."""
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def describe(c: Compute) -> str:
+    """One line: ``0.0064 CPU core-hours (23 s of job time, 360 jobs) ...``."""
+    if not c.jobs:
+        return "no timed records"
+    text = f"{fmt_hours(c.core_h)} CPU core-hours ({fmt_duration(c.wall_s)} of job time over {c.jobs} job(s)"
+    text += f", {c.failed} failed)" if c.failed else ")"
+    if c.gpu_s:
+        text += f", {fmt_hours(c.gpu_h)} GPU-hours on {', '.join(sorted(c.gpus))}"
+    if c.cpus:
+        text += f"; CPU: {', '.join(f'{m} ({n})' for m, n in c.cpus.most_common(3))}"
+    if c.threads_unrecorded:
+        text += f"; {c.threads_unrecorded} record(s) without a thread count, counted as 1 thread"
+    if c.untimed:
+        text += f"; {c.untimed} record(s) without a wall time left out"
+    if c.cache_hits:
+        text += f"; {c.cache_hits} job(s) reused a cached encoder (their pre-training is counted in another job)"
+    return text
+
+
+# ---- estimates for `run --dry-run` ------------------------------------------------------
+def _cell_key(job: dict[str, Any]) -> tuple:
+    return (job["spec_id"], job["tier"], job["row"], job["col"], job["spec_version"], canonical_json(job["params"]))
+
+
+def _profile(numerics: dict[str, Any] | None) -> tuple:
+    n = numerics or {}
+    return (n.get("device"), n.get("threads"), n.get("isa"))
+
+
+@dataclass
+class Estimate:
+    jobs: int
+    known: int  # jobs with past records of their cell and config
+    job_s: float  # predicted job-seconds of the known jobs
+    core_s: float
+    gpu_s: float
+    records_used: int
+    other_profile: int = 0  # of ``known``: estimated from records of another device / threads / code path
+
+    @property
+    def unknown(self) -> int:
+        return self.jobs - self.known
+
+
+def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tuple, float]]]:
+    """(cell and config) -> [(numerics profile, wall)] of the ok records given. Records that
+    reused a cached encoder are left out when their cell has others (they skipped pre-training)."""
+    out: dict[tuple, list[tuple[tuple, float, bool]]] = {}
+    for rec in records:
+        wall = (rec.get("timing") or {}).get("wall_s")
+        if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0:
+            out.setdefault(_cell_key(rec["job"]), []).append(
+                (_profile(rec["job"].get("numerics")), float(wall), _cache_hit(rec)))
+    return {key: [(p, w) for p, w, hit in seen if not hit] or [(p, w) for p, w, _ in seen]
+            for key, seen in out.items()}
+
+
+def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]]) -> Estimate:
+    """Predict the jobs (``pubench.jobs.Job``) from ``past_walls``: each job's cell-and-config
+    median wall, over the records of its own numerics profile when there are any."""
+    jobs = list(jobs)
+    known = other = 0
+    used: dict[tuple, int] = {}  # cell key -> records its estimate rests on
+    job_s = core_s = gpu_s = 0.0
+    for j in jobs:
+        key = _cell_key(j.to_dict())
+        past = walls.get(key)
+        if not past:
+            continue
+        mine = [w for p, w in past if p == _profile(j.numerics)]
+        other += not mine
+        mine = mine or [w for _, w in past]
+        wall = statistics.median(mine)
+        known += 1
+        used[key] = len(mine)
+        job_s += wall
+        core_s += wall * int(j.numerics.get("threads") or 1)
+        gpu_s += wall if j.numerics.get("device") == "cuda" else 0.0
+    return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other)
+
+
+def render_estimate(e: Estimate, parallel: int | None) -> str:
+    """What ``run --dry-run`` prints; ``parallel``: local workers (None: a scheduler decides)."""
+    if not e.jobs:
+        return "  estimate: nothing to run"
+    if not e.known:
+        return (f"  estimate: cannot estimate: no past record of these cells with the same config in the store "
+                f"({e.jobs} job(s))")
+    scale = e.jobs / e.known
+    text = (f"  estimate: {fmt_duration(e.job_s)} of job time for the {e.known} of {e.jobs} job(s) whose cell and "
+            f"config have past records (median wall per cell, {e.records_used} record(s)); "
+            f"{fmt_hours(e.core_s / 3600)} CPU core-hours")
+    if e.gpu_s:
+        text += f", {fmt_hours(e.gpu_s / 3600)} GPU-hours"
+    if parallel:
+        text += f"; about {fmt_duration(e.job_s / parallel)} of wall time with {parallel} worker(s)"
+    if e.other_profile:
+        text += (f"\n  estimate: {e.other_profile} of these job(s) have past records only under another numerics profile "
+                 "(device, threads or CPU code paths): a rough guess")
+    if e.unknown:
+        text += (f"\n  estimate: {e.unknown} job(s) have no past record of their cell and config: "
+                 f"if they take as long as the others, about {fmt_duration(e.job_s * scale)} of job time in all")
+    return text
