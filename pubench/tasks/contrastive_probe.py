@@ -41,13 +41,6 @@ KEYS = {"data", "model", "pretrain", "downstream"}
 INFO_KEYS = ("split", "data_source", "n_train_examples", "n_test", "epochs_run", "seconds", "device", "torch_threads")
 
 
-def downstream_unit(name: str) -> Any:
-    try:
-        return DOWNSTREAM.get(name)
-    except KeyError as exc:
-        raise ConfigError(f"params.downstream.name: {exc}") from None
-
-
 def validate(params: dict[str, Any]):
     """All configs, before any data is loaded (unknown / missing keys fail here)."""
     check_top(params, KEYS, KEYS)
@@ -57,9 +50,7 @@ def validate(params: dict[str, Any]):
         raise ConfigError("params.model.classifier: the downstream unit builds its own head; a classifier block "
                           "belongs to an end-to-end pu_method that brings one")
     pre = build_config(PretrainConfig, params["pretrain"], "params.pretrain")
-    if not isinstance(params["downstream"], dict) or "name" not in params["downstream"]:
-        raise ConfigError("params.downstream must be a mapping with 'name'")
-    unit = downstream_unit(params["downstream"]["name"])
+    unit = DOWNSTREAM.named(params["downstream"], "params.downstream")
     down = unit.config(params["downstream"], "params.downstream")
     # loss checks that need no prior now; the prior is known after the split
     check_pretrain_config(pre, prior=0.5)

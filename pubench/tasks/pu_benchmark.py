@@ -46,12 +46,7 @@ def validate_end_to_end(params: dict[str, Any]):
     data = data_config(params["data"])
     model = model_config(params["model"])
     pm = params["pu_method"]
-    if not isinstance(pm, dict) or "name" not in pm:
-        raise ConfigError("params.pu_method must be a mapping with 'name'")
-    try:
-        unit = PU_METHODS.get(pm["name"])
-    except KeyError as exc:
-        raise ConfigError(f"params.pu_method.name: {exc}") from None
+    unit = PU_METHODS.named(pm, "params.pu_method")
     cfg = unit.config(pm, "params.pu_method")
     train = build_config(TrainConfig, params["train"], "params.train")
     check_loop_config(train, "params.train")

@@ -104,12 +104,7 @@ class LossCall:
     """A loss by name with its fixed, scheduled and label arguments resolved."""
 
     def __init__(self, cfg: dict, prior: float | None, where: str = "pretrain.loss"):
-        if not isinstance(cfg, dict) or "name" not in cfg:
-            raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
-        try:
-            self.fn = LOSSES.get(cfg["name"])
-        except KeyError as exc:
-            raise ConfigError(f"{where}.name: {exc}") from None
+        self.fn = LOSSES.named(cfg, where)
         self.name = cfg["name"]
         sig = inspect.signature(self.fn).parameters
         self.label_arg = next((a for a in LABEL_ARGS if a in sig), None)

@@ -31,6 +31,7 @@ from abc import ABC
 from typing import Any, Callable, ClassVar, Iterator
 
 from pubench.errors import PubenchError
+from pubench.utils.config import ConfigError
 
 
 class UnknownName(PubenchError, KeyError):
@@ -84,6 +85,16 @@ class Registry:
         for mod in pkgutil.iter_modules(pkg.__path__):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
+
+    def named(self, cfg: Any, where: str) -> Any:
+        """The unit a spec block names (``{name: ..., <its options>}``); ``ConfigError``
+        naming ``where`` when ``cfg`` is no mapping with a ``name`` or the name is unknown."""
+        if not isinstance(cfg, dict) or "name" not in cfg:
+            raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
+        try:
+            return self.get(cfg["name"])
+        except UnknownName as exc:
+            raise ConfigError(f"{where}.name: {exc}") from None
 
     def get(self, name: str) -> Any:
         self._discover()

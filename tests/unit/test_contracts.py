@@ -383,3 +383,18 @@ def test_registries_refuse_what_does_not_implement_their_interface(registry, wha
     with pytest.raises(TypeError, match=match):
         registry.register("refused_unit", obj)
     assert "refused_unit" not in registry
+
+
+REGISTRIES = [TASKS, LOSSES, FRAMEWORKS, PU_METHODS, DOWNSTREAM, BACKBONES, DATASETS]
+
+
+@pytest.mark.parametrize("registry", REGISTRIES, ids=[r.kind for r in REGISTRIES])
+def test_a_spec_block_names_its_unit(registry):
+    """``Registry.named``: the one way a spec block ``{name: ...}`` becomes its unit, with a
+    ConfigError that says where for a block without a name or with a misspelt one."""
+    name = registry.names()[0]
+    assert registry.named({"name": name, "any_option": 1}, "params.x") is registry.get(name)
+    with pytest.raises(ConfigError, match=r"^params\.x: expected a mapping with 'name'"):
+        registry.named([name], "params.x")
+    with pytest.raises(ConfigError, match=rf"^params\.x\.name: unknown .*did you mean {name!r}"):
+        registry.named({"name": name + "_"}, "params.x")
