@@ -115,10 +115,36 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def data_root():
     """The shared real data when present, else None (tests then generate tiny data)."""
     return SHARED_DATA if SHARED_DATA.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared_image_root(data_root, tmp_path_factory):
+    """One data root for the whole session whose image files are symlinks into
+    ../shared/data (nothing copied): the processed caches the loaders write under it are
+    built once and shared by every real-data test. Skips without the shared data."""
+    if data_root is None:
+        pytest.skip("../shared/data not present")
+    root = tmp_path_factory.mktemp("shared-images")
+    for shared, folder in (("mnist", "MNIST"), ("fashion-mnist", "FashionMNIST")):
+        raw = root / folder / "raw"
+        raw.mkdir(parents=True)
+        for f in (data_root / shared).glob("*.gz"):
+            (raw / f.name).symlink_to(f)
+    (root / "cifar10-jpeg").symlink_to(data_root / "cifar10-jpeg")
+    return root
+
+
+@pytest.fixture(scope="session")
+def shared_graph_root(data_root, tmp_path_factory):
+    """(source, root): ../shared/data and one session data root the graph tests prepare
+    into, so each graph set is copied and processed once per session."""
+    if data_root is None:
+        pytest.skip("../shared/data not present")
+    return data_root, tmp_path_factory.mktemp("shared-graphs")
 
 
 def pytest_configure(config):

@@ -1,5 +1,7 @@
-"""Datasets (image, graph, text), PU/PNU split builders, class priors, the prepare step."""
+"""Datasets (image, graph, text), PU/PNU split builders, class priors, the prepare step.
 
-from pubench.utils.registry import Registry
+Data sets register in :data:`DATASETS` (interface: :mod:`pubench.data.base`)."""
 
-DATASETS = Registry("dataset", package=__name__)
+from pubench.data.base import DATASETS, Dataset
+
+__all__ = ["DATASETS", "Dataset"]

@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from pubench.data import DATASETS
+from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 
 LOADER_VERSION = 1  # bump when the cached processed data would change
@@ -57,8 +57,10 @@ PREPARE_HINT = "pubench prepare --from ../shared/data"
 
 
 @dataclass(frozen=True)
-class GraphDatasetSpec:
+class GraphDatasetSpec(Dataset):
     """A TU graph classification data set and its published statistics (TU / MANIFEST)."""
+
+    modality = "graph"
 
     name: str  # pubench name
     tu_name: str  # TU name: folder and file prefix under <root>/tu/
@@ -75,6 +77,13 @@ class GraphDatasetSpec:
 
     def load(self, root: str | Path | None = None, *, features: str = "auto") -> "GraphSet":
         return load_graphs(self.name, root, features=features)
+
+    def availability(self, root: str | Path | None = None) -> str | None:
+        try:
+            find_source(self, _root(root))
+        except FileNotFoundError as exc:
+            return str(exc)
+        return None
 
 
 # Statistics: MANIFEST.md of ../shared/data (computed from the files, equal to the

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pubench.data import DATASETS
+from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 
 CACHE_VERSION = 1  # bump when the cached tensors of any loader would change
@@ -103,8 +103,10 @@ class FileSpec:
 
 
 @dataclass(frozen=True)
-class ImageDataset:
+class ImageDataset(Dataset):
     """A registered image data set: file layout, reader, provenance, how to get it."""
+
+    modality = "image"
 
     name: str
     title: str
@@ -121,6 +123,12 @@ class ImageDataset:
 
     def __call__(self, split: str = "train", root: str | Path | None = None) -> ImageSet:
         return load_images(self.name, split, root)
+
+    def load(self, split: str = "train", root: str | Path | None = None) -> ImageSet:
+        return load_images(self.name, split, root)
+
+    def availability(self, root: str | Path | None = None, split: str = "train") -> str | None:
+        return availability(self.name, split, root)
 
     def split_files(self, split: str) -> list[FileSpec]:
         parts = split.split("+")

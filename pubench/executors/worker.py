@@ -94,7 +94,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
             machine = numerics.machine()
             task = TASKS.get(job.task)
             with numerics.active(num):
-                metrics, info = check_output(task(job.params, dict(job.seeds)))
+                metrics, info = check_output(task.run(job.params, dict(job.seeds)))
         except (JobInterrupted, KeyboardInterrupt) as exc:
             signum = getattr(exc, "signum", signal.SIGINT)
             store.write_failure(job, JobInterrupted(signum), _timing(start, t0), machine)

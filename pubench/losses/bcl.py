@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_real,
@@ -137,7 +137,8 @@ def bayesian_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("bayesian")
+@LOSSES.register("bayesian", from_logits=bayesian_from_logits,
+                 test_config={"temperature": 0.5, "tau_plus": 0.1, "alpha": 0.9, "beta": 0.9})
 def bayesian(
     z1, z2, temperature: float, tau_plus: float, alpha: float, beta: float, *, reduction: str = "mean"
 ):
@@ -192,7 +193,8 @@ def bayesian_official_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("bayesian_official")
+@LOSSES.register("bayesian_official", from_logits=bayesian_official_from_logits,
+                 test_config={"temperature": 0.5, "tau_plus": 0.1, "alpha": 0.9, "beta": 0.9})
 def bayesian_official(
     z1, z2, temperature: float, tau_plus: float, alpha: float, beta: float, *, reduction: str = "mean"
 ):

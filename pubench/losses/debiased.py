@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_reduction,
@@ -81,7 +81,7 @@ def debiased_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("debiased")
+@LOSSES.register("debiased", from_logits=debiased_from_logits, test_config={"temperature": 0.5, "tau_plus": 0.1})
 def debiased(z1, z2, temperature: float, tau_plus: float, *, reduction: str = "mean"):
     """DCL over the 2b views: negatives = the N = 2b - 2 other views, positive = a(i)."""
     check_views(z1, z2)

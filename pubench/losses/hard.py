@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_real,
@@ -76,7 +76,7 @@ def hard_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("hard")
+@LOSSES.register("hard", from_logits=hard_from_logits, test_config={"temperature": 0.5, "tau_plus": 0.1, "beta": 1.0})
 def hard(z1, z2, temperature: float, tau_plus: float, beta: float, *, reduction: str = "mean"):
     """HCL over the 2b views: negatives = the N = 2b - 2 other views, positive = a(i)."""
     check_views(z1, z2)

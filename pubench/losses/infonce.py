@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_reduction,
@@ -50,7 +50,7 @@ def info_nce_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("info_nce")
+@LOSSES.register("info_nce", from_logits=info_nce_from_logits, test_config={"temperature": 0.5})
 def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, *, reduction: str = "mean"):
     """SimCLR NT-Xent over the 2b views (001 eq. 4); mean over anchors by default."""
     check_views(z1, z2)

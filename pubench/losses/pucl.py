@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_reduction,
@@ -83,7 +83,8 @@ def pu_corrected_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("pu_corrected")
+@LOSSES.register("pu_corrected", from_logits=pu_corrected_from_logits,
+                 test_config={"temperature": 0.5, "alpha": 0.1, "c": 0.1})
 def pu_corrected(z1, z2, temperature: float, alpha: float, c: float, *, reduction: str = "mean"):
     """PUCL over the 2b views (000 eq. 7-8); M^u = the N = 2b - 2 other views, M^+ = a(i)."""
     check_views(z1, z2)

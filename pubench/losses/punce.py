@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_labeled,
     check_labels,
@@ -94,7 +94,7 @@ def _soft_class_weights(members2: torch.Tensor, b: int, dtype) -> torch.Tensor:
     return row_normalize(members2.unsqueeze(0) | partner_mask(b, members2.device), dtype)
 
 
-@LOSSES.register("punce")
+@LOSSES.register("punce", test_config={"prior": 0.4, "temperature": 0.5})
 def punce(z1, z2, labeled: torch.Tensor, prior: float, temperature: float, *, reduction: str = "mean"):
     """puNCE (001 eq. 7-9): unlabeled anchors are positive w.p. ``prior``."""
     b = check_views(z1, z2)
@@ -109,7 +109,7 @@ def punce(z1, z2, labeled: torch.Tensor, prior: float, temperature: float, *, re
     return reduce(weighted_view_nll(sim, w), reduction)
 
 
-@LOSSES.register("punce_official")
+@LOSSES.register("punce_official", test_config={"prior": 0.4, "temperature": 0.5})
 def punce_official(z1, z2, labeled: torch.Tensor, prior: float, temperature: float, *, reduction: str = "mean"):
     """puNCE as the authors' ``PUinfoNCELoss`` computes it: eq. 7 for labeled anchors; an
     unlabeled anchor weights a(i) by 1/(1 + pi) and each labeled view by pi/((1 + pi)|P|)."""
@@ -126,7 +126,7 @@ def punce_official(z1, z2, labeled: torch.Tensor, prior: float, temperature: flo
     return reduce(weighted_view_nll(sim, w), reduction)
 
 
-@LOSSES.register("punce_pnu")
+@LOSSES.register("punce_pnu", test_config={"prior": 0.4, "temperature": 0.5})
 def punce_pnu(z1, z2, labels: torch.Tensor, prior: float, temperature: float, *, reduction: str = "mean"):
     """puNCE in the PNU setting (001 eq. 10, single negative term); labels 1 / 0 / -1."""
     b = check_views(z1, z2)

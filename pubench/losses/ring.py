@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_logits,
     check_reduction,
@@ -138,7 +138,7 @@ def ring_from_logits(
     return info_nce_from_logits(pos_logits, neg_logits, neg_mask=band, reduction=reduction)
 
 
-@LOSSES.register("ring")
+@LOSSES.register("ring", from_logits=ring_from_logits, test_config={"temperature": 0.5, "lower": 0.2, "upper": 0.8})
 def ring(z1, z2, temperature: float, lower: float, upper: float, *, reduction: str = "mean"):
     """Ring over the 2b views: percentile band over the N = 2b - 2 other views."""
     check_views(z1, z2)
@@ -186,7 +186,8 @@ def ring_official_from_logits(
     return reduce(loss, reduction)
 
 
-@LOSSES.register("ring_official")
+@LOSSES.register("ring_official", from_logits=ring_official_from_logits,
+                 test_config={"temperature": 0.5, "lower": 0.5, "upper": 0.95})
 def ring_official(z1, z2, temperature: float, lower: float, upper: float, *, reduction: str = "mean"):
     """Ring of the released ``SimCLRRing``: b anchors (the views in ``z1``), each ranking all 2b
     views (itself and its positive included)."""

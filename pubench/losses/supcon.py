@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import torch
 
-from pubench.losses import LOSSES
+from pubench.losses.base import LOSSES
 from pubench.losses._pairs import (
     check_labeled,
     check_labels,
@@ -76,7 +76,7 @@ def pucl_weights(labeled2: torch.Tensor, dtype) -> torch.Tensor:
     return torch.where(labeled2.unsqueeze(1), w_lab, w_unl)
 
 
-@LOSSES.register("supcon")
+@LOSSES.register("supcon", test_config={"temperature": 0.5})
 def supcon(z1, z2, labels: torch.Tensor, temperature: float, *, reduction: str = "mean"):
     """SupCon (001 eq. 5); with 0/1 PU labels it is 003's sCL-PU."""
     b = check_views(z1, z2)
@@ -87,7 +87,7 @@ def supcon(z1, z2, labels: torch.Tensor, temperature: float, *, reduction: str =
     return reduce(loss, reduction)
 
 
-@LOSSES.register("supcon_pu")
+@LOSSES.register("supcon_pu", test_config={"temperature": 0.5})
 def supcon_pu(z1, z2, labeled: torch.Tensor, temperature: float, *, reduction: str = "mean"):
     """puCL (001 eq. 11 / 003 eq. 29): labeled anchors attract all labeled views."""
     b = check_views(z1, z2)
@@ -107,7 +107,7 @@ def pnu_weights(labels2: torch.Tensor, dtype) -> torch.Tensor:
     return torch.where(labeled.unsqueeze(1), row_normalize(same, dtype), partner_weights(n // 2, dtype, labels2.device))
 
 
-@LOSSES.register("supcon_pnu")
+@LOSSES.register("supcon_pnu", test_config={"temperature": 0.5})
 def supcon_pnu(z1, z2, labels: torch.Tensor, temperature: float, *, reduction: str = "mean"):
     """Semi-supervised SCL on PNU labels (1 / 0 labeled, -1 unlabeled), 001 Table 4's SCL."""
     b = check_views(z1, z2)
@@ -118,7 +118,7 @@ def supcon_pnu(z1, z2, labels: torch.Tensor, temperature: float, *, reduction: s
     return reduce(loss, reduction)
 
 
-@LOSSES.register("mixed")
+@LOSSES.register("mixed", test_config={"temperature": 0.5, "lam": 0.3})
 def mixed(z1, z2, labeled: torch.Tensor, temperature: float, lam: float, *, reduction: str = "mean"):
     """mCL (003 eq. 28): ``lam * sCL-PU + (1 - lam) * InfoNCE``."""
     b = check_views(z1, z2)

@@ -22,7 +22,7 @@ def build_backbone(name: str, in_channels: int, seed: int | None = None, **kwarg
     """``BACKBONES.get(name)(in_channels, **kwargs)``; with ``seed`` the initial weights are
     drawn from ``torch.manual_seed(seed)`` inside :func:`torch.random.fork_rng`, so they depend
     on ``seed`` only and the caller's global RNG state is left untouched."""
-    from pubench.models import BACKBONES
+    from pubench.models.base import BACKBONES
 
     factory = BACKBONES.get(name)
     if seed is None:

@@ -57,7 +57,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 from pubench.models._common import check_input, conv_out, scaled
 
 # (out_channels, kernel, stride) of the nine convolutions; padding = kernel // 2
@@ -93,13 +93,13 @@ class AllConv(nn.Module):
         return self.backbone_lin(self.backbone_cnn(x).flatten(1))
 
 
-@BACKBONES.register("allconv_001")
+@BACKBONES.register("allconv_001", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.25, "fc_width": 32}})
 def allconv_001(in_channels: int, **kwargs) -> AllConv:
     """001's All Convolution network (A.1.4), backbone_cnn + backbone_lin, out_dim 1000."""
     return AllConv(in_channels, **kwargs)
 
 
-@BACKBONES.register("cnn13")
+@BACKBONES.register("cnn13", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.25, "fc_width": 32}})
 def cnn13(in_channels: int, **kwargs) -> AllConv:
     """nnPU's 13-layer CIFAR-10 CNN (Kiryo et al. 2017) as used by 004; same network as allconv_001."""
     return AllConv(in_channels, **kwargs)

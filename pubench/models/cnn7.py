@@ -52,7 +52,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 from pubench.models._common import check_input, conv_out, scaled
 
 
@@ -102,7 +102,7 @@ class CNN7(nn.Module):
         return self.fc(self.features(x).flatten(1))
 
 
-@BACKBONES.register("cnn7_003")
+@BACKBONES.register("cnn7_003", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.25, "fc_width": 32}})
 def cnn7_003(in_channels: int, **kwargs) -> CNN7:
     """003's 7-layer CNN (vPU's networks): variant 'cifar' (out_dim 1000) or 'stl' (out_dim 84)."""
     return CNN7(in_channels, **kwargs)

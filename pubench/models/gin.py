@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class GINEncoder(nn.Module):
         return self.encode(prepare_batch(x, edge_index, batch, num_graphs))
 
 
-@BACKBONES.register("gin")
+@BACKBONES.register("gin", test_config={"input": {"graph_features": 3}, "kwargs": {"hidden": 8, "layers": 2}})
 def gin(in_dim: int, hidden: int, layers: int) -> GINEncoder:
     """InfoGraph's GIN encoder (InfoGraph/HCL defaults: hidden 32, 3 layers)."""
     return GINEncoder(in_dim, hidden, layers)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 from pubench.models._common import check_input, conv_out
 
 
@@ -59,7 +59,7 @@ class LeNet5(nn.Module):
         return self.fc(self.features(x).flatten(1))
 
 
-@BACKBONES.register("lenet5")
+@BACKBONES.register("lenet5", test_config={"input": [1, 28, 28], "kwargs": {}})
 def lenet5(in_channels: int, **kwargs) -> LeNet5:
     """LeNet-5 as in the vPU Fashion-MNIST code (003's FMNIST backbone); out_dim 84."""
     return LeNet5(in_channels, **kwargs)

@@ -38,7 +38,7 @@ import itertools
 import torch
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 from pubench.models._common import check_input
 
 
@@ -63,7 +63,7 @@ class MLP001(nn.Module):
         return self.backbone(x.flatten(1))
 
 
-@BACKBONES.register("mlp_001")
+@BACKBONES.register("mlp_001", test_config={"input": [1, 28, 28], "kwargs": {"hidden": 64}})
 def mlp_001(in_channels: int, **kwargs) -> MLP001:
     """001's MNIST MLP (A.1.3): 784-5000-5000-50, each Linear followed by BN and ReLU."""
     return MLP001(in_channels, **kwargs)

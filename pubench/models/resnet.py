@@ -55,7 +55,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pubench.models import BACKBONES
+from pubench.models.base import BACKBONES
 from pubench.models._common import scaled
 
 
@@ -168,25 +168,25 @@ class ResNet(nn.Module):
         return torch.flatten(self.avgpool(x), 1)
 
 
-@BACKBONES.register("resnet18_cifar")
+@BACKBONES.register("resnet18_cifar", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.25}})
 def resnet18_cifar(in_channels: int, cifar_stem: bool = True, **kwargs) -> ResNet:
     """001's ResNet-18 (A.1.5): 3x3 stride-1 stem, no max-pool; out_dim 512."""
     return ResNet(BasicBlock, [2, 2, 2, 2], in_channels, cifar_stem=cifar_stem, **kwargs)
 
 
-@BACKBONES.register("resnet18")
+@BACKBONES.register("resnet18", test_config={"input": [3, 96, 96], "kwargs": {"width": 0.25}})
 def resnet18(in_channels: int, cifar_stem: bool = False, **kwargs) -> ResNet:
     """ResNet-18, ImageNet stem by default (004: STL-10); out_dim 512."""
     return ResNet(BasicBlock, [2, 2, 2, 2], in_channels, cifar_stem=cifar_stem, **kwargs)
 
 
-@BACKBONES.register("resnet34")
+@BACKBONES.register("resnet34", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.125, "cifar_stem": True}})
 def resnet34(in_channels: int, cifar_stem: bool = False, **kwargs) -> ResNet:
     """ResNet-34, ImageNet stem by default; out_dim 512."""
     return ResNet(BasicBlock, [3, 4, 6, 3], in_channels, cifar_stem=cifar_stem, **kwargs)
 
 
-@BACKBONES.register("resnet50")
+@BACKBONES.register("resnet50", test_config={"input": [3, 32, 32], "kwargs": {"width": 0.125, "cifar_stem": True}})
 def resnet50(in_channels: int, cifar_stem: bool = False, **kwargs) -> ResNet:
     """ResNet-50 (bottleneck, v1.5), ImageNet stem by default; cifar_stem=True for 000/002; out_dim 2048."""
     return ResNet(Bottleneck, [3, 4, 6, 3], in_channels, cifar_stem=cifar_stem, **kwargs)

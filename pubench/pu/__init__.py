@@ -1,5 +1,10 @@
-"""PU classifiers and risks (uPU, nnPU, vPU, Dist-PU, puPL, ...) and prior estimators."""
+"""PU classifiers and risks (uPU, nnPU, PvU, vPU, ...): :data:`PU_METHODS` holds the
+end-to-end methods (interface: :class:`pubench.pu.base.PUMethod`), :mod:`pubench.pu.risks`
+the risks, :mod:`pubench.pu.objective` classifiers trained with them.
 
-from pubench.utils.registry import Registry
+``pu`` builds on :mod:`pubench.train` (the loop, optimizers, augmentations); ``train``
+never imports ``pu``."""
 
-PU_METHODS = Registry("pu_method", package=__name__)
+from pubench.pu.base import PU_METHODS, PUMethod
+
+__all__ = ["PU_METHODS", "PUMethod"]

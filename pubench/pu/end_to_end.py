@@ -10,44 +10,28 @@ name           risk                                                             
 ``nnpu``       Kiryo et al. 2017, with its ``beta`` / ``gamma`` training step      sigmoid
 =============  ================================================================  ===========
 
-``vpu``        Chen et al. 2020a, variational PU with MixUp regularization, trained as
-               its released code (:class:`VPU`; every training choice in the spec)
+vPU (Chen et al. 2020a) is :mod:`pubench.pu.vpu`.
 
 ``loss`` overrides the surrogate (``sigmoid`` | ``logistic``). ``prior`` defaults to the
 run's prior (``data.prior``, else the Split's: the positive fraction of the unlabeled set).
-Each unit is a class with ``config_cls`` and ``run(cfg, model, train, data, seed, device)``
-where ``model`` is the backbone (built by the task, ``out_dim`` features) and ``train`` the
-task's ``train`` block (epochs, batch_size, optimizer, schedule, augment).
+Each unit is a :class:`pubench.pu.base.PUMethod`; ``run`` gets the backbone (built by the
+task, ``out_dim`` features) and the task's ``train`` block (epochs, batch_size, optimizer,
+schedule, augment).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
-import torch
-import torch.nn.functional as F
 from torch import nn
 
-from pubench.models.heads import linear_head
-from pubench.pu import PU_METHODS
-from pubench.pu import risks as R
+from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_and_evaluate
 from pubench.pu.risks import SURROGATES
-from pubench.train._common import (
-    RiskSettings,
-    generator,
-    make_targets,
-    predict,
-    progress,
-    set_postfix,
-    sub_seeds,
-)
-from pubench.train.augment import build_augment, to_float
-from pubench.train.metrics import evaluate_scores
-from pubench.train.optim import build_optimizer, build_scheduler, schedule_config
-from pubench.train.probe import DownstreamData, resolve_prior, train_and_evaluate
+from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
+from pubench.utils.seeding import sub_seeds
 
 
 @dataclass(frozen=True)
@@ -59,8 +43,11 @@ class RiskMethodConfig:
     gamma: float = 1.0       # nnpu only
 
 
-class RiskMethod:
+class RiskMethod(PUMethod):
+    """A backbone + a linear layer trained from scratch with the risk ``risk``."""
+
     config_cls = RiskMethodConfig
+    test_config: dict = {}
     risk = "pn"
 
     @classmethod
@@ -77,18 +64,15 @@ class RiskMethod:
             raise ConfigError(f"{where}: beta and gamma must be >= 0")
 
     @classmethod
-    def run(cls, cfg: RiskMethodConfig, backbone: nn.Module, train, data: DownstreamData, seed: int, device="cpu"):
-        cls.check(cfg)
-        if data.split_kind != "pu" or data.n_classes != 2:
-            raise ConfigError(f"pu_method {cfg.name} needs a binary PU split (data.split.kind: pu)")
+    def run(cls, cfg: RiskMethodConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+            device="cpu", classifier=None):
+        cls.check(cfg, "pu_method")
+        cls.needs_binary_pu(data, cfg.name)
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
         settings = RiskSettings(cls.risk, prior if cls.risk != "pn" else None, cfg.loss, cfg.beta, cfg.gamma)
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(init_seed)
-            head = linear_head(backbone.out_dim, 1)
-        model = nn.Sequential(backbone, head).to(device)
+        model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         metrics, hist = train_and_evaluate(model, train.optimizer, train.schedule, train.augment, targets, settings,
                                            train.epochs, train.batch_size, data, order_seed, aug_seed, device,
                                            f"{cfg.name}")
@@ -118,250 +102,4 @@ class UPU(RiskMethod):
 @PU_METHODS.register("nnpu")
 class NNPU(RiskMethod):
     risk = "nnpu"
-
-
-# ------------------------------------------------------------------ vPU
-@dataclass(frozen=True)
-class VPUConfig:
-    name: str
-    mix_alpha: float                    # Beta(a, a) of the MixUp coefficient (released code: 0.3)
-    lam: float                          # weight of the MixUp regularizer (released: 0.03 CIFAR-10, 0.3 F-MNIST / STL-10)
-    iterations_per_epoch: int           # released: 30 (--val-iterations)
-    lr_halving_every: int               # released: 20 (lr halved before 0-based epochs 19, 39, ...); 0: never
-    restart_optimizer_at_halving: bool  # released: true (a new Adam is built at each halving)
-    model_selection: str                # released: validation_loss; last_epoch: the model after the last epoch
-    validation_fraction: float          # released: 0.1 of the training data held out; 0 with last_epoch
-
-
-SELECTIONS = ("validation_loss", "last_epoch")
-
-
-def halving_factor(epoch: int, every: int) -> float:
-    """Learning-rate multiplier at (0-based) ``epoch``. vPU's code halves the rate at the
-    start of every epoch with ``epoch % every == every - 1``: epochs 0..18 run at the base
-    rate, 19..38 at half, 39..58 at a quarter (``every = 20``). ``every = 0``: never."""
-    return 1.0 if every == 0 else 0.5 ** ((epoch + 1) // every)
-
-
-class FullBatches:
-    """Index batches of exactly ``size`` from successive random permutations of ``range(n)``:
-    a shuffled DataLoader with ``drop_last`` that is restarted when exhausted (vPU draws P and
-    U batches this way, independently). When ``n < size`` (a reduced tier's few labeled
-    positives) permutations are concatenated, so a batch repeats examples."""
-
-    def __init__(self, n: int, size: int, gen: torch.Generator):
-        if n < 1 or size < 1:
-            raise ValueError(f"FullBatches needs n >= 1 and size >= 1, got n={n}, size={size}")
-        self.n, self.size, self.gen = n, size, gen
-        self.perm, self.at = torch.randperm(n, generator=gen), 0
-
-    def next(self) -> torch.Tensor:
-        if self.n >= self.size:
-            if self.at + self.size > self.n:
-                self.perm, self.at = torch.randperm(self.n, generator=self.gen), 0
-            out = self.perm[self.at:self.at + self.size]
-            self.at += self.size
-            return out
-        reps = -(-self.size // self.n)
-        return torch.cat([torch.randperm(self.n, generator=self.gen) for _ in range(reps)])[:self.size]
-
-
-def vpu_rows(observed: torch.Tensor, scheme: str, fraction: float, gen: torch.Generator) -> dict:
-    """Training-example rows vPU uses, as train / validation parts.
-
-    ``p``: labeled positives. ``x``: the sample of the data distribution p(x) in the
-    variational loss and the normalization ``max_x Phi``: with a single training set every
-    training example (labeled positives included: the whole set is the draw from p(x); vPU's
-    code does the same, its x loader is the whole training split), with a case-control split
-    the unlabeled sample (X_U ~ p(x); the labeled positives are a separate draw). A
-    validation PU set holds out ``fraction`` of the labeled positives and of the unlabeled
-    rows (seeded, at least one of each), as vPU's code holds out 10% of the training data;
-    ``fraction = 0``: no validation set. In a case-control split an image can be both a
-    labeled positive and in the unlabeled sample (``counts.n_overlap``), so a held-out row
-    may share its image with a training row.
-    """
-    if scheme not in ("single_training_set", "case_control"):
-        raise ConfigError(f"vPU needs the PU split scheme (single_training_set | case_control), got {scheme!r}")
-    pos = torch.nonzero(observed == 1).squeeze(1)
-    unl = torch.nonzero(observed == 0).squeeze(1)
-
-    def hold(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if fraction == 0:
-            return rows, rows[:0]
-        if len(rows) < 2:
-            raise ValueError(f"vPU validation hold-out needs >= 2 rows of each kind, got {len(rows)}")
-        k = min(len(rows) - 1, max(1, math.floor(fraction * len(rows) + 0.5)))
-        perm = torch.randperm(len(rows), generator=gen)
-        return rows[perm[k:]].sort().values, rows[perm[:k]].sort().values
-
-    train_p, val_p = hold(pos)
-    train_u, val_u = hold(unl)
-    if scheme == "single_training_set":
-        train_x, val_x = torch.cat([train_p, train_u]).sort().values, torch.cat([val_p, val_u]).sort().values
-    else:
-        train_x, val_x = train_u, val_u
-    return {"train_p": train_p, "train_x": train_x, "val_p": val_p, "val_x": val_x}
-
-
-@PU_METHODS.register("vpu")
-class VPU:
-    """Variational PU learning (Chen et al. 2020a), prior-free, trained as the authors'
-    released code (HC-Feynman/vpu, ``vpu.py``) does; reimplemented, not copied.
-
-    Each iteration draws a batch of labeled positives ``x_p`` and a batch of the data sample
-    ``x_u`` (same size, independent shuffled streams restarted every epoch), computes
-    ``L_var = log mean_u Phi(x_u) - mean_p log Phi(x_p)`` with ``log Phi = logsigmoid(g)``,
-    then one MixUp coefficient ``mu ~ Beta(mix_alpha, mix_alpha)``, pairs every ``x_u[i]``
-    with a randomly permuted positive and adds ``lam * mean (log(mu Phi(x_u) + 1 - mu) -
-    log Phi(mu x_u + (1 - mu) x_p))^2``; the target is not detached (as in the code). An
-    "epoch" is ``iterations_per_epoch`` iterations (30 in the code); the learning rate is
-    halved every ``lr_halving_every`` epochs with a fresh optimizer (the code rebuilds Adam,
-    betas (0.5, 0.99), which the spec's optimizer block states). With ``model_selection:
-    validation_loss`` the variational loss on the held-out validation PU set is computed
-    after each epoch (eval mode) and the model with the lowest one is kept (ties: the
-    earlier epoch); ``last_epoch`` keeps the last (004's protocol). Prediction, as the code:
-    positive iff ``Phi(x) / max_x Phi > 1/2``, the maximum over the training data sample;
-    the score is ``log Phi(x) - log max_x Phi - log(1/2)``.
-
-    Where this differs from the code (each written in the specs): the validation positives
-    are part of the column's n_P (the code draws n_P / 9 more); a split with fewer labeled
-    positives (or data rows) than the batch size repeats them within a batch (the code's
-    ``drop_last`` loader would yield no batch); the network is the spec's backbone + a
-    linear layer with one logit (the code: 2-way log-softmax networks per dataset).
-    """
-
-    config_cls = VPUConfig
-
-    @classmethod
-    def check(cls, cfg: VPUConfig, where: str = "pu_method") -> None:
-        if cfg.mix_alpha <= 0 or cfg.lam < 0:
-            raise ConfigError(f"{where}: mix_alpha must be > 0 and lam >= 0")
-        if cfg.iterations_per_epoch < 1:
-            raise ConfigError(f"{where}.iterations_per_epoch must be >= 1")
-        if cfg.lr_halving_every < 0:
-            raise ConfigError(f"{where}.lr_halving_every must be >= 1, or 0 for never")
-        if cfg.restart_optimizer_at_halving and cfg.lr_halving_every == 0:
-            raise ConfigError(f"{where}.restart_optimizer_at_halving needs lr_halving_every >= 1")
-        if cfg.model_selection not in SELECTIONS:
-            raise ConfigError(f"{where}.model_selection: {cfg.model_selection!r} is not one of {SELECTIONS}")
-        if cfg.model_selection == "validation_loss" and not 0.0 < cfg.validation_fraction < 1.0:
-            raise ConfigError(f"{where}.validation_fraction must be in (0, 1) to select on the validation loss")
-        if cfg.model_selection == "last_epoch" and cfg.validation_fraction != 0.0:
-            raise ConfigError(f"{where}.validation_fraction must be 0 with model_selection last_epoch")
-
-    @classmethod
-    def check_train(cls, cfg: VPUConfig, train, where: str = "params") -> None:
-        if cfg.lr_halving_every and schedule_config(train.schedule).name != "constant":
-            raise ConfigError(f"{where}: pu_method.lr_halving_every is vPU's schedule; train.schedule must be constant")
-        if train.batch_size < 2:
-            raise ConfigError(f"{where}.train.batch_size must be >= 2 for vPU")
-
-    @classmethod
-    def run(cls, cfg: VPUConfig, backbone: nn.Module, train, data: DownstreamData, seed: int, device="cpu"):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        if data.split_kind != "pu" or data.n_classes != 2:
-            raise ConfigError("pu_method vpu needs a binary PU split (data.split.kind: pu)")
-        init_seed, order_seed, aug_seed, mix_seed, holdout_seed = sub_seeds(seed, 5)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(init_seed)
-            head = linear_head(backbone.out_dim, 1)
-        model = nn.Sequential(backbone, head).to(device)
-        rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, generator(holdout_seed))
-        train_p, train_x = rows["train_p"], rows["train_x"]
-        if len(train_p) == 0 or len(train_x) < 2:
-            raise ValueError("vPU needs labeled positives and at least 2 examples in the data sample")
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen, mix_rng = generator(order_seed), generator(aug_seed), np.random.default_rng(mix_seed)
-
-        def inputs(idx):
-            xb = data.x_train[idx].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
-
-        def log_phi(x_uint8: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-            return F.logsigmoid(predict(lambda k: model(to_float(x_uint8[idx[k]].to(device), data.mean, data.std)),
-                                        len(idx)).reshape(-1))
-
-        def val_loss() -> float:
-            return float(R.vpu_variational_loss(log_phi(data.x_train, rows["val_x"]),
-                                                log_phi(data.x_train, rows["val_p"])))
-
-        bs = train.batch_size
-        iters = cfg.iterations_per_epoch
-        opt = build_optimizer(train.optimizer, model)
-        base_lrs = [g["lr"] for g in opt.param_groups]
-        sched = (build_scheduler(train.schedule, opt, iters, train.epochs)
-                 if schedule_config(train.schedule).name != "constant" else None)
-        validate = cfg.model_selection == "validation_loss"
-        hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
-        best_val, best_epoch, best_state = math.inf, None, None
-        bar = progress(range(train.epochs), "vpu", total=train.epochs)
-        for epoch in bar:
-            factor = halving_factor(epoch, cfg.lr_halving_every)
-            if epoch > 0 and factor != halving_factor(epoch - 1, cfg.lr_halving_every):
-                if cfg.restart_optimizer_at_halving:
-                    opt = build_optimizer(dict(train.optimizer, lr=train.optimizer["lr"] * factor), model)
-                else:
-                    for g, lr in zip(opt.param_groups, base_lrs):
-                        g["lr"] = lr * factor
-            hist["lr"].append(opt.param_groups[0]["lr"])
-            p_stream, x_stream = FullBatches(len(train_p), bs, gen), FullBatches(len(train_x), bs, gen)
-            model.train()
-            sums = np.zeros(3)
-            for _ in range(iters):
-                xp, xu = inputs(train_p[p_stream.next()]), inputs(train_x[x_stream.next()])
-                out = F.logsigmoid(model(torch.cat([xp, xu])).reshape(-1))
-                log_phi_p, log_phi_u = out[:bs], out[bs:]
-                var_loss = R.vpu_variational_loss(log_phi_u, log_phi_p)
-                mu = float(mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
-                partner = torch.randperm(bs, generator=gen).to(device)
-                x_mix, target = R.vpu_mixup(xu, xp[partner], log_phi_u.exp(), mu)
-                reg = R.vpu_mixup_regularizer(F.logsigmoid(model(x_mix).reshape(-1)), target)
-                loss = var_loss + cfg.lam * reg
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"vPU: non-finite loss at epoch {epoch}")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                if sched is not None:
-                    sched.step()
-                sums += [float(loss.detach()), float(var_loss.detach()), float(reg.detach())]
-            for key, v in zip(("loss", "var_loss", "reg_loss"), sums / iters):
-                hist[key].append(float(v))
-            model.eval()
-            if validate:
-                v = val_loss()
-                hist["val_loss"].append(v)
-                if v < best_val:
-                    best_val, best_epoch = v, epoch
-                    best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
-            set_postfix(bar, loss=hist["loss"][-1], **({"val": hist["val_loss"][-1]} if validate else {}))
-        model.eval()
-        if best_state is not None:
-            model.load_state_dict(best_state)
-        selected = best_epoch if validate else (train.epochs - 1 if train.epochs else None)
-        log_max = float(log_phi(data.x_train, train_x).max())
-        test_idx = torch.arange(data.x_test.shape[0])
-        scores = log_phi(data.x_test, test_idx) - log_max - math.log(0.5)
-        metrics = evaluate_scores(scores, data.y_test, 2)
-        single = data.pu_scheme == "single_training_set"
-        info = {
-            "risk": "variational (vPU) + MixUp", "mix_alpha": cfg.mix_alpha, "lam": cfg.lam,
-            "iterations_per_epoch": iters, "steps": iters * train.epochs, "batch_size": bs,
-            "lr_halving_every": cfg.lr_halving_every, "restart_optimizer_at_halving": cfg.restart_optimizer_at_halving,
-            "lr_per_epoch": hist["lr"], "optimizer": {"name": train.optimizer["name"],
-                                                      "betas": list(opt.param_groups[0].get("betas", ())) or None},
-            "data_sample": ("every training example (single training set; labeled positives included)" if single
-                            else "the unlabeled sample (case-control)"),
-            "n_train_positives": len(train_p), "n_train_data_sample": len(train_x),
-            "n_val_positives": len(rows["val_p"]), "n_val_data_sample": len(rows["val_x"]),
-            "positives_repeat_in_batch": len(train_p) < bs, "data_sample_repeats_in_batch": len(train_x) < bs,
-            "model_selection": ("lowest validation variational loss" if validate
-                                else "the last epoch's model (no validation set)"),
-            "selected_epoch": selected, "val_loss_per_epoch": hist["val_loss"] or None,
-            "val_loss_selected": val_loss() if validate and best_state is not None else None,
-            "loss_per_epoch": hist["loss"], "var_loss_per_epoch": hist["var_loss"], "reg_loss_per_epoch": hist["reg_loss"],
-            "log_max_phi_data_sample": log_max, "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
-            "prior_used": None, "prior_source": "not used (prior-free)",
-        }
-        return metrics, info
+    test_config = {"loss": "sigmoid", "beta": 0.01, "gamma": 0.5}

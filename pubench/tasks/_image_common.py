@@ -16,9 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.train._common import check_loop_config
 from pubench.train.augment import channel_stats
-from pubench.train.probe import DownstreamData
+from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -53,19 +52,7 @@ class ProjectorConfig:
 class ModelConfig:
     backbone: dict
     projector: dict | None = None
-    classifier: dict | None = None      # WConPU's shared-encoder classifier (not implemented)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int
-    batch_size: int
-    optimizer: dict
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
-    augment: dict | None = None         # training views of the end-to-end methods (default: none)
-
-    def check(self, where: str = "train") -> None:
-        check_loop_config(self, where)
+    classifier: dict | None = None      # a PU method's own classifier head (PUMethod.classifier_config)
 
 
 SUBSET_KEYS = ("train", "test", "pretrain")
@@ -115,8 +102,6 @@ def model_config(params: dict) -> ModelConfig:
         raise ConfigError("params.model.backbone must be a mapping with 'name'")
     if c.projector is not None:
         build_config(ProjectorConfig, c.projector, "params.model.projector")
-    if c.classifier is not None:
-        raise ConfigError("params.model.classifier (WConPU's shared-encoder classifier) is not implemented")
     return c
 
 
@@ -129,8 +114,8 @@ def device() -> torch.device:
 
 # ------------------------------------------------------------------ models
 def build_encoder(model: ModelConfig, in_channels: int, seed: int):
-    from pubench.models import BACKBONES
-    from pubench.models._common import build_backbone
+    from pubench.models import BACKBONES, build_backbone
+    from pubench.models.base import check_module
 
     kwargs = {k: v for k, v in model.backbone.items() if k != "name"}
     name = model.backbone["name"]
@@ -140,8 +125,7 @@ def build_encoder(model: ModelConfig, in_channels: int, seed: int):
         enc = build_backbone(name, in_channels, seed=seed, **kwargs)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"params.model.backbone: {exc}") from None
-    if not hasattr(enc, "out_dim"):
-        raise TypeError(f"backbone {name!r} has no out_dim")
+    check_module(name, enc)
     return enc
 
 

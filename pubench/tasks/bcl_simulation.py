@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pubench.sim import bcl_process as bp
-from pubench.tasks import TASKS
-from pubench.utils.config import build_config
+from pubench.tasks.base import TASKS, Task
+from pubench.utils.config import ConfigError, build_config
 
 ESTIMATORS = ("biased", "dcl", "bcl")
 
@@ -22,11 +22,11 @@ class EstimatorConfig:
 def validate(params: dict) -> tuple[bp.ProcessConfig, EstimatorConfig]:
     unknown = set(params) - {"data", "estimator"}
     if unknown:
-        raise ValueError(f"params: unknown key {sorted(unknown)[0]!r}")
+        raise ConfigError(f"params: unknown key {sorted(unknown)[0]!r}")
     cfg = build_config(bp.ProcessConfig, params["data"], "params.data")
     est = build_config(EstimatorConfig, params["estimator"], "params.estimator")
     if est.name not in ESTIMATORS:
-        raise ValueError(f"params.estimator.name: {est.name!r} is not one of {ESTIMATORS}")
+        raise ConfigError(f"params.estimator.name: {est.name!r} is not one of {ESTIMATORS}")
     return cfg, est
 
 
@@ -65,13 +65,29 @@ def check_errors(theta: np.ndarray, target: np.ndarray, name: str) -> None:
 
 
 @TASKS.register("bcl_simulation")
-def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
+class BCLSimulation(Task):
     """``params = {data: ProcessConfig fields, estimator: {name, beta}}``.
 
     The process is drawn from the ``data`` seed, so every estimator of a column sees the
     same observations: the comparison between rows is paired. Raises ``DegenerateSimulation``
     (the job gets a failure record) when the numbers leave float64's range.
     """
+
+    info_keys = ("anchors_used", "anchors_without_tn", "fn_fraction", "accept_reject_rounds")
+    test_params = {"data": {"M": 8, "N": 16, "K": 4, "alpha": 0.8, "gamma": 0.5, "t": 0.5, "tau_plus": 0.1},
+                   "estimator": {"name": "bcl", "beta": 0.5}}
+
+    @classmethod
+    def validate(cls, params: dict) -> tuple[bp.ProcessConfig, EstimatorConfig]:
+        return validate(params)
+
+    @classmethod
+    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+        return simulate(params, seeds)
+
+
+def simulate(params: dict, seeds: dict[str, int]) -> dict:
+    """One job of :class:`BCLSimulation`."""
     cfg, est = validate(params)
     with np.errstate(over="ignore", under="ignore"):  # reported by check_scores instead
         obs = bp.simulate(cfg, np.random.default_rng(seeds["data"]))
@@ -99,5 +115,3 @@ def bcl_simulation(params: dict, seeds: dict[str, int]) -> dict:
         },
     }
 
-
-bcl_simulation.validate = validate

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from pubench.tasks import TASKS
 from pubench.tasks._image_common import (
     build_encoder,
     build_projector,
@@ -26,18 +25,20 @@ from pubench.tasks._image_common import (
     prepare_data,
     run_info_common,
 )
-from pubench.train import encoder_cache
-from pubench.train._common import sub_seeds
+from pubench.tasks.base import TASKS, Task
+from pubench.train import DOWNSTREAM, encoder_cache
 from pubench.train.pretrain import (
     LossCall,
     PretrainConfig,
     check_pretrain_config,
     pretrain,
 )
-from pubench.train.probe import downstream_unit
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.seeding import sub_seeds
 
 KEYS = {"data", "model", "pretrain", "downstream"}
+#: what every result's ``info`` holds (besides the data's and the run's facts)
+INFO_KEYS = ("split", "data_source", "n_train_examples", "n_test", "epochs_run", "seconds", "device", "torch_threads")
 
 
 def validate(params: dict[str, Any]):
@@ -45,12 +46,12 @@ def validate(params: dict[str, Any]):
     check_top(params, KEYS, KEYS)
     data = data_config(params["data"])
     model = model_config(params["model"])
+    if model.classifier is not None:
+        raise ConfigError("params.model.classifier: the downstream unit builds its own head; a classifier block "
+                          "belongs to an end-to-end pu_method that brings one")
     pre = build_config(PretrainConfig, params["pretrain"], "params.pretrain")
-    if not isinstance(params["downstream"], dict) or "name" not in params["downstream"]:
-        raise ConfigError("params.downstream must be a mapping with 'name'")
-    unit = downstream_unit(params["downstream"]["name"])
-    down = build_config(unit.config_cls, params["downstream"], "params.downstream")
-    down.check("params.downstream")
+    unit = DOWNSTREAM.named(params["downstream"], "params.downstream")
+    down = unit.config(params["downstream"], "params.downstream")
     # loss checks that need no prior now; the prior is known after the split
     check_pretrain_config(pre, prior=0.5)
     return data, model, pre, unit, down
@@ -94,9 +95,30 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
     return {"metrics": metrics, "info": info}
 
 
+#: a small run for the contract tests (generated images stand in for mnist)
+TEST_PARAMS = {
+    "data": {"dataset": "mnist", "labels": {"positive": [1, 3, 5, 7, 9]},
+             "split": {"kind": "pu", "n_labeled": 20, "scheme": "single_training_set"},
+             "subset": {"train": 120, "test": 60}, "input_size": [1, 12, 12]},
+    "model": {"backbone": {"name": "mlp_001", "hidden": 16, "out_dim": 8, "input_size": 12},
+              "projector": {"hidden": 8, "out": 8}},
+    "pretrain": {"framework": {"name": "simclr"}, "loss": {"name": "punce", "temperature": 0.5}, "epochs": 1,
+                 "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01},
+                 "augment": {"name": "mnist_crop", "scale": [0.7, 1.0]}},
+    "downstream": {"name": "linear_probe", "risk": "nnpu", "epochs": 2, "batch_size": 32,
+                   "optimizer": {"name": "adam", "lr": 0.01}},
+}
+
+
 @TASKS.register("contrastive_probe")
-def contrastive_probe(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
-    return run_contrastive(params, seeds)
+class ContrastiveProbe(Task):
+    info_keys = (*INFO_KEYS, "pretrain", "downstream")
+    test_params = TEST_PARAMS
 
+    @classmethod
+    def validate(cls, params: dict[str, Any]):
+        return validate(params)
 
-contrastive_probe.validate = validate
+    @classmethod
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+        return run_contrastive(params, seeds)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pubench.tasks import TASKS
+from pubench.tasks.base import TASKS, Task
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -140,7 +140,28 @@ def _load(dataset: str, features: str, root: str):
 
 
 @TASKS.register("infograph")
+class Infograph(Task):
+    info_keys = ("dataset", "graphs_used", "acc_std_over_folds", "fold_acc", "svm_C", "loss_curve",
+                 "floor_fraction", "floor_fraction_curve")
+    test_params = {
+        "data": {"dataset": "mutag", "subset": 24},
+        "model": {"backbone": {"name": "gin", "hidden": 8, "layers": 2}},
+        "pretrain": {"epochs": 2, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}, "score": "cosine",
+                     "loss": {"name": "debiased", "temperature": 0.5, "tau_plus": 0.1}},
+        "eval": {"name": "svm_cv", "folds": 3, "inner_folds": 2, "C": [0.1, 1.0]},
+    }
+
+    @classmethod
+    def validate(cls, params: dict) -> tuple[InfographParams, Any]:
+        return parse_params(params)
+
+    @classmethod
+    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+        return infograph(params, seeds)
+
+
 def infograph(params: dict, seeds: dict[str, int]) -> dict:
+    """One job of :class:`Infograph`."""
     from pubench.models import BACKBONES
     from pubench.paths import data_root
     from pubench.train.infograph import InfoGraph, embed, pretrain

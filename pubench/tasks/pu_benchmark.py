@@ -4,7 +4,8 @@ A row is either
 
 * an end-to-end PU classifier: ``params = {data, model, pu_method, train}`` — the backbone
   plus a linear layer is trained from scratch by ``PU_METHODS[pu_method.name]`` with the
-  epochs / batch size / optimizer of ``train``; or
+  epochs / batch size / optimizer of ``train``; ``model.classifier`` goes to a method that
+  brings its own head (``PUMethod.classifier_config``) and is refused otherwise; or
 * the contrastive pipeline: ``params = {data, model, pretrain, downstream}`` — exactly the
   ``contrastive_probe`` task.
 
@@ -20,9 +21,7 @@ from typing import Any
 import torch
 
 from pubench.pu import PU_METHODS
-from pubench.tasks import TASKS
 from pubench.tasks._image_common import (
-    TrainConfig,
     build_encoder,
     check_top,
     data_config,
@@ -31,10 +30,12 @@ from pubench.tasks._image_common import (
     prepare_data,
     run_info_common,
 )
-from pubench.tasks.contrastive_probe import run_contrastive
+from pubench.tasks.base import TASKS, Task
+from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_PARAMS, run_contrastive
 from pubench.tasks.contrastive_probe import validate as validate_contrastive
-from pubench.train._common import sub_seeds
+from pubench.train.loop import TrainConfig, check_loop_config
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.seeding import sub_seeds
 
 E2E_KEYS = {"data", "model", "pu_method", "train"}
 CONTRASTIVE_KEYS = {"data", "model", "pretrain", "downstream"}
@@ -45,25 +46,19 @@ def validate_end_to_end(params: dict[str, Any]):
     data = data_config(params["data"])
     model = model_config(params["model"])
     pm = params["pu_method"]
-    if not isinstance(pm, dict) or "name" not in pm:
-        raise ConfigError("params.pu_method must be a mapping with 'name'")
-    try:
-        unit = PU_METHODS.get(pm["name"])
-    except KeyError as exc:
-        raise ConfigError(f"params.pu_method.name: {exc}") from None
-    cfg = build_config(unit.config_cls, pm, "params.pu_method")
-    unit.check(cfg, "params.pu_method")
+    unit = PU_METHODS.named(pm, "params.pu_method")
+    cfg = unit.config(pm, "params.pu_method")
     train = build_config(TrainConfig, params["train"], "params.train")
-    train.check("params.train")
-    if hasattr(unit, "check_train"):  # a method with its own constraints on the train block (vpu)
-        unit.check_train(cfg, train, "params")
+    check_loop_config(train, "params.train")
+    unit.check_train(cfg, train, "params")
+    classifier = unit.classifier(model.classifier, "params.model.classifier")
     if data.split.get("kind") != "pu":
         raise ConfigError("params.data.split.kind must be pu for an end-to-end PU method")
-    return data, model, unit, cfg, train
+    return data, model, unit, cfg, train, classifier
 
 
 def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
-    data_cfg, model_cfg, unit, cfg, train = validate_end_to_end(params)
+    data_cfg, model_cfg, unit, cfg, train, classifier = validate_end_to_end(params)
     prepared = prepare_data(data_cfg, seeds["data"])
     d = prepared.data
     dev = device()
@@ -73,7 +68,7 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
         torch.manual_seed(global_seed)
         backbone = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
         t0 = time.perf_counter()
-        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev)
+        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier)
         t1 = time.perf_counter()
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
                 seconds={"train": round(t1 - t0, 2)}, **run_info_common())
@@ -92,13 +87,17 @@ def _route(params: dict[str, Any]) -> str:
 
 
 @TASKS.register("pu_benchmark")
-def pu_benchmark(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
-    return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds)
+class PUBenchmark(Task):
+    info_keys = INFO_KEYS
+    test_params = {"data": TEST_PARAMS["data"], "model": {"backbone": TEST_PARAMS["model"]["backbone"]},
+                   "pu_method": {"name": "nnpu"},
+                   "train": {"epochs": 2, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}}}
 
+    @classmethod
+    def validate(cls, params: dict[str, Any]):
+        """The config checks of the row's pipeline, without loading data."""
+        return (validate_end_to_end if _route(params) == "end_to_end" else validate_contrastive)(params)
 
-def validate(params: dict[str, Any]):
-    """The config checks of the row's pipeline, without loading data."""
-    return (validate_end_to_end if _route(params) == "end_to_end" else validate_contrastive)(params)
-
-
-pu_benchmark.validate = validate
+    @classmethod
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+        return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds)

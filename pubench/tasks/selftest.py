@@ -12,14 +12,31 @@ from pathlib import Path
 
 import numpy as np
 
-from pubench.tasks import TASKS
+from pubench.tasks.base import TASKS, Task
+from pubench.utils.config import ConfigError
 
 
 @TASKS.register("selftest")
+class SelfTest(Task):
+    info_keys = ("seeds",)
+    test_params = {"value": 1.0}
+
+    @classmethod
+    def validate(cls, params: dict) -> dict:
+        unknown = set(params) - {"value", "sleep", "fail_if_missing", "data"}
+        if unknown:
+            raise ConfigError(f"params: unknown key {sorted(unknown)[0]!r}")
+        if "value" not in params:
+            raise ConfigError("params: missing key 'value'")
+        return params
+
+    @classmethod
+    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+        cls.validate(params)
+        return selftest(params, seeds)
+
+
 def selftest(params: dict, seeds: dict[str, int]) -> dict:
-    unknown = set(params) - {"value", "sleep", "fail_if_missing", "data"}
-    if unknown:
-        raise ValueError(f"params: unknown key {sorted(unknown)[0]!r}")
     started = time.time()
     time.sleep(float(params.get("sleep", 0.0)))
     gate = params.get("fail_if_missing")

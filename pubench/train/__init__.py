@@ -1,6 +1,8 @@
-"""Training loops by phase: contrastive pre-training frameworks and downstream classifiers."""
+"""Training: the one loop (:mod:`pubench.train.loop`), optimizers and schedules,
+augmentations, metrics, contrastive pre-training frameworks (:data:`FRAMEWORKS`) and the
+graph trainer; the interface of the downstream classifiers (:data:`DOWNSTREAM`, units in
+:mod:`pubench.downstream`). Nothing here imports :mod:`pubench.pu`."""
 
-from pubench.utils.registry import Registry
+from pubench.train.base import DOWNSTREAM, FRAMEWORKS, Downstream, Framework
 
-FRAMEWORKS = Registry("framework", package=__name__)
-DOWNSTREAM = Registry("downstream", package=__name__)
+__all__ = ["DOWNSTREAM", "FRAMEWORKS", "Downstream", "Framework"]

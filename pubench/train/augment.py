@@ -289,12 +289,7 @@ AUGMENTS.register("mnist_crop", MnistCrop)
 
 def build_augment(cfg: dict, mean, std, where: str = "augment") -> Augment:
     """An augmentation from its config dict ``{name, ...options}``."""
-    if not isinstance(cfg, dict) or "name" not in cfg:
-        raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
-    try:
-        cls = AUGMENTS.get(cfg["name"])
-    except KeyError as exc:
-        raise ConfigError(f"{where}.name: {exc}") from None
+    cls = AUGMENTS.named(cfg, where)
     return cls(build_config(cls.config_cls, cfg, where), mean, std)
 
 

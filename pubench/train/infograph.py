@@ -19,10 +19,11 @@ is its own graph, ``pos_i = logits[i, b(i)]``, and whose candidates (negatives /
 unlabeled samples) are the other ``B - 1`` graphs, ``neg_mask[i, j] = (j != b(i))``.
 
 Objectives: ``measure: JSD`` is InfoGraph's own JSD estimator (:func:`jsd_from_logits`,
-InfoGraph's ``--measure JSD``); ``loss: {name, ...}`` is a pubench estimator in its logits
-form (``pubench.losses.*_from_logits``, :data:`LOGIT_FORMS`) averaged over all nodes of
-the batch: ``info_nce`` (no correction), ``debiased`` (DEB), ``hard`` (Hard), ``ring``
-(Ring), ``pu_corrected`` (PUCL), ``bayesian`` (BCL), with ``N = M^u = B - 1``. With
+InfoGraph's ``--measure JSD``); ``loss: {name, ...}`` is a registered loss in the logits
+form it declares (``from_logits=`` at its registration, :func:`pubench.losses.logits_form`;
+any loss that declares one is accepted) averaged over all nodes of the batch:
+``info_nce`` (no correction), ``debiased`` (DEB), ``hard`` (Hard), ``ring`` (Ring),
+``pu_corrected`` (PUCL), ``bayesian`` (BCL), ... with ``N = M^u = B - 1``. With
 ``score="cosine"`` the similarities the estimators exponentiate are
 ``h = exp(cos / t)`` in ``[e^{-1/t}, e^{1/t}]``, the range 000's eq. 8 (and DCL / HCL)
 assume, so their floor ``N e^{-1/t}`` is the true minimum of the negative sum.
@@ -33,7 +34,8 @@ each step :func:`train_step` counts the anchors whose candidate logits got exact
 gradient (the clamp binds; for Ring, an empty band) and :func:`pretrain` reports their
 fraction per epoch (``floor_fraction``), weighted by nodes.
 
-Training: Adam, ``epochs`` passes over the data set in batches of ``batch_size`` graphs.
+Training: Adam, ``epochs`` passes over the data set in batches of ``batch_size`` graphs,
+through :class:`pubench.train.loop.Trainer`.
 As in the InfoGraph / HCL code, the data set is shuffled once (seeded) and the same
 consecutive batches are used every epoch (the last, smaller batch included); each batch
 is therefore prepared once (:func:`prepare_batches`: collation, sparse adjacency, the GIN
@@ -55,20 +57,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import pubench.losses as L
+from pubench.losses import LOSSES, logits_form
+from pubench.losses.base import hyperparameters, with_logits_form
 from pubench.models.gin import GraphBatch, prepare_batch
+from pubench.train.loop import EpochStats, Step, Trainer
 
 LOG2 = math.log(2.0)
 
-# logits forms of the pubench estimators, by the name of their two-view loss
-LOGIT_FORMS: dict[str, Callable] = {
-    "info_nce": L.info_nce_from_logits,
-    "debiased": L.debiased_from_logits,
-    "hard": L.hard_from_logits,
-    "ring": L.ring_from_logits,
-    "pu_corrected": L.pu_corrected_from_logits,
-    "bayesian": L.bayesian_from_logits,
-}
 JSD = "infograph_jsd"  # the objective's name when the spec says measure: JSD
 MEASURE = "JSD"
 SCORES = ("dot", "cosine")
@@ -152,9 +147,8 @@ def jsd_from_logits(pos_logits: torch.Tensor, neg_logits: torch.Tensor, *, neg_m
 
 
 def loss_hyperparameters(name: str) -> set[str]:
-    """The hyperparameters of pubench loss ``name`` (its two-view signature minus views/reduction)."""
-    params = inspect.signature(getattr(L, name)).parameters
-    return set(params) - {"z1", "z2", "reduction"}
+    """The hyperparameters of registered loss ``name`` (its two-view signature minus views/reduction)."""
+    return set(hyperparameters(LOSSES.get(name)))
 
 
 @dataclass(frozen=True)
@@ -182,8 +176,8 @@ class LocalGlobalObjective:
             raise ValueError(f"params.pretrain.loss: expected a mapping with 'name', got {loss!r}")
         name = loss["name"]
         hyper = {k: v for k, v in loss.items() if k != "name"}
-        if name not in LOGIT_FORMS:
-            raise ValueError(f"params.pretrain.loss.name: {name!r} has no logits form; one of {sorted(LOGIT_FORMS)}")
+        if name not in LOSSES or logits_form(name) is None:
+            raise ValueError(f"params.pretrain.loss.name: {name!r} declares no logits form; one of {with_logits_form()}")
         expected = loss_hyperparameters(name)
         if set(hyper) != expected:
             missing, unknown = sorted(expected - set(hyper)), sorted(set(hyper) - expected)
@@ -208,7 +202,7 @@ class LocalGlobalObjective:
         """Mean loss over the anchors, from logits (already divided by the temperature)."""
         if self.name == JSD:
             return jsd_from_logits(pos, logits, neg_mask=neg_mask)
-        fn = LOGIT_FORMS[self.name]
+        fn = logits_form(self.name)
         kwargs = dict(self.hyper)
         if "temperature" not in inspect.signature(fn).parameters:
             kwargs.pop("temperature", None)
@@ -264,20 +258,23 @@ def starved_anchors(logits_grad: torch.Tensor, neg_mask: torch.Tensor) -> torch.
     return ~((logits_grad != 0) & neg_mask).any(dim=1)
 
 
-def train_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalObjective,
-               opt: torch.optim.Optimizer) -> tuple[float, int]:
-    """One Adam step on one batch; returns the loss and the number of anchors whose
-    candidates got no gradient (the estimator's floor binds, or Ring's band is empty)."""
-    opt.zero_grad(set_to_none=True)
+def objective_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalObjective) -> Step:
+    """The loss of one batch, weighted by its graphs; after the backward pass it counts the
+    anchors whose candidates got no gradient (``starved``: the estimator's floor binds, or
+    Ring's band is empty)."""
     l_enc, g_enc = model(pb.graphs)
     logits = objective.logits(l_enc, g_enc)
     logits.retain_grad()
     loss = objective.loss(positive_logits(logits, pb.graphs.batch), logits, pb.neg_mask)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"loss is {loss.item()}")
-    loss.backward()
-    opt.step()
-    return loss.item(), int(starved_anchors(logits.grad, pb.neg_mask).sum())
+    return Step(loss, weight=pb.graphs.num_graphs,
+                after_backward=lambda: {"starved": int(starved_anchors(logits.grad, pb.neg_mask).sum())})
+
+
+def train_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalObjective,
+               opt: torch.optim.Optimizer) -> tuple[float, int]:
+    """One Adam step on one batch; returns the loss and the number of starved anchors."""
+    out = Trainer([model], opt, desc="infograph").optimize(objective_step(model, pb, objective), 0)
+    return out["value"], int(out["starved"])
 
 
 def pretrain(
@@ -299,23 +296,16 @@ def pretrain(
     batches = prepare_batches(graphs, batch_size, seed) if epochs > 0 else []
     prepare_s = time.perf_counter() - t0
     nodes = sum(pb.num_nodes for pb in batches)
-    losses, floors, times = [], [], []
-    model.train()
-    for epoch in range(epochs):
-        t0, total, starved = time.perf_counter(), 0.0, 0
-        for pb in batches:
-            try:
-                loss, k = train_step(model, pb, objective, opt)
-            except FloatingPointError as exc:
-                raise FloatingPointError(f"epoch {epoch + 1}: {exc}") from None
-            total += loss * pb.graphs.num_graphs
-            starved += k
-        losses.append(total / len(graphs))
-        floors.append(starved / nodes)
-        times.append(time.perf_counter() - t0)
+
+    def end_epoch(e: EpochStats) -> None:
         if log:
-            log(f"epoch {epoch + 1}/{epochs} loss {losses[-1]:.4f} floor {floors[-1]:.3f} ({times[-1]:.2f}s)")
-    return {"loss": losses, "floor_fraction": floors, "epoch_s": times, "prepare_s": prepare_s}
+            log(f"epoch {e.epoch + 1}/{epochs} loss {e.mean:.4f} floor {e.sums['starved'] / nodes:.3f} "
+                f"({e.seconds:.2f}s)")
+
+    history = Trainer([model], opt, desc="infograph").run(
+        epochs, lambda epoch: batches, lambda pb, epoch: objective_step(model, pb, objective), end_epoch=end_epoch)
+    return {"loss": [e.mean for e in history], "floor_fraction": [e.sums["starved"] / nodes for e in history],
+            "epoch_s": [e.seconds for e in history], "prepare_s": prepare_s}
 
 
 @torch.no_grad()

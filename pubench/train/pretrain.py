@@ -1,6 +1,7 @@
 """Contrastive pre-training: two augmented views per image, any ``pubench.losses`` loss.
 
-Framework ``simclr`` (Chen et al. 2020, registered in ``FRAMEWORKS``): a batch of ``b``
+Framework ``simclr`` (Chen et al. 2020, registered in ``FRAMEWORKS``; interface
+:class:`pubench.train.base.Framework`): a batch of ``b``
 source images gives ``2b`` views (two independent draws of the augmentation); both go
 through encoder + projector in one forward pass (so BatchNorm sees the ``2b`` views), and
 the loss gets the projections ``z1, z2`` (``(b, d)`` each). Every other view is a negative.
@@ -26,7 +27,8 @@ unregistered, so ``pubench coverage`` lists them as missing.
 still spans ``epochs``): the checkpoint of epoch ``E`` of the full run, evaluated downstream.
 
 Batches: a fresh permutation per epoch; incomplete last batches are dropped (SimCLR),
-unless the data set is smaller than one batch (then one batch of everything).
+unless the data set is smaller than one batch (then one batch of everything). The epochs
+run through :class:`pubench.train.loop.Trainer`.
 """
 
 from __future__ import annotations
@@ -40,16 +42,17 @@ import torch
 from torch import nn
 
 from pubench.losses import LOSSES
-from pubench.train import FRAMEWORKS
-from pubench.train._common import batches, generator, progress, set_postfix, sub_seeds
 from pubench.train.augment import build_augment
+from pubench.train.base import FRAMEWORKS, Framework
+from pubench.train.loop import Step, Trainer, batches
 from pubench.train.optim import (
     build_optimizer,
     build_scheduler,
     optimizer_config,
     schedule_config,
 )
-from pubench.utils.config import ConfigError, build_config
+from pubench.utils.config import ConfigError
+from pubench.utils.seeding import sub_seeds, torch_generator
 
 LABEL_ARGS = ("labeled", "labels")
 NOT_HYPER = ("z1", "z2", "reduction", *LABEL_ARGS)
@@ -101,12 +104,7 @@ class LossCall:
     """A loss by name with its fixed, scheduled and label arguments resolved."""
 
     def __init__(self, cfg: dict, prior: float | None, where: str = "pretrain.loss"):
-        if not isinstance(cfg, dict) or "name" not in cfg:
-            raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
-        try:
-            self.fn = LOSSES.get(cfg["name"])
-        except KeyError as exc:
-            raise ConfigError(f"{where}.name: {exc}") from None
+        self.fn = LOSSES.named(cfg, where)
         self.name = cfg["name"]
         sig = inspect.signature(self.fn).parameters
         self.label_arg = next((a for a in LABEL_ARGS if a in sig), None)
@@ -163,13 +161,11 @@ class SimCLRConfig:
 
 
 @FRAMEWORKS.register("simclr")
-class SimCLR:
+class SimCLR(Framework):
     """Two views through one encoder + projector (Chen et al. 2020)."""
 
     config_cls = SimCLRConfig
-
-    def __init__(self, encoder: nn.Module, projector: nn.Module, cfg: SimCLRConfig):
-        self.encoder, self.projector, self.cfg = encoder, projector, cfg
+    test_config: dict = {}
 
     def modules(self) -> list[nn.Module]:
         return [self.encoder, self.projector]
@@ -186,7 +182,7 @@ def build_framework(cfg: dict, encoder, projector, where: str = "pretrain.framew
         cls = FRAMEWORKS.get(cfg["name"])
     except KeyError as exc:
         raise ConfigError(f"{where}.name: {exc}") from None
-    return cls(encoder, projector, build_config(cls.config_cls, cfg, where))
+    return cls(encoder, projector, cls.config(cfg, where))
 
 
 def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> LossCall:
@@ -224,34 +220,24 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     opt = build_optimizer(cfg.optimizer, params)
     sched = build_scheduler(cfg.schedule, opt, steps_per_epoch, cfg.epochs)
     order_seed, aug_seed = sub_seeds(seed, 2)
-    order_gen, aug_gen = generator(order_seed), generator(aug_seed)
+    order_gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
     history: dict[str, Any] = {"loss": [], "steps": 0, "epochs_run": 0, "batch_size": bs,
                                "steps_per_epoch": steps_per_epoch, "loss_name": loss.name,
                                "loss_kwargs": loss.kwargs(0), "prior_filled": loss.prior_filled}
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
+
+    def step(idx: torch.Tensor, epoch: int) -> Step:
+        xb = x[idx].to(device)
+        v1, v2 = aug(xb, aug_gen), aug(xb, aug_gen)
+        z1, z2 = framework.projections(v1, v2)
+        obs = observed[idx].to(device) if observed is not None else None
+        return Step(loss(z1, z2, obs, epoch), weight=len(idx))
+
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
-    bar = progress(range(run_epochs), f"pretrain {loss.name}", total=run_epochs)
-    for epoch in bar:
-        for m in framework.modules():
-            m.train()
-        total, count = 0.0, 0
-        for idx in batches(n, bs, order_gen, drop_last=True, min_size=2):
-            xb = x[idx].to(device)
-            v1, v2 = aug(xb, aug_gen), aug(xb, aug_gen)
-            z1, z2 = framework.projections(v1, v2)
-            obs = observed[idx].to(device) if observed is not None else None
-            value = loss(z1, z2, obs, epoch)
-            if not torch.isfinite(value):
-                raise FloatingPointError(f"pre-training loss is {float(value)} at epoch {epoch}")
-            opt.zero_grad(set_to_none=True)
-            value.backward()
-            opt.step()
-            sched.step()
-            total += float(value.detach()) * len(idx)
-            count += len(idx)
-            history["steps"] += 1
-        history["loss"].append(total / max(1, count))
-        history["epochs_run"] = epoch + 1
-        set_postfix(bar, loss=history["loss"][-1], lr=opt.param_groups[0]["lr"])
+    epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}").run(
+        run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
+    history["loss"] = [e.mean for e in epochs]
+    history["steps"] = sum(e.steps for e in epochs)
+    history["epochs_run"] = len(epochs)
     return history

@@ -10,16 +10,28 @@ A unit registers itself with a decorator in its own module::
 A registry created with ``package=`` imports every module of that package the first
 time it is asked for a name, so adding a unit is one file and no list to edit.
 Unknown names raise :class:`UnknownName`, with the closest registered name suggested.
+
+``check=`` refuses, at registration, an object that does not implement the kind's
+interface (each kind's ``base.py`` says what it is); ``register(name, **declared)`` sets
+the declared attributes on the unit first (a loss's logits form, a backbone's test
+config), so everything about a unit is said where it is registered.
+:class:`Unit` is the base of the unit kinds that are classes with a config dataclass
+(frameworks, downstream classifiers, PU methods); :func:`subclass_check` builds their
+registration check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+import inspect
 import pkgutil
-from typing import Any, Callable, Iterator
+from abc import ABC
+from typing import Any, Callable, ClassVar, Iterator
 
 from pubench.errors import PubenchError
+from pubench.utils.config import ConfigError
 
 
 class UnknownName(PubenchError, KeyError):
@@ -39,18 +51,31 @@ class Registry:
         self._items: dict[str, Any] = {}
         self._discovered = package is None
 
-    def register(self, name: str, obj: Any = None) -> Callable[[Any], Any] | Any:
-        """Register ``obj`` under ``name``; usable as ``@registry.register(name)``."""
+    def register(self, name: str, obj: Any = None, **declared: Any) -> Callable[[Any], Any] | Any:
+        """Register ``obj`` under ``name``; usable as ``@registry.register(name)``.
+        ``declared`` attributes are set on ``obj`` before the interface check."""
 
         def add(o: Any) -> Any:
             if name in self._items and self._items[name] is not o:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
+            for attr, value in declared.items():
+                setattr(o, attr, value)
             if self.check is not None:
                 self.check(name, o)
             self._items[name] = o
             return o
 
         return add if obj is None else add(obj)
+
+    @contextlib.contextmanager
+    def registered(self, name: str, obj: Any) -> Iterator[Any]:
+        """``obj`` registered under ``name`` inside the ``with`` block only (tests)."""
+        self._discover()
+        self.register(name, obj)
+        try:
+            yield obj
+        finally:
+            self._items.pop(name, None)
 
     def _discover(self) -> None:
         if self._discovered:
@@ -60,6 +85,16 @@ class Registry:
         for mod in pkgutil.iter_modules(pkg.__path__):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
+
+    def named(self, cfg: Any, where: str) -> Any:
+        """The unit a spec block names (``{name: ..., <its options>}``); ``ConfigError``
+        naming ``where`` when ``cfg`` is no mapping with a ``name`` or the name is unknown."""
+        if not isinstance(cfg, dict) or "name" not in cfg:
+            raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
+        try:
+            return self.get(cfg["name"])
+        except UnknownName as exc:
+            raise ConfigError(f"{where}.name: {exc}") from None
 
     def get(self, name: str) -> Any:
         self._discover()
@@ -80,3 +115,43 @@ class Registry:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+class Unit(ABC):
+    """A unit that is a class: ``config_cls`` (a dataclass of its hyperparameters, built
+    with :func:`pubench.utils.config.build_config`: unknown, missing or mistyped keys
+    fail), ``check`` (the checks types cannot say, raising ``ConfigError``) and
+    ``test_config`` (a small valid config for the contract tests,
+    ``tests/unit/test_contracts.py``; ``name`` is added by the test). Every method is a
+    classmethod: units hold no state between runs."""
+
+    config_cls: ClassVar[type]
+    test_config: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def config(cls, params: dict[str, Any], where: str) -> Any:
+        """The checked config of ``params`` (the spec block naming this unit)."""
+        from pubench.utils.config import build_config
+
+        cfg = build_config(cls.config_cls, params, where)
+        cls.check(cfg, where)
+        return cfg
+
+    @classmethod
+    def check(cls, cfg: Any, where: str) -> None:
+        """Checks beyond the config's types; raise ``ConfigError`` naming ``where``."""
+
+
+def subclass_check(kind: str, base: type, attrs: tuple[str, ...] = ()) -> Callable[[str, Any], None]:
+    """A registration check: ``obj`` is a concrete subclass of ``base`` with ``attrs``."""
+
+    def check(name: str, obj: Any) -> None:
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            raise TypeError(f"{kind} {name!r} must subclass {base.__module__}.{base.__qualname__}")
+        if inspect.isabstract(obj):
+            raise TypeError(f"{kind} {name!r} does not implement {', '.join(sorted(obj.__abstractmethods__))}")
+        for attr in attrs:
+            if not hasattr(obj, attr):
+                raise TypeError(f"{kind} {name!r} lacks class attribute {attr!r}")
+
+    return check

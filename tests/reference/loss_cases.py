@@ -15,7 +15,26 @@ for _p in (str(_HERE.parents[1]), str(_HERE)):
 import torch  # noqa: E402
 
 import naive_losses as ref  # noqa: E402
-import pubench.losses as L  # noqa: E402
+from pubench.losses import LOSSES, logits_form  # noqa: E402
+
+
+class _ByName:
+    """Every registered loss as an attribute (``L.debiased``) and its declared logits form
+    (``L.debiased_from_logits``), looked up in the registry."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        base = name.removesuffix("_from_logits")
+        if base not in LOSSES:
+            raise AttributeError(f"no registered loss {base!r}")
+        fn = LOSSES.get(base) if base == name else logits_form(base)
+        if fn is None:
+            raise AttributeError(f"loss {base!r} declares no logits form")
+        return fn
+
+
+L = _ByName()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""Backbones and heads (pubench/models): parameter counts against the papers' printouts,
-output shapes at each dataset's input size, seeded init, finite gradients, BatchNorm modes."""
+"""Backbones and heads (pubench/models): parameter counts against the papers' printouts and
+output shapes at each dataset's input size, both on the ``meta`` device (nothing is
+allocated), seeded init and BatchNorm modes at each backbone's declared ``test_config``
+(tests/unit/test_contracts.py runs every backbone forward and backward)."""
 
 from __future__ import annotations
 
@@ -16,14 +18,16 @@ from pubench.models import (
     projection_head,
 )
 
-IMAGE_BACKBONES = ["mlp_001", "allconv_001", "resnet18_cifar", "resnet18", "resnet34", "resnet50",
-                   "lenet5", "cnn7_003", "cnn13"]
+# every registered image backbone, with the small configuration it declares
+IMAGE_BACKBONES = [n for n in BACKBONES.names() if isinstance(BACKBONES.get(n).test_config["input"], list)]
+GENERIC = {n: (BACKBONES.get(n).test_config["kwargs"], (BACKBONES.get(n).test_config["input"][0],
+                                                         BACKBONES.get(n).test_config["input"][1]))
+           for n in IMAGE_BACKBONES}
 
 MNIST, CIFAR, STL = (1, 28), (3, 32), (3, 96)
 
 # (name, kwargs, (C, side), out_dim) -- every backbone at the input sizes of the datasets it is
-# used on. The ResNets at 96x96 (and 224x224 below) run at reduced width to keep the test fast:
-# the spatial path does not depend on the width, only out_dim does.
+# used on, at full size on the meta device (shapes only, no compute).
 SHAPE_CASES = [
     ("mlp_001", {}, MNIST, 50),
     ("allconv_001", {}, CIFAR, 1000),
@@ -32,29 +36,17 @@ SHAPE_CASES = [
     ("resnet18_cifar", {}, CIFAR, 512),
     ("resnet18_cifar", {}, MNIST, 512),
     ("resnet18_cifar", {"width": 0.25}, STL, 128),
+    ("resnet18_cifar", {}, STL, 512),
     ("resnet18", {}, STL, 512),
     ("resnet34", {"cifar_stem": True}, CIFAR, 512),
     ("resnet34", {}, STL, 512),
     ("resnet50", {"cifar_stem": True}, CIFAR, 2048),
     ("resnet50", {"cifar_stem": True, "width": 0.125}, STL, 256),
+    ("resnet50", {}, STL, 2048),
     ("lenet5", {}, MNIST, 84),
     ("cnn7_003", {}, CIFAR, 1000),
     ("cnn7_003", {"variant": "stl"}, STL, 84),
 ]
-
-# one small, representative configuration per backbone for the generic checks
-GENERIC = {
-    "mlp_001": ({"hidden": 64}, MNIST),
-    "allconv_001": ({"width": 0.25, "fc_width": 32}, CIFAR),
-    "cnn13": ({"width": 0.25, "fc_width": 32}, CIFAR),
-    "resnet18_cifar": ({"width": 0.25}, CIFAR),
-    "resnet18": ({"width": 0.25}, STL),
-    "resnet34": ({"width": 0.125, "cifar_stem": True}, CIFAR),
-    "resnet50": ({"width": 0.125, "cifar_stem": True}, CIFAR),
-    "lenet5": ({}, MNIST),
-    "cnn7_003": ({"width": 0.25, "fc_width": 32}, CIFAR),
-}
-
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
@@ -71,17 +63,22 @@ def _x(shape, n=2, seed=0):
     return torch.randn(n, c, s, s, generator=torch.Generator().manual_seed(seed))
 
 
-def test_all_image_backbones_registered():
-    for name in IMAGE_BACKBONES:
-        assert name in BACKBONES
-    assert set(GENERIC) == set(IMAGE_BACKBONES)
+def meta(name: str, in_channels: int, **kwargs) -> nn.Module:
+    """The backbone built on the meta device: shapes and parameter counts, no memory."""
+    with torch.device("meta"):
+        return BACKBONES.get(name)(in_channels, **kwargs)
+
+
+def test_the_papers_backbones_are_registered():
+    assert {"mlp_001", "allconv_001", "resnet18_cifar", "resnet18", "resnet34", "resnet50", "lenet5", "cnn7_003",
+            "cnn13"} <= set(IMAGE_BACKBONES)
 
 
 # ---- printed parameter counts (001, App. A.1.3-A.1.5): backbone + projector + online_head --
 
 def test_mlp_001_printed_count():
     # A.1.3 "Num of Params = 29231151": backbone 29,200,150 + projector 30,950 + head 51
-    enc = BACKBONES.get("mlp_001")(1)
+    enc = meta("mlp_001", 1)
     proj, head = projection_head(50, 300, 50), linear_head(50, 1)
     assert count_parameters(enc) == 784 * 5000 + 5000 + 2 * 5000 + 5000 * 5000 + 5000 + 2 * 5000 + 5000 * 50 + 50 + 2 * 50
     assert count_parameters(enc) == 29_200_150
@@ -91,7 +88,7 @@ def test_mlp_001_printed_count():
 
 def test_allconv_001_printed_count():
     # A.1.4 "Num of Params = 5019255": backbone 3,014,254 + projector 2,004,000 + head 1,001
-    enc = BACKBONES.get("allconv_001")(3)
+    enc = meta("allconv_001", 3)
     proj, head = projection_head(1000, 1000, 1000), linear_head(1000, 1)
     assert enc.flat_dim == 640
     assert count_parameters(enc) == 3_014_254
@@ -102,7 +99,7 @@ def test_allconv_001_printed_count():
 def test_resnet18_cifar_printed_count():
     # A.1.5 "Num of Params = 11333825": backbone 11,168,832 + projector (first Linear without
     # bias, as printed) 164,480 + head 513
-    enc = BACKBONES.get("resnet18_cifar")(3)
+    enc = meta("resnet18_cifar", 3)
     proj, head = projection_head(512, 256, 128, hidden_bias=False), linear_head(512, 1)
     assert count_parameters(enc) == 11_168_832
     assert count_parameters(proj) == 164_480
@@ -112,7 +109,9 @@ def test_resnet18_cifar_printed_count():
 # ---- counts not printed by the papers: pinned to the hand computations in the docstrings --
 
 def test_unprinted_counts_pinned():
-    get = BACKBONES.get
+    def get(name):
+        return lambda *a, **kw: meta(name, *a, **kw)
+
     # torchvision totals minus fc (checked against torchvision below); CIFAR stem saves 7*7*3*64 - 3*3*3*64
     stem_saving = 7 * 7 * 3 * 64 - 3 * 3 * 3 * 64
     assert count_parameters(get("resnet18")(3)) == 11_689_512 - 513_000 == 11_176_512
@@ -164,25 +163,25 @@ def test_resnets_match_torchvision(name, tv_fn, cifar):
 @pytest.mark.parametrize("name,kwargs,shape,out_dim", SHAPE_CASES,
                          ids=[f"{c[0]}-{c[2][0]}x{c[2][1]}-{','.join(c[1])}" for c in SHAPE_CASES])
 def test_output_shape(name, kwargs, shape, out_dim):
-    m = BACKBONES.get(name)(shape[0], **kwargs).eval()
+    m = meta(name, shape[0], **kwargs).eval()
     assert m.out_dim == out_dim
     with torch.no_grad():
-        y = m(_x(shape, n=2))
+        y = m(_x(shape, n=2).to("meta"))
     assert y.shape == (2, out_dim) and y.dtype == torch.float32
 
 
 def test_resnet50_imagenet_stem_224():
-    # Alzheimer (004): 3x224x224 with the ImageNet stem (reduced width, see SHAPE_CASES)
-    m = BACKBONES.get("resnet50")(3, width=0.25).eval()
+    # Alzheimer (004): 3x224x224 with the ImageNet stem
+    m = meta("resnet50", 3).eval()
     with torch.no_grad():
-        assert m(torch.zeros(1, 3, 224, 224)).shape == (1, 512)
+        assert m(torch.zeros(1, 3, 224, 224, device="meta")).shape == (1, 2048)
 
 
 def test_fixed_size_backbones_reject_other_sizes():
     with pytest.raises(ValueError, match="input_size=96"):
-        BACKBONES.get("cnn7_003")(3)(torch.zeros(2, 3, 96, 96))
+        meta("cnn7_003", 3)(torch.zeros(2, 3, 96, 96, device="meta"))
     with pytest.raises(ValueError, match="expects"):
-        BACKBONES.get("mlp_001")(1)(torch.zeros(2, 3, 28, 28))
+        meta("mlp_001", 1)(torch.zeros(2, 3, 28, 28, device="meta"))
     with pytest.raises(ValueError, match="variant"):
         BACKBONES.get("cnn7_003")(3, variant="svhn")
     with pytest.raises(ValueError, match="too small"):
@@ -190,7 +189,9 @@ def test_fixed_size_backbones_reject_other_sizes():
 
 
 def test_width_kwargs():
-    get = BACKBONES.get
+    def get(name):
+        return lambda *a, **kw: meta(name, *a, **kw)
+
     assert get("resnet18_cifar")(3, width=0.5).out_dim == 256
     assert get("resnet50")(3, width=0.5, cifar_stem=True).out_dim == 1024
     mlp = get("mlp_001")(1, hidden=500)
@@ -223,22 +224,6 @@ def test_init_deterministic(name):
     d = build_backbone(name, shape[0], seed=7, **kwargs)
     e = build_backbone(name, shape[0], seed=8, **kwargs)
     assert _same(c, d) and not _same(c, e)
-
-
-# ---- forward / backward ----------------------------------------------------------------------
-
-@pytest.mark.parametrize("name", IMAGE_BACKBONES)
-def test_forward_backward_finite(name):
-    kwargs, shape = GENERIC[name]
-    m = build_backbone(name, shape[0], seed=0, **kwargs).train()
-    head = linear_head(m.out_dim, 1)
-    x = _x(shape, n=4)
-    y = m(x)
-    assert y.shape == (4, m.out_dim) and torch.isfinite(y).all()
-    head(y).square().mean().backward()
-    grads = [p.grad for p in m.parameters()]
-    assert all(g is not None and torch.isfinite(g).all() for g in grads)
-    assert sum(float(g.abs().sum()) for g in grads) > 0
 
 
 @pytest.mark.parametrize("name", IMAGE_BACKBONES)

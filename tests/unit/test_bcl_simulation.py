@@ -135,7 +135,7 @@ def test_simulation_is_deterministic_and_labels_follow_tau_plus():
 
 
 def test_task_runs_and_validates():
-    task = TASKS.get("bcl_simulation")
+    task = TASKS.get("bcl_simulation").run
     params = {"data": dict(M=100, N=32, K=10, alpha=0.9, gamma=0.1, t=0.5, tau_plus=0.1),
               "estimator": {"name": "bcl", "beta": 0.0}}
     out = task(params, {"data": 1, "init": 2})
@@ -157,7 +157,7 @@ def test_tiny_temperature_fails_instead_of_storing_an_underflowed_mse(name, gamm
     params = {"data": dict(M=40, N=64, K=10, alpha=0.9, gamma=gamma, t=0.001, tau_plus=0.1),
               "estimator": {"name": name, "beta": 0.0}}
     with pytest.raises(DegenerateSimulation, match=f"{what}.*raise params.data.t"):
-        TASKS.get("bcl_simulation")(params, {"data": 1, "init": 2})
+        TASKS.get("bcl_simulation").run(params, {"data": 1, "init": 2})
 
 
 def test_degenerate_simulation_becomes_a_failure_record(tmp_path):

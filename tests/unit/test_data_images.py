@@ -229,22 +229,9 @@ def test_bad_split_and_non_image_name(tmp_path):
 
 
 # ---------------------------------------------------------------------------- real data (../shared/data)
-def _link_shared(data_root, root):
-    """A data root whose files are symlinks into ../shared/data (nothing copied)."""
-    for shared, folder in (("mnist", "MNIST"), ("fashion-mnist", "FashionMNIST")):
-        raw = root / folder / "raw"
-        raw.mkdir(parents=True)
-        for f in (data_root / shared).glob("*.gz"):
-            (raw / f.name).symlink_to(f)
-    (root / "cifar10-jpeg").symlink_to(data_root / "cifar10-jpeg")
-    return root
-
-
 @pytest.fixture
-def real_root(data_root, tmp_path):
-    if data_root is None:
-        pytest.skip("../shared/data not present")
-    return _link_shared(data_root, tmp_path)
+def real_root(shared_image_root):
+    return shared_image_root  # one session root: its processed caches are built once (conftest)
 
 
 def test_real_mnist_counts(real_root):

@@ -17,7 +17,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def test_second_probe_reuses_the_encoder_and_matches_a_fresh_run(fake_data, cache_dir, monkeypatch):  # noqa: F811
-    task = TASKS.get("contrastive_probe")
+    task = TASKS.get("contrastive_probe").run
     seeds = {"data": 1, "init": 2}
     first = task(_params(), seeds)
     assert first["info"]["encoder_cache"]["hit"] is False and len(list(cache_dir.glob("*.pt"))) == 1

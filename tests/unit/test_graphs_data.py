@@ -205,13 +205,9 @@ def test_prepare_graphs_gin_fallback_and_count_check(tmp_path, tiny):
 SMALL = ["ptc_mr", "enzymes", "mutag", "imdb_binary"]
 
 
-@pytest.fixture(scope="module")
-def real_root(tmp_path_factory):
-    from tests.conftest import SHARED_DATA
-
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data not present")
-    return SHARED_DATA, tmp_path_factory.mktemp("graphs")
+@pytest.fixture
+def real_root(shared_graph_root):
+    return shared_graph_root  # (source, one session root): each set is prepared once (conftest)
 
 
 def test_real_small_sets(real_root):

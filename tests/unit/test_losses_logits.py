@@ -12,8 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import naive_losses as ref  # noqa: E402
-from loss_cases import make_views  # noqa: E402
-from pubench import losses as L  # noqa: E402
+from loss_cases import L, make_views  # noqa: E402
 from pubench.losses._pairs import partner_index, two_view_logits, view_logits  # noqa: E402
 
 T = 0.4
@@ -55,6 +54,18 @@ ESTIMATORS = {
     ),
 }
 NAMES = list(ESTIMATORS)
+
+
+def test_every_declared_logits_form_has_a_reference_case():
+    """A loss that declares a logits form at registration is compared with its naive anchor
+    version here (and with its two-view form)."""
+    from pubench.losses.base import with_logits_form
+
+    assert {fn.__name__ for fn, *_ in ESTIMATORS.values()} == set(with_logits_form())
+    for name, (fn, logits, *_) in ESTIMATORS.items():
+        assert getattr(fn, "from_logits", None) is logits, name
+
+
 # ring_official's two-view form ranks each anchor's whole row (itself and its positive
 # included) for the b views of z1, so it is not the logits form of the 2b x (2b - 2) split
 TWO_VIEW_SPLIT = [n for n in NAMES if n != "ring_official"]

@@ -12,24 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from loss_cases import make_labels, make_views  # noqa: E402
-from pubench.losses import (  # noqa: E402
-    bayesian,
-    bayesian_official,
-    debiased,
-    hard,
-    info_nce,
-    info_nce_from_logits,
-    mixed,
-    pu_corrected,
-    punce,
-    punce_official,
-    punce_pnu,
-    ring,
-    ring_official,
-    ring_official_from_logits,
-    supcon,
-    supcon_pu,
-)
+from loss_cases import L  # noqa: E402
 from pubench.losses._pairs import two_view_logits, view_logits  # noqa: E402
 
 T = 0.3
@@ -50,14 +33,14 @@ def test_debiased_tau0_is_infonce(seed):
     # with cosine logits sum_j e^{s_j} >= N e^{-1/t}, so the clamp cannot be active
     _, neg = two_view_logits(z1, z2, T)
     assert (neg.exp().sum(1) >= neg.shape[1] * math.exp(-1 / T)).all()
-    close(debiased(z1, z2, temperature=T, tau_plus=0.0), info_nce(z1, z2, temperature=T))
+    close(L.debiased(z1, z2, temperature=T, tau_plus=0.0), L.info_nce(z1, z2, temperature=T))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("tau_plus", [0.0, 0.1, 0.5])
 def test_hard_beta0_is_debiased(seed, tau_plus):
     z1, z2 = views(seed)
-    close(hard(z1, z2, temperature=T, tau_plus=tau_plus, beta=0.0), debiased(z1, z2, temperature=T, tau_plus=tau_plus))
+    close(L.hard(z1, z2, temperature=T, tau_plus=tau_plus, beta=0.0), L.debiased(z1, z2, temperature=T, tau_plus=tau_plus))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -68,16 +51,16 @@ def test_pu_corrected_is_debiased_with_shifted_prior(seed, alpha, c):
     z1, z2 = views(seed)
     tau = alpha * (1 - c) / (1 - alpha * c)
     close(
-        pu_corrected(z1, z2, temperature=T, alpha=alpha, c=c),
-        debiased(z1, z2, temperature=T, tau_plus=tau),
+        L.pu_corrected(z1, z2, temperature=T, alpha=alpha, c=c),
+        L.debiased(z1, z2, temperature=T, tau_plus=tau),
     )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pu_corrected_edges(seed):
     z1, z2 = views(seed)
-    close(pu_corrected(z1, z2, temperature=T, alpha=0.4, c=1.0), info_nce(z1, z2, temperature=T))
-    close(pu_corrected(z1, z2, temperature=T, alpha=0.4, c=0.0), debiased(z1, z2, temperature=T, tau_plus=0.4))
+    close(L.pu_corrected(z1, z2, temperature=T, alpha=0.4, c=1.0), L.info_nce(z1, z2, temperature=T))
+    close(L.pu_corrected(z1, z2, temperature=T, alpha=0.4, c=0.0), L.debiased(z1, z2, temperature=T, tau_plus=0.4))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -85,7 +68,7 @@ def test_pu_corrected_edges(seed):
 def test_bayesian_alpha_half_beta0_is_infonce(seed, tau_plus):
     # alpha = 1/2 -> p(TN | x) = tau- for every x, so w_i = tau- x^0 / mean(tau- x^0) = 1
     z1, z2 = views(seed)
-    close(bayesian(z1, z2, temperature=T, tau_plus=tau_plus, alpha=0.5, beta=0.0), info_nce(z1, z2, temperature=T))
+    close(L.bayesian(z1, z2, temperature=T, tau_plus=tau_plus, alpha=0.5, beta=0.0), L.info_nce(z1, z2, temperature=T))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -94,56 +77,56 @@ def test_bayesian_constant_posterior_is_hcl_without_debiasing(seed, beta):
     # alpha = 1/2 (any tau+) or tau+ = 0 (any alpha): constant p(TN), w = HCL's weights;
     # HCL with tau+ = 0 never clamps (sum w x >= N min x >= N e^{-1/t})
     z1, z2 = views(seed)
-    expected = hard(z1, z2, temperature=T, tau_plus=0.0, beta=beta)
-    close(bayesian(z1, z2, temperature=T, tau_plus=0.3, alpha=0.5, beta=beta), expected)
-    close(bayesian(z1, z2, temperature=T, tau_plus=0.0, alpha=0.8, beta=beta), expected)
+    expected = L.hard(z1, z2, temperature=T, tau_plus=0.0, beta=beta)
+    close(L.bayesian(z1, z2, temperature=T, tau_plus=0.3, alpha=0.5, beta=beta), expected)
+    close(L.bayesian(z1, z2, temperature=T, tau_plus=0.0, alpha=0.8, beta=beta), expected)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ring_full_band_is_infonce(seed):
     z1, z2 = views(seed)
-    close(ring(z1, z2, temperature=T, lower=0.0, upper=1.0), info_nce(z1, z2, temperature=T))
+    close(L.ring(z1, z2, temperature=T, lower=0.0, upper=1.0), L.info_nce(z1, z2, temperature=T))
 
 
 def test_ring_empty_band_is_zero():
     z1, z2 = views(0)
     # percentiles are >= 1/N > 0, so the band [0, 0] keeps no negative: -log(e^p / e^p) = 0
-    close(ring(z1, z2, temperature=T, lower=0.0, upper=0.0), torch.zeros((), dtype=torch.float64))
+    close(L.ring(z1, z2, temperature=T, lower=0.0, upper=0.0), torch.zeros((), dtype=torch.float64))
 
 
 def test_ring_narrower_band_lowers_loss():
     z1, z2 = views(1)
-    full = ring(z1, z2, temperature=T, lower=0.0, upper=1.0)
-    assert ring(z1, z2, temperature=T, lower=0.3, upper=0.9) < full
+    full = L.ring(z1, z2, temperature=T, lower=0.0, upper=1.0)
+    assert L.ring(z1, z2, temperature=T, lower=0.3, upper=0.9) < full
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_labeled_sample_gives_infonce(seed):
     z1, z2 = views(seed)
     none = torch.zeros(9, dtype=torch.bool)
-    ref = info_nce(z1, z2, temperature=T)
-    close(supcon_pu(z1, z2, labeled=none, temperature=T), ref)
+    ref = L.info_nce(z1, z2, temperature=T)
+    close(L.supcon_pu(z1, z2, labeled=none, temperature=T), ref)
     for prior in (0.0, 0.4, 1.0):
-        close(punce(z1, z2, labeled=none, prior=prior, temperature=T), ref)
-        close(punce_pnu(z1, z2, labels=torch.full((9,), -1), prior=prior, temperature=T), ref)
+        close(L.punce(z1, z2, labeled=none, prior=prior, temperature=T), ref)
+        close(L.punce_pnu(z1, z2, labels=torch.full((9,), -1), prior=prior, temperature=T), ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_everything_labeled_gives_supcon(seed):
     z1, z2 = views(seed)
     ones = torch.ones(9, dtype=torch.bool)
-    ref = supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T)
-    close(supcon_pu(z1, z2, labeled=ones, temperature=T), ref)
-    close(punce(z1, z2, labeled=ones, prior=0.3, temperature=T), ref)
+    ref = L.supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T)
+    close(L.supcon_pu(z1, z2, labeled=ones, temperature=T), ref)
+    close(L.punce(z1, z2, labeled=ones, prior=0.3, temperature=T), ref)
     y = make_labels("labels", 9, seed)["labels"] % 2
-    close(punce_pnu(z1, z2, labels=y, prior=0.3, temperature=T), supcon(z1, z2, labels=y, temperature=T))
+    close(L.punce_pnu(z1, z2, labels=y, prior=0.3, temperature=T), L.supcon(z1, z2, labels=y, temperature=T))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_punce_prior0_is_supcon_pu(seed):
     z1, z2 = views(seed)
     lab = make_labels("labeled", 9, seed)["labeled"]
-    close(punce(z1, z2, labeled=lab, prior=0.0, temperature=T), supcon_pu(z1, z2, labeled=lab, temperature=T))
+    close(L.punce(z1, z2, labeled=lab, prior=0.0, temperature=T), L.supcon_pu(z1, z2, labeled=lab, temperature=T))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -153,8 +136,8 @@ def test_punce_pnu_without_labeled_negatives_is_punce(seed, prior):
     lab = make_labels("labeled", 9, seed)["labeled"]
     y = torch.where(lab, 1, -1)
     close(
-        punce_pnu(z1, z2, labels=y, prior=prior, temperature=T),
-        punce(z1, z2, labeled=lab, prior=prior, temperature=T),
+        L.punce_pnu(z1, z2, labels=y, prior=prior, temperature=T),
+        L.punce(z1, z2, labeled=lab, prior=prior, temperature=T),
     )
 
 
@@ -162,7 +145,7 @@ def test_punce_pnu_without_labeled_negatives_is_punce(seed, prior):
 def test_punce_is_linear_in_prior(seed):
     z1, z2 = views(seed)
     lab = make_labels("labeled", 9, seed)["labeled"]
-    f = lambda p: punce(z1, z2, labeled=lab, prior=p, temperature=T)  # noqa: E731
+    f = lambda p: L.punce(z1, z2, labeled=lab, prior=p, temperature=T)  # noqa: E731
     close(f(0.25), 0.75 * f(0.0) + 0.25 * f(1.0))
 
 
@@ -170,32 +153,31 @@ def test_punce_is_linear_in_prior(seed):
 def test_mixed_endpoints_and_linearity(seed):
     z1, z2 = views(seed)
     lab = make_labels("labeled", 9, seed)["labeled"]
-    scl_pu = supcon(z1, z2, labels=lab.long(), temperature=T)
-    ss = info_nce(z1, z2, temperature=T)
-    close(mixed(z1, z2, labeled=lab, temperature=T, lam=1.0), scl_pu)
-    close(mixed(z1, z2, labeled=lab, temperature=T, lam=0.0), ss)
-    close(mixed(z1, z2, labeled=lab, temperature=T, lam=0.4), 0.4 * scl_pu + 0.6 * ss)
+    scl_pu = L.supcon(z1, z2, labels=lab.long(), temperature=T)
+    ss = L.info_nce(z1, z2, temperature=T)
+    close(L.mixed(z1, z2, labeled=lab, temperature=T, lam=1.0), scl_pu)
+    close(L.mixed(z1, z2, labeled=lab, temperature=T, lam=0.0), ss)
+    close(L.mixed(z1, z2, labeled=lab, temperature=T, lam=0.4), 0.4 * scl_pu + 0.6 * ss)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_supcon_with_distinct_labels_is_infonce(seed):
     z1, z2 = views(seed)
-    close(supcon(z1, z2, labels=torch.arange(9), temperature=T), info_nce(z1, z2, temperature=T))
+    close(L.supcon(z1, z2, labels=torch.arange(9), temperature=T), L.info_nce(z1, z2, temperature=T))
 
 
 def test_supcon_pnu_special_cases():
     """Semi-supervised SCL: no labels -> InfoNCE; PU labels -> puCL; all labeled -> SupCon."""
-    from pubench.losses import info_nce, supcon, supcon_pnu, supcon_pu
 
     z1, z2 = make_views(8, 5, seed=3)
     none = torch.full((8,), -1)
-    torch.testing.assert_close(supcon_pnu(z1, z2, labels=none, temperature=0.5), info_nce(z1, z2, temperature=0.5))
+    torch.testing.assert_close(L.supcon_pnu(z1, z2, labels=none, temperature=0.5), L.info_nce(z1, z2, temperature=0.5))
     pu = torch.tensor([1, -1, 1, -1, -1, 1, -1, -1])
-    torch.testing.assert_close(supcon_pnu(z1, z2, labels=pu, temperature=0.5),
-                               supcon_pu(z1, z2, labeled=pu == 1, temperature=0.5))
+    torch.testing.assert_close(L.supcon_pnu(z1, z2, labels=pu, temperature=0.5),
+                               L.supcon_pu(z1, z2, labeled=pu == 1, temperature=0.5))
     full = torch.tensor([1, 0, 1, 0, 0, 1, 1, 0])
-    torch.testing.assert_close(supcon_pnu(z1, z2, labels=full, temperature=0.5),
-                               supcon(z1, z2, labels=full, temperature=0.5))
+    torch.testing.assert_close(L.supcon_pnu(z1, z2, labels=full, temperature=0.5),
+                               L.supcon(z1, z2, labels=full, temperature=0.5))
 
 
 # ------------------------------------------------------------------ the authors' code variants
@@ -205,10 +187,10 @@ def test_punce_official_label_extremes(seed):
     z1, z2 = views(seed)
     none, ones = torch.zeros(9, dtype=torch.bool), torch.ones(9, dtype=torch.bool)
     for prior in (0.0, 0.4, 1.0):
-        close(punce_official(z1, z2, labeled=none, prior=prior, temperature=T), info_nce(z1, z2, temperature=T))
+        close(L.punce_official(z1, z2, labeled=none, prior=prior, temperature=T), L.info_nce(z1, z2, temperature=T))
         close(
-            punce_official(z1, z2, labeled=ones, prior=prior, temperature=T),
-            supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T),
+            L.punce_official(z1, z2, labeled=ones, prior=prior, temperature=T),
+            L.supcon(z1, z2, labels=torch.ones(9, dtype=torch.long), temperature=T),
         )
 
 
@@ -216,7 +198,7 @@ def test_punce_official_label_extremes(seed):
 def test_punce_official_prior0_is_supcon_pu(seed):
     z1, z2 = views(seed)
     lab = make_labels("labeled", 9, seed)["labeled"]
-    close(punce_official(z1, z2, labeled=lab, prior=0.0, temperature=T), supcon_pu(z1, z2, labeled=lab, temperature=T))
+    close(L.punce_official(z1, z2, labeled=lab, prior=0.0, temperature=T), L.supcon_pu(z1, z2, labeled=lab, temperature=T))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -228,13 +210,13 @@ def test_punce_official_is_eq8_with_shifted_prior(seed, prior):
     n_p = 2 * int(lab.sum())
     shifted = prior * (n_p + 1) / ((1 + prior) * n_p)
     close(
-        punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
-        punce(z1, z2, labeled=lab, prior=shifted, temperature=T),
+        L.punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
+        L.punce(z1, z2, labeled=lab, prior=shifted, temperature=T),
     )
     if prior > 0:  # and not eq. 8 with the same prior
         assert not torch.allclose(
-            punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
-            punce(z1, z2, labeled=lab, prior=prior, temperature=T),
+            L.punce_official(z1, z2, labeled=lab, prior=prior, temperature=T),
+            L.punce(z1, z2, labeled=lab, prior=prior, temperature=T),
         )
 
 
@@ -245,14 +227,14 @@ def test_bayesian_official_beta_half_is_scaled_infonce(seed, alpha, tau_plus):
     # weight is 1/(1 + 2e-3) for every negative, i.e. InfoNCE with each e^{s} scaled by it
     z1, z2 = views(seed)
     pos, neg = two_view_logits(z1, z2, T)
-    expected = info_nce_from_logits(pos, neg - math.log(1 + 2e-3))
-    close(bayesian_official(z1, z2, temperature=T, tau_plus=tau_plus, alpha=alpha, beta=0.5), expected)
+    expected = L.info_nce_from_logits(pos, neg - math.log(1 + 2e-3))
+    close(L.bayesian_official(z1, z2, temperature=T, tau_plus=tau_plus, alpha=alpha, beta=0.5), expected)
 
 
 def test_bayesian_official_differs_from_eq3():
     z1, z2 = views(0)
     kw = dict(temperature=T, tau_plus=0.1, alpha=0.8, beta=0.9)
-    assert not torch.allclose(bayesian_official(z1, z2, **kw), bayesian(z1, z2, **kw))
+    assert not torch.allclose(L.bayesian_official(z1, z2, **kw), L.bayesian(z1, z2, **kw))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -264,9 +246,9 @@ def test_ring_official_full_band(seed):
     sim = view_logits(z1, z2, T)[:b]
     pos = sim[torch.arange(b), torch.arange(b) + b]
     expected = (torch.logaddexp(pos, sim.logsumexp(dim=1)) - pos).mean()
-    close(ring_official(z1, z2, temperature=T, lower=0.0, upper=1.0), expected)
+    close(L.ring_official(z1, z2, temperature=T, lower=0.0, upper=1.0), expected)
     q_pos, queue = two_view_logits(z1, z2, T)
-    close(ring_official_from_logits(q_pos, queue, lower=0.0, upper=1.0), info_nce_from_logits(q_pos, queue))
+    close(L.ring_official_from_logits(q_pos, queue, lower=0.0, upper=1.0), L.info_nce_from_logits(q_pos, queue))
 
 
 def test_ring_official_released_band_drops_self_from_128_views():
@@ -278,4 +260,4 @@ def test_ring_official_released_band_drops_self_from_128_views():
     pos = sim[torch.arange(64), torch.arange(64) + 64]
     ring_lse = ranked[:, 1:12].logsumexp(dim=1)
     expected = (torch.logaddexp(pos, ring_lse) - pos).mean()
-    close(ring_official(z1, z2, temperature=T, lower=0.9, upper=0.99), expected)
+    close(L.ring_official(z1, z2, temperature=T, lower=0.9, upper=0.99), expected)

@@ -8,10 +8,12 @@ import torch
 from torch import nn
 
 from pubench.pu import PU_METHODS
+from pubench.pu.end_to_end import RiskMethod
 from pubench.train import DOWNSTREAM
-from pubench.train._common import make_targets
+from pubench.downstream.linear_probe import ProbeConfig
+from pubench.pu.objective import make_targets
+from pubench.train.classifier import DownstreamData
 from pubench.train.metrics import binary_metrics, multiclass_metrics
-from pubench.train.probe import DownstreamData, ProbeConfig
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -149,29 +151,36 @@ def test_finetune_trains_encoder():
     assert m["acc"] > 95 and not torch.equal(w0, enc.lin.weight)
 
 
-@pytest.mark.parametrize("name", ["upu", "nnpu", "pvu", "pn_naive"])
+RISK_METHODS = [n for n in PU_METHODS.names() if issubclass(PU_METHODS.get(n), RiskMethod)]
+
+
+def test_the_papers_risk_methods_are_registered():
+    assert {"upu", "nnpu", "pvu", "pn_naive"} <= set(RISK_METHODS)
+
+
+@pytest.mark.parametrize("name", RISK_METHODS)
 def test_end_to_end_pu_methods(name):
-    from pubench.tasks._image_common import TrainConfig
+    from pubench.train.loop import TrainConfig
 
     unit = PU_METHODS.get(name)
     cfg = build_config(unit.config_cls, {"name": name})
     train = build_config(TrainConfig, {"epochs": 20, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.02}})
     m, info = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0)
-    if name == "pn_naive":  # biased: recall suffers, the ranking does not
+    if unit.risk == "pn":  # biased: recall suffers, the ranking does not
         assert m["auc"] > 95, m
         assert info["prior_source"] == "not used"
     else:  # pvu (cost-sensitive P vs U, logistic loss) is biased towards negative but learns (pn_naive: ~57%)
-        assert m["acc"] > (85 if name == "pvu" else 90), m
+        assert m["acc"] > (85 if unit.risk == "pvu" else 90), m
         assert info["prior_source"] == "run"
-        assert info["surrogate_loss"] == ("logistic" if name == "pvu" else "sigmoid")
-    bad = {"name": name, "beta": 1.0} if name != "nnpu" else {"name": name, "loss": "hinge"}
+        assert info["surrogate_loss"] == ("logistic" if unit.risk == "pvu" else "sigmoid")
+    bad = {"name": name, "beta": 1.0} if unit.risk != "nnpu" else {"name": name, "loss": "hinge"}
     with pytest.raises(ConfigError):
         unit.run(build_config(unit.config_cls, bad), FlatEncoder(), train, _data("pu"), 0)
 
 
 def test_vpu_end_to_end():
     # the training procedure itself is tested in test_vpu.py
-    from pubench.tasks._image_common import TrainConfig
+    from pubench.train.loop import TrainConfig
 
     unit = PU_METHODS.get("vpu")
     train = build_config(TrainConfig, {"epochs": 10, "batch_size": 64,

@@ -10,9 +10,9 @@ from torch import nn
 
 import torch.nn.functional as F
 
-from pubench.pu.pupl import PuPL, pseudo_labels, pu_two_means
+from pubench.downstream.pupl import PuPL, pseudo_labels, pu_two_means
 from pubench.train import DOWNSTREAM
-from pubench.train.probe import DownstreamData
+from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -166,7 +166,7 @@ def test_pupl_downstream_end_to_end():
         with pytest.raises(ConfigError, match=f"missing key '{key}'"):
             build_config(PuPL.config_cls, {**base, **{k: v for k, v in variant.items() if k != key}})
     with pytest.raises(ConfigError, match="orientation"):
-        build_config(PuPL.config_cls, {**base, "orientation": "seeded", "normalize": False}).check()
+        PuPL.config({**base, "orientation": "seeded", "normalize": False}, "downstream")
     cfg = build_config(PuPL.config_cls, {**base, "orientation": "nearest_positive_mean", "normalize": False})
     m, info = PuPL.run(cfg, Identity(5), data, seed=0)
     assert info["pseudo_label_acc_unlabeled"] > 99 and info["kmeans_converged"]

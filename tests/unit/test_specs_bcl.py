@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 
-import pubench.losses as losses
+from pubench.losses import LOSSES
 from pubench.registry import get_spec
 from pubench.registry.spec import match_cell
 
@@ -22,7 +22,7 @@ def cell(spec, row, col):
 
 
 def loss_args(name):
-    params = inspect.signature(getattr(losses, name)).parameters
+    params = inspect.signature(LOSSES.get(name)).parameters
     return set(params) - {"z1", "z2", "reduction"}
 
 

@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from pubench.pu import PU_METHODS
-from pubench.pu.end_to_end import FullBatches, halving_factor, vpu_rows
-from pubench.tasks._image_common import TrainConfig
-from pubench.train.probe import DownstreamData
+from pubench.pu.vpu import FullBatches, halving_factor, vpu_rows
+from pubench.train.classifier import DownstreamData
+from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")

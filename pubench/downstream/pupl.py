@@ -1,4 +1,4 @@
-"""puPL: positive-unlabeled pseudo-labeling (003, Sec. 7.1, Algorithm 2), DOWNSTREAM ``pupl``.
+"""Downstream ``pupl``: positive-unlabeled pseudo-labeling (003, Sec. 7.1, Algorithm 2).
 
 On the frozen encoder's embeddings ``f_i`` of the training examples (labeled positives P
 and unlabeled U):
@@ -46,18 +46,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.models.heads import linear_head
-from pubench.train import DOWNSTREAM
-from pubench.train._common import RiskSettings, Targets, fit, generator, sub_seeds
-from pubench.train.metrics import evaluate_scores
-from pubench.train.optim import (
-    build_optimizer,
-    build_scheduler,
-    optimizer_config,
-    schedule_config,
-)
-from pubench.train.probe import DownstreamData, encode, feature_standardizer
+from pubench.pu.objective import RiskSettings, Targets, fit_head
+from pubench.train import DOWNSTREAM, Downstream
+from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
+from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.seeding import sub_seeds
 
 
 def pu_two_means(feats: torch.Tensor, labeled: torch.Tensor, rng: np.random.Generator, max_iter: int = 300,
@@ -130,22 +124,25 @@ class PuplConfig:
     fix_labeled: bool = True
     standardize: bool = True      # z-score the features for the classifier (as linear_probe); clustering uses them raw
 
-    def check(self, where: str = "downstream") -> None:
-        if self.epochs < 0 or self.batch_size < 1 or self.max_iter < 1:
-            raise ConfigError(f"{where}: epochs >= 0, batch_size >= 1 and max_iter >= 1 needed")
-        if self.orientation not in ORIENTATIONS:
-            raise ConfigError(f"{where}.orientation: {self.orientation!r} is not one of {', '.join(ORIENTATIONS)}")
-        optimizer_config(self.optimizer, f"{where}.optimizer")
-        schedule_config(self.schedule, f"{where}.schedule")
-
 
 @DOWNSTREAM.register("pupl")
-class PuPL:
+class PuPL(Downstream):
     config_cls = PuplConfig
+    test_config = {"epochs": 2, "batch_size": 16, "orientation": "nearest_positive_mean", "normalize": True,
+                   "max_iter": 50}
 
-    @staticmethod
-    def run(cfg: PuplConfig, encoder, data: DownstreamData, seed: int, device="cpu"):
-        cfg.check()
+    @classmethod
+    def check(cls, cfg: PuplConfig, where: str = "downstream") -> None:
+        if cfg.epochs < 0 or cfg.batch_size < 1 or cfg.max_iter < 1:
+            raise ConfigError(f"{where}: epochs >= 0, batch_size >= 1 and max_iter >= 1 needed")
+        if cfg.orientation not in ORIENTATIONS:
+            raise ConfigError(f"{where}.orientation: {cfg.orientation!r} is not one of {', '.join(ORIENTATIONS)}")
+        optimizer_config(cfg.optimizer, f"{where}.optimizer")
+        schedule_config(cfg.schedule, f"{where}.schedule")
+
+    @classmethod
+    def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, device="cpu"):
+        cls.check(cfg)
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError("downstream pupl needs a binary PU split (data.split.kind: pu)")
         init_seed, order_seed, cluster_seed = sub_seeds(seed, 3)
@@ -155,24 +152,16 @@ class PuPL:
         labeled = data.observed == 1
         km = pu_two_means(feats, labeled, np.random.default_rng(cluster_seed), cfg.max_iter, cfg.fix_labeled)
         pseudo, seeded_is_positive = pseudo_labels(km, feats, labeled, cfg.orientation, cfg.fix_labeled)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(init_seed)
-            head = linear_head(encoder.out_dim, 1).to(device)
+        head = seeded_head(encoder.out_dim, 1, init_seed, device)
         shift, scale = feature_standardizer(feats, cfg.standardize)
         feats_d = ((feats - shift) / scale).to(device)
         targets = Targets("pn", torch.arange(len(pseudo)), target=pseudo)
-        opt = build_optimizer(cfg.optimizer, head)
-        sched = build_scheduler(cfg.schedule, opt, max(1, -(-len(pseudo) // cfg.batch_size)), cfg.epochs)
-        hist = fit(lambda rows: head(feats_d[rows.to(device)]), [head], opt, sched, targets,
-                   RiskSettings("pn"), cfg.epochs, cfg.batch_size, generator(order_seed), "puPL classifier")
+        hist = fit_head(head, lambda rows: feats_d[rows.to(device)], cfg.optimizer, cfg.schedule, targets,
+                        RiskSettings("pn"), cfg.epochs, cfg.batch_size, order_seed, "puPL classifier")
         test = encode(encoder, data.x_test, data.mean, data.std, device)
         if cfg.normalize:
             test = F.normalize(test, dim=1)
-        test = (test - shift) / scale
-        head.eval()
-        with torch.no_grad():
-            out = head(test.to(device)).cpu()
-        metrics = evaluate_scores(out, data.y_test, 2)
+        metrics = evaluate_head(head, (test - shift) / scale, data, device)
         unl = ~labeled
         info = {
             "risk": "pn on pseudo-labels (cross-entropy)",

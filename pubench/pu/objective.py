@@ -1,82 +1,28 @@
-"""Shared training plumbing (not a unit): batching, progress bars, seeds, evaluation,
-and risk-based classifier training used by the probes, fine-tuning and end-to-end PU."""
+"""Classifiers trained with a risk of :mod:`pubench.pu.risks` (``pn``, ``upu``, ``nnpu``,
+``pvu``): the targets a split gives each risk, the step objective, and the training of a
+head or a whole network through :class:`pubench.train.loop.Trainer`. Used by the
+downstream units (linear probe, fine-tuning, puPL's classifier) and the end-to-end
+risk-based PU methods."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
 from pubench.pu import risks as R
-from pubench.train.augment import build_augment
-from pubench.train.optim import optimizer_config, schedule_config
+from pubench.train.augment import build_augment, to_float
+from pubench.train.classifier import DownstreamData, evaluate_network
+from pubench.train.loop import Step, Trainer, batches, has_batchnorm
+from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.seeding import torch_generator
 
 RISKS = ("pn", "upu", "nnpu", "pvu")
 
 
-def sub_seeds(seed: int, n: int) -> list[int]:
-    """``n`` independent 63-bit seeds derived from ``seed`` (numpy SeedSequence)."""
-    state = np.random.SeedSequence(int(seed) % (2**128)).generate_state(n, dtype=np.uint64)
-    return [int(s) & ((1 << 63) - 1) for s in state]
-
-
-def generator(seed: int) -> torch.Generator:
-    g = torch.Generator()
-    g.manual_seed(int(seed))
-    return g
-
-
-def show_progress() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def progress(iterable, desc: str, total: int | None = None):
-    """A tqdm bar over epochs when stderr is a terminal, the bare iterable otherwise."""
-    if not show_progress():
-        return iterable
-    from tqdm import tqdm
-
-    return tqdm(iterable, desc=desc, total=total, leave=False, unit="epoch")
-
-
-def set_postfix(bar, **kv) -> None:
-    if hasattr(bar, "set_postfix"):
-        bar.set_postfix({k: f"{v:.4g}" for k, v in kv.items()}, refresh=False)
-
-
-def batches(n: int, batch_size: int, gen: torch.Generator, drop_last: bool = False, min_size: int = 1):
-    """Index batches of a fresh random permutation of ``range(n)``.
-
-    ``drop_last``: drop an incomplete last batch (kept when it is the only one).
-    A trailing batch smaller than ``min_size`` is dropped (BatchNorm needs 2 rows).
-    """
-    perm = torch.randperm(n, generator=gen)
-    out = [perm[i:i + batch_size] for i in range(0, n, batch_size)]
-    if len(out) > 1 and (drop_last and len(out[-1]) < batch_size or len(out[-1]) < min_size):
-        out = out[:-1]
-    return [b for b in out if len(b) >= min_size]
-
-
-def has_batchnorm(module: nn.Module) -> bool:
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
-
-
-@torch.no_grad()
-def predict(fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int = 1024) -> torch.Tensor:
-    """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU."""
-    outs = [fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)]
-    return torch.cat(outs) if outs else torch.zeros(0)
-
-
-# ------------------------------------------------------------------ risk-trained classifiers
 @dataclass
 class Targets:
     """What a classifier is trained on: ``rows`` (indices of the training examples used),
@@ -133,6 +79,17 @@ class RiskSettings:
         return self.loss or ("logistic" if self.risk in ("pn", "pvu") else "sigmoid")
 
 
+def resolve_prior(explicit: float | None, data_prior: float | None, needed: bool, where: str) -> tuple[float | None, str]:
+    """(prior, where it came from): the config's, else the run's; an error when a risk needs one."""
+    if explicit is not None:
+        return float(explicit), "given"
+    if data_prior is not None:
+        return float(data_prior), "run"
+    if needed:
+        raise ConfigError(f"{where}: the risk needs a class prior and neither {where}.prior nor the split gives one")
+    return None, "none"
+
+
 def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings):
     """(objective to backprop, reported risk value) for the batch ``pos`` (positions in ``t.rows``)."""
     if t.risk == "pn":
@@ -158,42 +115,45 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
 
 
 def fit(forward: Callable[[torch.Tensor], torch.Tensor], modules: list[nn.Module], optimizer, scheduler,
-        t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str,
-        on_epoch: Callable[[int], None] | None = None) -> list[float]:
+        t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str) -> list[float]:
     """Train for ``epochs`` over ``t.rows`` in shuffled mini-batches; ``forward(rows)`` returns
     the outputs for those training examples. Returns the mean reported risk per epoch."""
-    history: list[float] = []
     min_size = 2 if any(has_batchnorm(m) for m in modules) else 1
-    bar = progress(range(epochs), desc, total=epochs)
-    for epoch in bar:
-        for m in modules:
-            m.train()
-        total, count = 0.0, 0
-        for pos in batches(len(t.rows), batch_size, gen, min_size=min_size):
-            out = forward(t.rows[pos])
-            obj, value = risk_step(out, t, pos, s)
-            if not torch.isfinite(obj):
-                raise FloatingPointError(f"{desc}: non-finite objective at epoch {epoch}")
-            optimizer.zero_grad(set_to_none=True)
-            obj.backward()
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            total += float(value) * len(pos)
-            count += len(pos)
-        history.append(total / max(1, count))
-        set_postfix(bar, risk=history[-1])
-        if on_epoch is not None:
-            on_epoch(epoch)
-    return history
+
+    def step(pos: torch.Tensor, epoch: int) -> Step:
+        obj, value = risk_step(forward(t.rows[pos]), t, pos, s)
+        return Step(obj, value=value, weight=len(pos))
+
+    history = Trainer(modules, optimizer, scheduler, desc).run(
+        epochs, lambda epoch: batches(len(t.rows), batch_size, gen, min_size=min_size), step)
+    return [e.mean for e in history]
 
 
-def check_loop_config(cfg, where: str) -> None:
-    """Validate the fields every training loop config shares: epochs, batch_size, optimizer,
-    schedule and the optional training-view augmentation."""
-    if cfg.epochs < 0 or cfg.batch_size < 1:
-        raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 1")
-    optimizer_config(cfg.optimizer, f"{where}.optimizer")
-    schedule_config(cfg.schedule, f"{where}.schedule")
-    if cfg.augment is not None:
-        build_augment(cfg.augment, [0.0], [1.0], f"{where}.augment")
+def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], optimizer: dict, schedule: dict,
+             targets: Targets, settings: RiskSettings, epochs: int, batch_size: int, order_seed: int,
+             desc: str) -> list[float]:
+    """Train ``head`` on ``features(rows)`` (fixed or recomputed per batch) with a risk."""
+    opt = build_optimizer(optimizer, head)
+    steps = max(1, -(-len(targets.rows) // batch_size))
+    sched = build_scheduler(schedule, opt, steps, epochs)
+    return fit(lambda rows: head(features(rows)), [head], opt, sched, targets, settings, epochs, batch_size,
+               torch_generator(order_seed), desc)
+
+
+def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
+                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
+                       order_seed: int, aug_seed: int, device, desc: str) -> tuple[dict[str, float], list[float]]:
+    """Train a whole network (images -> score) with a risk, then evaluate it on the test split.
+    Shared by ``finetune`` and the end-to-end risk-based PU methods."""
+    aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
+    aug_gen = torch_generator(aug_seed)
+
+    def forward(rows):
+        xb = data.x_train[rows].to(device)
+        return model(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
+
+    opt = build_optimizer(optimizer, model)
+    steps = max(1, -(-len(targets.rows) // batch_size))
+    sched = build_scheduler(schedule, opt, steps, epochs)
+    hist = fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc)
+    return evaluate_network(model, data, device), hist

@@ -1,0 +1,51 @@
+"""The dataset interface: a data set a spec names in ``params.data.dataset``.
+
+A dataset is an object registered in :data:`DATASETS` (the modules of this package
+register theirs; the registry scans the package) that subclasses :class:`Dataset`:
+
+* ``name`` (the registered name) and ``modality`` (``"image"`` or ``"graph"``: which tasks
+  can read it);
+* ``availability(root)``: ``None`` when its files are under the data root ``root``
+  (``$PUBENCH_DATA``, default ``./data``), else one line naming what to place and the
+  ``pubench prepare`` command: jobs never download;
+* ``load(...)``: the data (image sets: ``load(split, root)`` -> ``ImageSet``; graph sets:
+  ``load(root, features=...)`` -> ``GraphSet``); a miss raises ``FileNotFoundError`` with
+  the ``availability`` message.
+
+A new image data set is one entry of ``pubench/data/images.py`` (its reader and file
+layout), a new graph data set one of ``pubench/data/graphs.py``; a new modality a module
+with its own :class:`Dataset` subclass.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pubench.utils.registry import Registry
+
+
+class Dataset(ABC):
+    name: str
+    modality: ClassVar[str]
+
+    @abstractmethod
+    def availability(self, root: str | Path | None = None) -> str | None:
+        """None when the files are under ``root`` (default: the data root), else what to place."""
+
+    @abstractmethod
+    def load(self, *args: Any, **kwargs: Any) -> Any:
+        ...
+
+
+def _check_dataset(name: str, obj: Any) -> None:
+    if not isinstance(obj, Dataset):
+        raise TypeError(f"dataset {name!r} must be an instance of pubench.data.base.Dataset")
+    if obj.name != name:
+        raise TypeError(f"dataset registered as {name!r} is named {obj.name!r}")
+    if obj.modality not in ("image", "graph"):
+        raise TypeError(f"dataset {name!r}: modality must be 'image' or 'graph', got {obj.modality!r}")
+
+
+DATASETS = Registry("dataset", package="pubench.data", check=_check_dataset)

@@ -1,0 +1,68 @@
+"""The PU-method interface: an end-to-end PU classifier a ``pu_benchmark`` row names in
+``params.pu_method``.
+
+A PU method is a class registered in :data:`PU_METHODS` (one module of this package each,
+found automatically) that subclasses :class:`PUMethod`:
+
+* ``config_cls``: the dataclass of its ``pu_method`` block; ``check(cfg, where)``: the
+  checks types cannot say (``ConfigError``);
+* ``check_train(cfg, train, where)``: its constraints on the row's ``train`` block
+  (:class:`pubench.train.loop.TrainConfig`), e.g. vPU's fixed schedule;
+* ``classifier_config``: the dataclass of ``params.model.classifier`` when the method
+  brings its own classifier head (e.g. WConPU's head on the shared encoder); ``None``
+  (the default): the method trains the standard linear head and a
+  ``model.classifier`` block is refused;
+* ``run(cfg, backbone, train, data, seed, device, classifier) -> (metrics, info)``: train
+  on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split) from
+  the task's freshly built ``backbone`` (``out_dim`` features) and evaluate on the test
+  split; ``info`` holds at least :attr:`PUMethod.info_keys`;
+* ``test_config``: a small valid ``pu_method`` block for the contract tests.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+from torch import nn
+
+from pubench.train.classifier import DownstreamData
+from pubench.train.loop import TrainConfig
+from pubench.utils.config import ConfigError
+from pubench.utils.registry import Registry, Unit, subclass_check
+
+
+class PUMethod(Unit):
+    classifier_config: ClassVar[type | None] = None
+    #: what every result's ``info.pu_method`` holds (a method may add more)
+    info_keys: ClassVar[tuple[str, ...]] = ("risk", "prior_used", "prior_source")
+
+    @classmethod
+    def check_train(cls, cfg: Any, train: TrainConfig, where: str) -> None:
+        """The method's constraints on the ``train`` block (``where`` is the params level)."""
+
+    @classmethod
+    def classifier(cls, params: dict | None, where: str) -> Any:
+        """The checked ``model.classifier`` block (``None`` when absent)."""
+        if params is None:
+            return None
+        if cls.classifier_config is None:
+            raise ConfigError(f"{where}: this PU method trains the standard linear head and takes no classifier block")
+        from pubench.utils.config import build_config
+
+        return build_config(cls.classifier_config, params, where)
+
+    @staticmethod
+    def needs_binary_pu(data: DownstreamData, name: str) -> None:
+        if data.split_kind != "pu" or data.n_classes != 2:
+            raise ConfigError(f"pu_method {name} needs a binary PU split (data.split.kind: pu)")
+
+    @classmethod
+    @abstractmethod
+    def run(cls, cfg: Any, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+            device: Any = "cpu", classifier: Any = None) -> tuple[dict[str, float], dict[str, Any]]:
+        ...
+
+
+PU_METHODS = Registry("pu_method", package="pubench.pu",
+                      check=subclass_check("pu_method", PUMethod, ("config_cls", "test_config")))

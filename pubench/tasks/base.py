@@ -1,0 +1,43 @@
+"""The task interface: the entry point a spec names in ``experiment.task``.
+
+A task is a class registered in :data:`TASKS` (one module of this package each, found
+automatically) that subclasses :class:`Task`; every method is a classmethod:
+
+* ``validate(params)``: every config check, without loading data or running anything
+  (unknown / missing keys raise ``ConfigError``); ``pubench coverage`` counts only cells
+  whose config a task accepts;
+* ``run(params, seeds) -> {"metrics": {name: float}, "info": {...}}``: validate, run one
+  job from its ``seeds`` (``data``, ``init``) only, never touching the caller's global RNG;
+  ``info`` holds what a reader needs to trust the number, at least :attr:`Task.info_keys`;
+* ``test_params``: small valid params for the contract tests
+  (``tests/unit/test_contracts.py``; they provide generated data for its dataset).
+
+Tasks are the only bridge from the pipeline to the science packages. This module imports
+neither torch nor numpy: the executors load the registry before any job runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pubench.utils.registry import Registry, subclass_check
+
+
+class Task(ABC):
+    info_keys: ClassVar[tuple[str, ...]] = ()
+    test_params: ClassVar[dict[str, Any]]
+
+    @classmethod
+    @abstractmethod
+    def validate(cls, params: dict[str, Any]) -> Any:
+        """The checked configs of ``params``; raises ``ConfigError`` (or ``SpecError``-like
+        ``ValueError``) naming the key."""
+
+    @classmethod
+    @abstractmethod
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+        """``{"metrics": {name: float}, "info": {...}}`` of one job."""
+
+
+TASKS = Registry("task", package="pubench.tasks", check=subclass_check("task", Task, ("test_params", "info_keys")))

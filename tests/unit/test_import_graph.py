@@ -1,0 +1,121 @@
+"""The packages of pubench depend on each other one way only (README "Layout").
+
+The graph is read from the source (every ``import pubench.X``, at module level or inside a
+function): no cycle between packages; the science packages never import the pipeline;
+``train`` (the loop, optimizers, frameworks) never imports ``pu`` or ``downstream``, and
+``pu`` never imports ``downstream``. A fresh interpreter confirms it at run time."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "pubench"
+PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "cli", "__main__"}
+SCIENCE = {"losses", "models", "data", "sim", "train", "pu", "downstream"}
+#: package -> the pubench packages it may import (besides utils, errors, paths, numerics)
+ALLOWED = {
+    "losses": set(),
+    "models": set(),
+    "data": set(),
+    "sim": set(),
+    "train": {"losses", "models"},
+    "pu": {"train", "models"},
+    "downstream": {"pu", "train", "models"},
+    "tasks": SCIENCE,
+}
+BASE = {"utils", "errors", "paths", "numerics"}
+
+
+def package_graph() -> dict[str, set[str]]:
+    packages = {p.stem if p.is_file() else p.name for p in ROOT.iterdir()
+                if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for f in ROOT.rglob("*.py"):
+        rel = f.relative_to(ROOT)
+        src = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 or rel.stem != "__init__" else None
+        if src is None:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "pubench" and len(parts) > 1 and parts[1] in packages and parts[1] != src:
+                    edges[src].add(parts[1])
+    return edges
+
+
+def test_no_cycle_between_packages():
+    edges = package_graph()
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_layers(package):
+    got = package_graph().get(package, set())
+    assert not got & PIPELINE, f"{package} imports the pipeline: {sorted(got & PIPELINE)}"
+    extra = got - BASE - ALLOWED[package]
+    assert not extra, f"{package} may not import {sorted(extra)}"
+
+
+def test_the_graph_sees_function_level_imports():
+    edges = package_graph()
+    assert "data" in edges["tasks"]  # tasks/_image_common imports pubench.data inside functions only
+    assert "pu" in edges["downstream"] and "train" in edges["pu"]
+
+
+CHECK = """
+import sys
+import pubench.{package} as p
+for name in dir(p):
+    reg = getattr(p, name)
+    if hasattr(reg, "names") and hasattr(reg, "kind"):
+        reg.names()  # discovery imports every module of the registry's package
+bad = sorted(m for m in sys.modules if m.split(".")[:2] in {forbidden})
+assert not bad, bad
+"""
+
+
+@pytest.mark.parametrize("package,forbidden", [
+    ("train", ["pu", "downstream", "tasks"]),
+    ("pu", ["downstream", "tasks"]),
+])
+def test_package_imports_alone(package, forbidden):
+    """Importing a package and every module its registries find loads none of the packages
+    above it (``train.DOWNSTREAM`` is not asked for its names: its units live above)."""
+    code = CHECK.format(package=package, forbidden=[["pubench", f] for f in forbidden])
+    if package == "train":
+        code = code.replace('hasattr(reg, "kind")', 'hasattr(reg, "kind") and reg.kind != "downstream"')
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_task_registry_loads_without_torch():
+    """The executors load the task registry before any job; a record written mid-interrupt
+    must not wait for torch."""
+    code = "import sys, pubench.tasks; assert 'torch' not in sys.modules and 'numpy' not in sys.modules"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
