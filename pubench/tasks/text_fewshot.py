@@ -238,7 +238,7 @@ class TextFewshot(Task):
     requires = REQUIRES
     test_params = {
         "data": {"dataset": "sst2", "n_per_class": 3, "n_unlabeled": 4, "eval_split": "dev", "max_length": 16},
-        "model": {"backbone": {"name": "minilm_l6", "layers": 1}},
+        "model": {"backbone": {"name": "minilm_l6", "layers": 1, "pooling": "mean"}},
         "train": {"epochs": 2, "batch_size": 4, "unlabeled_batch_size": 2, "views": "dropout",
                   "optimizer": {"name": "adamw", "lr": 1.0e-4, "weight_decay": 0.01},
                   "schedule": {"name": "linear"},
