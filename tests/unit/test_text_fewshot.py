@@ -299,3 +299,20 @@ def test_fine_tuning_learns_the_tiny_set(tmp_path, monkeypatch):
     hist = fine_tune(enc, head, ids, train.labels, [], cfg, objective, loss, torch.Generator().manual_seed(0), "cpu")
     assert hist[-1].mean < hist[0].mean
     assert evaluate(enc, head, ids, train.labels, "cpu") == 100.0
+
+
+@needs_text
+def test_roberta_large_offline_miss_is_one_clear_error(tmp_path, monkeypatch):
+    """Nothing downloads at test time: with the hub off and an empty cache the paper-tier
+    encoder fails at once, naming the weights and where to put them."""
+    import time
+
+    from pubench.models import build_backbone
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    t = time.perf_counter()
+    with pytest.raises(FileNotFoundError, match="'roberta-large' weights.*HF_HOME"):
+        build_backbone("roberta_large", 0)
+    assert time.perf_counter() - t < 20
