@@ -15,7 +15,7 @@ export MALLOC_TRIM_THRESHOLD_ := 100000000000
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,text]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -33,8 +33,10 @@ def data_missing(name: str) -> str | None:
         return str(e)
     except ImportError:  # pragma: no cover - the graph module is part of the package
         pass
-    from pubench.data import images
+    from pubench.data import DATASETS, images
 
+    if name in DATASETS and DATASETS.get(name).modality == "text":
+        return DATASETS.get(name).availability(root)
     try:
         return images.availability(name, "train", root)
     except (KeyError, ValueError):

@@ -3,13 +3,14 @@
 A dataset is an object registered in :data:`DATASETS` (the modules of this package
 register theirs; the registry scans the package) that subclasses :class:`Dataset`:
 
-* ``name`` (the registered name) and ``modality`` (``"image"`` or ``"graph"``: which tasks
-  can read it);
+* ``name`` (the registered name) and ``modality`` (``"image"``, ``"graph"`` or ``"text"``:
+  which tasks can read it);
 * ``availability(root)``: ``None`` when its files are under the data root ``root``
   (``$PUBENCH_DATA``, default ``./data``), else one line naming what to place and the
   ``pubench prepare`` command: jobs never download;
 * ``load(...)``: the data (image sets: ``load(split, root)`` -> ``ImageSet``; graph sets:
-  ``load(root, features=...)`` -> ``GraphSet``); a miss raises ``FileNotFoundError`` with
+  ``load(root, features=...)`` -> ``GraphSet``; text sets: ``load(split, root)`` ->
+  ``TextSet``); a miss raises ``FileNotFoundError`` with
   the ``availability`` message.
 
 A new image data set is one entry of ``pubench/data/images.py`` (its reader and file
@@ -39,13 +40,16 @@ class Dataset(ABC):
         ...
 
 
+MODALITIES = ("image", "graph", "text")
+
+
 def _check_dataset(name: str, obj: Any) -> None:
     if not isinstance(obj, Dataset):
         raise TypeError(f"dataset {name!r} must be an instance of pubench.data.base.Dataset")
     if obj.name != name:
         raise TypeError(f"dataset registered as {name!r} is named {obj.name!r}")
-    if obj.modality not in ("image", "graph"):
-        raise TypeError(f"dataset {name!r}: modality must be 'image' or 'graph', got {obj.modality!r}")
+    if obj.modality not in MODALITIES:
+        raise TypeError(f"dataset {name!r}: modality must be one of {MODALITIES}, got {obj.modality!r}")
 
 
 DATASETS = Registry("dataset", package="pubench.data", check=_check_dataset)

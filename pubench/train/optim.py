@@ -20,7 +20,9 @@
 * Schedules, stepped once per optimizer step: ``constant`` and ``cosine`` (SimCLR:
   linear warm-up from ``gamma/W`` to ``gamma`` over ``W = warmup_epochs * steps_per_epoch``
   steps, then ``gamma * 0.5 * (1 + cos(pi * k / (T - W)))`` for the ``k``-th step after
-  warm-up, ``T`` the total number of steps).
+  warm-up, ``T`` the total number of steps) and ``linear`` (the same warm-up, then
+  ``gamma * (1 - k / (T - W))``, down to 0 after the last step: the fine-tuning schedule
+  of Gunel et al. 2020 / RoBERTa, ``get_linear_schedule_with_warmup`` in transformers).
 * :func:`build_optimizer` from ``{name: lars | sgd | adam | adamw, lr, momentum,
   weight_decay, ...}``; momentum is required for ``lars``/``sgd`` and refused for Adam.
 """
@@ -145,10 +147,10 @@ def build_optimizer(cfg: dict | OptimizerConfig, model: nn.Module | list) -> tor
 @dataclass(frozen=True)
 class ScheduleConfig:
     name: str = "constant"
-    warmup_epochs: float = 0.0    # cosine only
+    warmup_epochs: float = 0.0    # cosine and linear
 
 
-SCHEDULES = ("constant", "cosine")
+SCHEDULES = ("constant", "cosine", "linear")
 
 
 def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig:
@@ -156,7 +158,7 @@ def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig
     if c.name not in SCHEDULES:
         raise ConfigError(f"{where}.name: {c.name!r} is not one of {SCHEDULES}")
     if c.name == "constant" and c.warmup_epochs:
-        raise ConfigError(f"{where}: warmup_epochs needs name: cosine")
+        raise ConfigError(f"{where}: warmup_epochs needs name: cosine or linear")
     if c.warmup_epochs < 0:
         raise ConfigError(f"{where}.warmup_epochs must be >= 0")
     return c
@@ -171,10 +173,19 @@ def cosine_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * k / decay))
 
 
+def linear_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of the base lr at (0-based) ``step``: linear warm-up, then linear decay to 0."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    decay = max(1, total_steps - warmup_steps)
+    return max(0.0, 1.0 - (step - warmup_steps) / decay)
+
+
 def build_scheduler(cfg: dict | ScheduleConfig | None, optimizer, steps_per_epoch: int, epochs: int):
     c = cfg if isinstance(cfg, ScheduleConfig) else schedule_config(cfg)
     if c.name == "constant":
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     total = max(1, steps_per_epoch * epochs)
     warm = int(round(c.warmup_epochs * steps_per_epoch))
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_factor(step, total, warm))
+    factor = cosine_factor if c.name == "cosine" else linear_factor
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, total, warm))

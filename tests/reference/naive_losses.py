@@ -364,3 +364,15 @@ def naive_punce_pnu(z1, z2, labels, prior, temperature, anchors=None):
         return W
 
     return _supervised(z1, z2, temperature, anchors, weights)
+
+
+# ------------------------------------------------------------------ text track objective
+def naive_cross_entropy(logits, targets):
+    """-(1/n) sum_i log( e^{l_i,y_i} / sum_c e^{l_i,c} )   (Gunel et al. eq. 1)."""
+    rows, ys = [list(map(float, r)) for r in logits.tolist()], [int(v) for v in _aslist(targets)]
+    return _mean([-math.log(math.exp(r[y]) / sum(math.exp(v) for v in r)) for r, y in zip(rows, ys)])
+
+
+def naive_ce_plus_contrastive(logits, targets, contrastive, lam):
+    """lam * L_CE + (1 - lam) * L_CL   (001 Sec. 5.3; Gunel et al. eq. 3); ``contrastive`` a float."""
+    return lam * naive_cross_entropy(logits, targets) + (1 - lam) * contrastive

@@ -106,10 +106,28 @@ def write_gin_graphs(root, spec, n_per_class: int = 12, seed: int = 0) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def write_glue_tsv(root, folder: str) -> None:
+    """Tiny GLUE-layout train/dev tsv files (12 / 6 sentences, both classes) under ``root/folder``."""
+    words = ["good", "great", "fine", "warm", "witty", "smart", "bad", "dull", "ugly", "weak", "tired", "flat"]
+    rows = "".join(f"a {w} film\t{int(k < 6)}\n" for k, w in enumerate(words))
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / folder / "train.tsv").write_text("sentence\tlabel\n" + rows)
+    (root / folder / "dev.tsv").write_text("sentence\tlabel\n" + "".join(rows.splitlines(True)[::2]))
+
+
+def skip_without(unit) -> None:
+    """Skip a unit whose optional dependencies (``requires``: module names) are missing."""
+    import importlib.util
+
+    missing = [m for m in getattr(unit, "requires", ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (an optional extra, e.g. pip install -e '.[text]')")
+
+
 @pytest.fixture
 def generated_data(tmp_path, monkeypatch):
-    """Image data sets read generated images; graph data sets find generated GIN files
-    under a temporary data root."""
+    """Image data sets read generated images; graph data sets find generated GIN files and
+    text data sets generated GLUE tsv files under a temporary data root."""
     import pubench.data.images as images_mod
     from pubench.data.graphs import GraphDatasetSpec
     from pubench.tasks import infograph
@@ -119,6 +137,8 @@ def generated_data(tmp_path, monkeypatch):
         ds = DATASETS.get(name)
         if isinstance(ds, GraphDatasetSpec):
             write_gin_graphs(tmp_path, ds)
+        elif ds.modality == "text":
+            write_glue_tsv(tmp_path, ds.folder)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
     infograph._load.cache_clear()
     yield tmp_path
@@ -129,6 +149,7 @@ def generated_data(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", TASKS.names())
 def test_task(name, generated_data):
     task = TASKS.get(name)
+    skip_without(task)
     params = copy.deepcopy(task.test_params)
     task.validate(copy.deepcopy(params))
     a = task.run(copy.deepcopy(params), dict(SEEDS))
@@ -310,12 +331,15 @@ def _graph_batch(features: int, seed: int = 0):
 @pytest.mark.parametrize("name", BACKBONES.names())
 def test_backbone(name):
     factory = BACKBONES.get(name)
+    skip_without(factory)
     tc = factory.test_config
-    graph = isinstance(tc["input"], dict)
-    channels = tc["input"]["graph_features"] if graph else tc["input"][0]
-    # the paper-size model on the meta device: built without allocating any weight
+    text = isinstance(tc["input"], dict) and "tokens" in tc["input"]
+    graph = isinstance(tc["input"], dict) and not text
+    channels = tc["input"]["graph_features"] if graph else 0 if text else tc["input"][0]
+    # the paper-size model on the meta device: built without allocating any weight (a text
+    # backbone's architecture, without its pretrained weights)
     with torch.device("meta"):
-        big = factory(channels, **(tc["kwargs"] if graph else {}))
+        big = factory(channels, **(tc["kwargs"] if graph else {"pretrained": False} if text else {}))
     check_module(name, big)
     assert count_parameters(big) > 0 and all(p.is_meta for p in big.parameters())
     # the small one: seeded init, forward and backward on generated input
@@ -329,6 +353,9 @@ def test_backbone(name):
         args, n = _graph_batch(channels)
         out = m(*args)
         out = out[0] if isinstance(out, tuple) else out
+    elif text:
+        n = 4
+        out = m(torch.randint(0, tc["input"]["tokens"], (n, 7), generator=torch.Generator().manual_seed(0)))
     else:
         n = 4
         out = m(torch.rand(n, *tc["input"], generator=torch.Generator().manual_seed(0)))
@@ -344,11 +371,11 @@ def test_dataset_miss_says_what_to_place(name, tmp_path):
     """On an empty data root: ``availability`` names the data set and the prepare command,
     and ``load`` raises FileNotFoundError with that message (jobs never download)."""
     ds = DATASETS.get(name)
-    assert ds.name == name and ds.modality in ("image", "graph")
+    assert ds.name == name and ds.modality in ("image", "graph", "text")
     why = ds.availability(tmp_path)
     assert why and name in why and "pubench prepare" in why
     with pytest.raises(FileNotFoundError, match="pubench prepare"):
-        ds.load("train", tmp_path) if ds.modality == "image" else ds.load(tmp_path)
+        ds.load(tmp_path) if ds.modality == "graph" else ds.load("train", tmp_path)
 
 
 # ------------------------------------------------------------------ registration checks

@@ -174,7 +174,18 @@ def test_table5_values_and_config():
     assert s.experiment["task"] == "text_fewshot"
     p = s.resolve("paper", "20 labeled", "CE + puNCE")["params"]
     assert p["data"]["n_per_class"] * 2 == 20 and p["data"]["n_unlabeled"] == 500
-    assert p["train"]["loss"]["contrastive"]["name"] == "punce_pnu"
+    assert p["train"]["objective"]["loss"]["name"] == "punce_pnu" and p["train"]["unlabeled_batch_size"] == 16
+    assert p["model"]["backbone"] == {"name": "roberta_large", "pooling": "first"}
+    assert p["data"]["eval_split"] == "dev"
+    # CE and CE + SCL ignore the unlabeled sentences; every column of a row draws the same ones
+    for col in ("CE", "CE + SCL"):
+        q = s.resolve("paper", "20 labeled", col)["params"]
+        assert "unlabeled_batch_size" not in q["train"] and q["data"] == p["data"]
+    assert s.resolve("paper", "20 labeled", "CE")["params"]["train"]["objective"] == {"name": "ce"}
+    # reduced and smoke tiers run the MiniLM stand-in and say so
+    r = s.resolve("reduced", "1000 labeled", "CE + SCL")["params"]
+    assert r["model"]["backbone"]["name"] == "minilm_l6" and r["train"]["epochs"] == 1
+    assert any("RoBERTa-large" in d and "MiniLM" in d for d in s.tiers["reduced"].deviations)
 
 
 def test_fig4_layout():
