@@ -10,7 +10,12 @@ found automatically) that subclasses :class:`Executor`:
 * ``active_ids(context)``: job ids this executor has queued or running (for ``status`` and
   so that ``run`` never submits them twice);
 * ``plan(jobs)``: what ``--dry-run`` prints;
-* ``submit(jobs)``: run or submit, returning a :class:`Submission`.
+* ``submit(jobs)``: run or submit, returning a :class:`Submission`;
+* ``wait()``: block until what ``submit`` handed elsewhere has finished (a no-op for
+  executors that run jobs here; tests use it);
+* ``test_context``: the :class:`ExecutorContext` fields the contract tests
+  (``tests/unit/test_contracts.py``) set to run this executor on a machine without its
+  service (e.g. submitit's in-process ``debug`` cluster for SLURM).
 
 Every executor runs jobs through :func:`pubench.executors.worker.execute_job`, which
 claims a job before it runs and writes its record into the store.
@@ -57,6 +62,7 @@ class Submission:
 class Executor(ABC):
     name: ClassVar[str]
     runs_here: ClassVar[bool]
+    test_context: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     @abstractmethod
@@ -77,6 +83,9 @@ class Executor(ABC):
     @abstractmethod
     def submit(self, jobs: list[Job]) -> Submission:
         ...
+
+    def wait(self) -> None:
+        """Block until the jobs of the last ``submit`` have finished."""
 
 
 def _check_executor(name: str, obj: Any) -> None:

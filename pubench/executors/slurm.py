@@ -84,6 +84,8 @@ class SlurmExecutor(Executor):
 
     name = "slurm"
     runs_here = False
+    #: submitit's in-process cluster and the shipped profile: the contract tests need no SLURM
+    test_context = {"cluster": "debug", "profile": Path(__file__).resolve().parents[2] / "slurm" / "default.yaml"}
 
     def __init__(self, results_root: str | Path, logs_root: str | Path, params: dict[str, Any],
                  cluster: str = "slurm", force: bool = False, numerics=None, spec_id: str = "", tier: str = ""):
@@ -131,6 +133,10 @@ class SlurmExecutor(Executor):
         if spec_id is not None:
             return manifest
         return Submission(None, f"manifest {manifest}")
+
+    def wait(self) -> None:
+        for handle in getattr(self, "_handles", []):
+            handle.result()
 
     def folder(self, tier: str, spec_id: str) -> Path:
         return self.logs_root / tier / spec_id

@@ -425,3 +425,41 @@ def test_a_spec_block_names_its_unit(registry):
         registry.named([name], "params.x")
     with pytest.raises(ConfigError, match=rf"^params\.x\.name: unknown .*did you mean {name!r}"):
         registry.named({"name": name + "_"}, "params.x")
+
+
+# ------------------------------------------------------------------ executors
+from pubench.executors import EXECUTORS  # noqa: E402
+from pubench.executors.base import ExecutorContext, Submission  # noqa: E402
+
+
+@pytest.mark.parametrize("name", EXECUTORS.names())
+def test_executor(name, tmp_registry, tmp_path):
+    """Every executor plans, submits and (after ``wait``) has written one record per job, with
+    the numbers the job gives anywhere; it runs from its ``test_context`` (no cluster here)."""
+    from tests.conftest import selftest_spec
+
+    from pubench.jobs import expand
+    from pubench.registry import get_spec
+    from pubench.store import ResultStore
+
+    tmp_registry(selftest_spec())
+    spec = get_spec("table1-bcl")
+    jobs = expand(spec, "smoke").jobs
+    cls = EXECUTORS.get(name)
+    context = ExecutorContext(results_root=tmp_path / "results", logs_root=tmp_path / "logs", spec_id=spec.id,
+                              tier="smoke", **cls.test_context)
+    assert isinstance(cls.runs_here, bool)
+    assert cls.default_device(context) in {"cpu", "cuda"}
+    assert isinstance(cls.active_ids(context), set)
+    ex = cls.from_context(context)
+    plan = ex.plan(jobs)
+    assert all(j.id in plan for j in jobs)
+    sub = ex.submit(jobs)
+    assert isinstance(sub, Submission)
+    assert (sub.counts is not None) == cls.runs_here
+    if sub.counts is not None:
+        assert sub.counts["ok"] == len(jobs)
+    ex.wait()
+    records = {r["job"]["id"]: r["metrics"] for r in ResultStore(tmp_path / "results").records("smoke", spec.id)}
+    assert set(records) == {j.id for j in jobs}
+    assert records == {j.id: TASKS.get(j.task).run(j.params, j.seeds)["metrics"] for j in jobs}
