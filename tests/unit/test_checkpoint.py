@@ -1,0 +1,217 @@
+"""Checkpoint and resume of the training loop (pubench.train.checkpoint, Trainer.run):
+a run stopped at an epoch boundary and resumed gives the numbers of an uninterrupted run
+bit for bit, a finished stage is skipped, a bad checkpoint is discarded, and the epoch
+progress callback."""
+
+from __future__ import annotations
+
+import copy
+import random
+import signal
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from pubench.errors import JobInterrupted
+from pubench.train import checkpoint
+from pubench.train.loop import LoopCallback, Progress, Step, Trainer, batches
+from pubench.train.optim import build_scheduler
+
+X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
+Y = (X[:, 0] > 0).float()
+
+
+class Toy:
+    """A two-stage job: stage 0 trains a small net with dropout (the global RNG), momentum,
+    a cosine schedule, a shuffling generator, a numpy generator drawn in the steps and a
+    log dict filled by the hooks; stage 1 trains a head on the frozen net's features."""
+
+    def __init__(self, stop_at: tuple[int, int] | None = None):
+        self.stop_at, self.steps = stop_at, [0, 0]
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 3))
+        self.head = nn.Linear(3, 1)
+
+    def stage(self, k: int, modules, epochs: int) -> Trainer:
+        opt = torch.optim.SGD([p for m in modules for p in m.parameters()], lr=0.1, momentum=0.9)
+        sched = build_scheduler({"name": "cosine"}, opt, 5, epochs)
+        gen, noise, log = torch.Generator().manual_seed(2 + k), np.random.default_rng(3 + k), {"noise": [], "ends": []}
+        trainer = Trainer(modules, opt, sched, f"toy stage {k}", state={"order": gen, "noise": noise, "log": log})
+
+        def step(idx, epoch):
+            self.steps[k] += 1
+            jitter = float(noise.normal()) * 1e-3
+            log["noise"].append(jitter)
+            out = self.net(X[idx]) if k == 0 else self.head(self.net(X[idx]).detach())
+            loss = nn.functional.binary_cross_entropy_with_logits(out[:, 0], Y[idx]) + jitter
+            return Step(loss, weight=len(idx))
+
+        def end_epoch(stats):
+            log["ends"].append(random.random())  # python's global RNG, as a hook might
+            if self.stop_at == (k, stats.epoch + 1):
+                assert checkpoint.request_stop(signal.SIGTERM)
+
+        trainer.history = trainer.run(epochs, lambda e: batches(40, 8, gen), step, end_epoch=end_epoch)
+        trainer.log = log
+        return trainer
+
+    def run(self) -> dict:
+        t0 = self.stage(0, [self.net], 6)
+        draw = torch.rand(3)  # the global RNG between the stages (e.g. a head's initialization)
+        t1 = self.stage(1, [self.head], 4)
+        return {"params": [p.detach().clone() for p in [*self.net.parameters(), *self.head.parameters()]],
+                "loss": [h.mean for h in t0.history + t1.history], "logs": [t0.log, t1.log], "draw": draw,
+                "after": torch.rand(2), "np_after": np.random.rand(), "py_after": random.random()}
+
+
+def reference() -> dict:
+    torch.manual_seed(0), np.random.seed(0), random.seed(0)
+    return Toy().run()
+
+
+def in_session(folder, every: int, stop_at=None) -> tuple[dict | None, Toy, checkpoint.Session]:
+    torch.manual_seed(0), np.random.seed(0), random.seed(0)
+    toy = Toy(stop_at)
+    session = checkpoint.Session(folder, every, label="toy")
+    with checkpoint.activate(session):
+        try:
+            return toy.run(), toy, session
+        except JobInterrupted as exc:
+            assert exc.signum == signal.SIGTERM
+            return None, toy, session
+
+
+def same(a: dict, b: dict) -> None:
+    assert all(torch.equal(p, q) for p, q in zip(a["params"], b["params"]))
+    assert a["loss"] == b["loss"] and a["logs"] == b["logs"]
+    assert torch.equal(a["draw"], b["draw"]) and torch.equal(a["after"], b["after"])
+    assert a["np_after"] == b["np_after"] and a["py_after"] == b["py_after"]
+
+
+@pytest.mark.parametrize("stop_at, every", [((0, 3), 2), ((0, 1), 0), ((1, 2), 5), ((1, 4), 1)])
+def test_a_stopped_and_resumed_job_gives_the_uninterrupted_numbers(tmp_path, one_thread, stop_at, every):
+    ref = reference()
+    out, first, session = in_session(tmp_path, every, stop_at)
+    assert out is None  # stopped
+    stage, epoch = stop_at
+    saved = torch.load(session.path(stage), weights_only=False)
+    assert saved["epoch"] == epoch and saved["desc"] == f"toy stage {stage}"
+    out, second, session = in_session(tmp_path, every)
+    same(out, ref)
+    # the resumed run trains only what was left: a finished stage 0 trains nothing
+    assert second.steps[0] == (6 - epoch) * 5 if stage == 0 else second.steps[0] == 0
+    assert [r["epoch"] for r in session.resumed] == ([epoch] if stage == 0 else [6, epoch])
+
+
+def test_checkpoints_every_k_epochs_and_at_stage_ends(tmp_path, one_thread):
+    out, _, session = in_session(tmp_path, 2)
+    same(out, reference())  # writing checkpoints changes no number
+    assert session.saved == 3 + 2  # stage 0: epochs 2, 4, 6; stage 1: epochs 2, 4
+    assert {p.name for p in tmp_path.iterdir()} == {"stage-000.pt", "stage-001.pt"}
+    assert torch.load(session.path(0), weights_only=False)["epoch"] == 6
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other_stage"])
+def test_a_bad_checkpoint_is_discarded_with_a_warning(tmp_path, one_thread, damage):
+    _, _, session = in_session(tmp_path, 1, stop_at=(0, 3))
+    path = session.path(0)
+    if damage == "garbage":
+        path.write_bytes(b"not a checkpoint")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:200])
+    else:
+        payload = torch.load(path, weights_only=False)
+        torch.save({**payload, "desc": "another trainer"}, path)
+    with pytest.warns(checkpoint.CheckpointWarning, match="discarding checkpoint"):
+        out, toy, session = in_session(tmp_path, 1)
+    same(out, reference())
+    assert toy.steps[0] == 30 and session.resumed == []  # started over, then finished normally
+
+
+def test_stop_requests_outside_a_loop_are_refused(tmp_path):
+    assert not checkpoint.request_stop(signal.SIGTERM)  # no job
+    with checkpoint.activate(checkpoint.Session(tmp_path, 1)) as session:
+        assert not checkpoint.request_stop(signal.SIGTERM)  # a job, but no training loop runs
+        session.in_loop = 1
+        assert checkpoint.request_stop(signal.SIGUSR2)
+        assert not checkpoint.request_stop(signal.SIGTERM)  # a second signal: the caller stops at once
+        assert session.stop_signal == signal.SIGUSR2
+
+
+def test_object_states_round_trip():
+    g, n, r = torch.Generator().manual_seed(5), np.random.default_rng(5), random.Random(5)
+    d, lst, lin = {"a": [1]}, [1, 2], nn.Linear(2, 2)
+    states = [checkpoint.object_state(o) for o in (g, n, r, d, lst)]
+    states.append(copy.deepcopy(checkpoint.object_state(lin)))  # a state_dict refers to the live tensors
+    expect = (torch.rand(3, generator=g), n.normal(3), r.random())
+    d["a"].append(2), lst.append(3)
+    with torch.no_grad():
+        lin.weight.zero_()
+    for o, s in zip((g, n, r, d, lst, lin), states):
+        checkpoint.load_object_state(o, s)
+    assert torch.equal(torch.rand(3, generator=g), expect[0]) and np.array_equal(n.normal(3), expect[1])
+    assert r.random() == expect[2] and d == {"a": [1]} and lst == [1, 2] and lin.weight.abs().sum() > 0
+    with pytest.raises(TypeError):
+        checkpoint.object_state(object())
+
+
+def test_atomic_save_leaves_no_partial_file(tmp_path, monkeypatch):
+    path = tmp_path / "stage-000.pt"
+    checkpoint.atomic_save({"x": 1}, path)
+
+    def broken(obj, f):
+        f.write(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", broken)
+    with pytest.raises(OSError):
+        checkpoint.atomic_save({"x": 2}, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["stage-000.pt"]
+    monkeypatch.undo()
+    assert torch.load(path, weights_only=False) == {"x": 1}
+
+
+# ---- progress --------------------------------------------------------------------------
+def _trainer(epochs: int, callbacks=()) -> list:
+    torch.manual_seed(0)
+    lin = nn.Linear(4, 1)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+    return Trainer([lin], opt, desc="toy", callbacks=callbacks).run(
+        epochs, lambda e: [torch.arange(40)], lambda idx, e: Step(lin(X[idx]).pow(2).mean()))
+
+
+def test_progress_prints_at_most_one_line_per_interval_when_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "0")
+    _trainer(5)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("pubench: toy epoch 1/5 loss ")  # none after the last epoch
+    monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "3600")
+    _trainer(5)
+    assert capsys.readouterr().err == ""  # a short run says nothing
+    monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("PUBENCH_PROGRESS", "0")
+    _trainer(5)
+    assert capsys.readouterr().err == ""  # --no-progress
+
+
+def test_callbacks_see_every_epoch_and_change_no_number(monkeypatch):
+    monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "0")
+    seen = []
+
+    class Record(LoopCallback):
+        def begin(self, trainer, epochs, first):
+            seen.append(("begin", epochs, first))
+
+        def epoch_end(self, trainer, stats, epochs):
+            seen.append(stats.epoch)
+
+        def end(self, trainer):
+            seen.append("end")
+
+    with_cb = [h.mean for h in _trainer(3, [Record()])]
+    monkeypatch.setenv("PUBENCH_PROGRESS", "0")
+    assert [h.mean for h in _trainer(3)] == with_cb
+    assert seen == [("begin", 3, 0), 0, 1, 2, "end"]
+    assert isinstance(Progress("x"), LoopCallback)
