@@ -2,8 +2,8 @@
 
 The worker (:func:`pubench.executors.worker.execute_job`) opens a :class:`Session` per
 job: a folder ``<results>/.checkpoints/<job id>/`` and a period ``every_epochs``. Each
-``Trainer.run`` of the job is a *stage*, numbered in call order (pre-training is stage 0,
-the probe stage 1, ...). A stage writes ``stage-NNN.pt``:
+``Trainer.run`` of the job is a *stage* (pre-training, then the probe, ...). A stage
+writes ``<stage>.pt``:
 
 * every ``every_epochs`` epochs (0: never periodically),
 * after its last epoch (so that a resumed job skips a finished stage),
@@ -17,6 +17,11 @@ python), the epochs' statistics and the number of epochs done. Restoring all of 
 epoch boundary continues the run with the very numbers of an uninterrupted one: the job
 runs again from the start, everything before a stage is deterministic, and each stage
 loads its checkpoint instead of training (a finished stage trains nothing).
+
+A stage is named by the trainer's description and its rank among the job's stages of that
+description (``pretrain punce.0``, ``linear probe (nnpu).0``), not by its rank in the job,
+so that a stage the job skips on a rerun (an encoder-cache hit skips pre-training) does not
+shift the others.
 
 Files are written atomically (temporary file, then rename). A checkpoint that cannot be
 read, or that belongs to another stage (its description or epoch count differ), is
@@ -123,32 +128,35 @@ class Session:
         if isinstance(every_epochs, bool) or not isinstance(every_epochs, int) or every_epochs < 0:
             raise ValueError(f"checkpoint every_epochs must be an integer >= 0, got {every_epochs!r}")
         self.folder, self.every_epochs, self.label = Path(folder), every_epochs, label
-        self.stages = 0
+        self.stages: dict[str, int] = {}
         self.saved = 0
-        self.resumed: list[dict[str, Any]] = []   # {stage, desc, epoch} of every checkpoint loaded
+        self.resumed: list[dict[str, Any]] = []   # {stage, epoch} of every checkpoint loaded
         self.stop_signal: int | None = None       # a stop request waiting for the next epoch boundary
         self.in_loop = 0                          # Trainer.run calls in progress
 
-    def next_stage(self) -> int:
-        self.stages += 1
-        return self.stages - 1
+    def next_stage(self, desc: str) -> str:
+        """The name of the job's next stage run by a trainer described as ``desc``."""
+        k = self.stages.get(desc, 0)
+        self.stages[desc] = k + 1
+        return f"{desc}.{k}"
 
-    def path(self, stage: int) -> Path:
-        return self.folder / f"stage-{stage:03d}.pt"
+    def path(self, stage: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stage)
+        return self.folder / f"{safe}.pt"
 
-    def save(self, stage: int, desc: str, epochs: int, epoch: int, trainer_state: dict, history: list) -> None:
+    def save(self, stage: str, desc: str, epochs: int, epoch: int, trainer_state: dict, history: list) -> None:
         atomic_save({"format": FORMAT, "stage": stage, "desc": desc, "epochs": epochs, "epoch": epoch,
                      "trainer": trainer_state, "rng": global_rng_state(), "history": history}, self.path(stage))
         self.saved += 1
 
-    def load(self, stage: int, desc: str, epochs: int) -> dict[str, Any] | None:
+    def load(self, stage: str, desc: str, epochs: int) -> dict[str, Any] | None:
         """The checkpoint of ``stage``, or None (none, or a bad one: deleted with a warning)."""
         path = self.path(stage)
         if not path.exists():
             return None
         try:
             payload = torch.load(path, map_location="cpu", weights_only=False)
-            ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("desc") == desc
+            ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("stage") == stage
                   and payload.get("epochs") == epochs and 0 <= payload.get("epoch", -1) <= epochs)
             reason = "it belongs to another stage or format"
         except Exception as exc:  # noqa: BLE001 - any unreadable file is discarded, never a crash loop
@@ -158,7 +166,7 @@ class Session:
                           "the stage starts over", CheckpointWarning, stacklevel=3)
             path.unlink(missing_ok=True)
             return None
-        self.resumed.append({"stage": stage, "desc": desc, "epoch": payload["epoch"]})
+        self.resumed.append({"stage": stage, "epoch": payload["epoch"]})
         return payload
 
     def clear(self) -> None:

@@ -113,7 +113,7 @@ class Trainer:
             start_epoch: Callable[[int], None] | None = None,
             end_epoch: Callable[[EpochStats], None] | None = None) -> list[EpochStats]:
         session = checkpoint.current()
-        stage = session.next_stage() if session is not None else None
+        stage = session.next_stage(self.desc) if session is not None else None
         history: list[EpochStats] = []
         first = 0
         if session is not None:

@@ -6,8 +6,15 @@ progress callback."""
 from __future__ import annotations
 
 import copy
+import json
+import os
 import random
+import shutil
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,7 +103,7 @@ def test_a_stopped_and_resumed_job_gives_the_uninterrupted_numbers(tmp_path, one
     out, first, session = in_session(tmp_path, every, stop_at)
     assert out is None  # stopped
     stage, epoch = stop_at
-    saved = torch.load(session.path(stage), weights_only=False)
+    saved = torch.load(session.path(f"toy stage {stage}.0"), weights_only=False)
     assert saved["epoch"] == epoch and saved["desc"] == f"toy stage {stage}"
     out, second, session = in_session(tmp_path, every)
     same(out, ref)
@@ -109,21 +116,21 @@ def test_checkpoints_every_k_epochs_and_at_stage_ends(tmp_path, one_thread):
     out, _, session = in_session(tmp_path, 2)
     same(out, reference())  # writing checkpoints changes no number
     assert session.saved == 3 + 2  # stage 0: epochs 2, 4, 6; stage 1: epochs 2, 4
-    assert {p.name for p in tmp_path.iterdir()} == {"stage-000.pt", "stage-001.pt"}
-    assert torch.load(session.path(0), weights_only=False)["epoch"] == 6
+    assert {p.name for p in tmp_path.iterdir()} == {"toy_stage_0.0.pt", "toy_stage_1.0.pt"}
+    assert torch.load(session.path("toy stage 0.0"), weights_only=False)["epoch"] == 6
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other_stage"])
 def test_a_bad_checkpoint_is_discarded_with_a_warning(tmp_path, one_thread, damage):
     _, _, session = in_session(tmp_path, 1, stop_at=(0, 3))
-    path = session.path(0)
+    path = session.path("toy stage 0.0")
     if damage == "garbage":
         path.write_bytes(b"not a checkpoint")
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[:200])
     else:
         payload = torch.load(path, weights_only=False)
-        torch.save({**payload, "desc": "another trainer"}, path)
+        torch.save({**payload, "stage": "another trainer.0"}, path)
     with pytest.warns(checkpoint.CheckpointWarning, match="discarding checkpoint"):
         out, toy, session = in_session(tmp_path, 1)
     same(out, reference())
@@ -158,7 +165,7 @@ def test_object_states_round_trip():
 
 
 def test_atomic_save_leaves_no_partial_file(tmp_path, monkeypatch):
-    path = tmp_path / "stage-000.pt"
+    path = tmp_path / "pretrain.0.pt"
     checkpoint.atomic_save({"x": 1}, path)
 
     def broken(obj, f):
@@ -168,7 +175,7 @@ def test_atomic_save_leaves_no_partial_file(tmp_path, monkeypatch):
     monkeypatch.setattr(torch, "save", broken)
     with pytest.raises(OSError):
         checkpoint.atomic_save({"x": 2}, path)
-    assert [p.name for p in tmp_path.iterdir()] == ["stage-000.pt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["pretrain.0.pt"]
     monkeypatch.undo()
     assert torch.load(path, weights_only=False) == {"x": 1}
 
@@ -215,3 +222,73 @@ def test_callbacks_see_every_epoch_and_change_no_number(monkeypatch):
     assert [h.mean for h in _trainer(3)] == with_cb
     assert seen == [("begin", 3, 0), 0, 1, 2, "end"]
     assert isinstance(Progress("x"), LoopCallback)
+
+
+# ---- a real `pubench run` killed by SIGTERM mid-training, then rerun -------------------
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _long_smoke_spec(tmp_registry) -> None:
+    """table1-punce with a smoke tier long enough to be killed mid pre-training."""
+    shutil.copytree(REPO / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
+    text = (REPO / "experiments" / "punce" / "table1-punce.yaml").read_text()
+    short = "pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}"
+    assert short in text
+    tmp_registry(text.replace(short, "pretrain: {epochs: 150, batch_size: 64, loss: {prior: null}}")
+                 .replace("downstream: {prior: null, epochs: 1}", "downstream: {prior: null, epochs: 20}"))
+
+
+def _run(env, store: Path, *extra, wait=True):
+    cmd = [sys.executable, "-m", "pubench", "run", "table1-punce", "--tier", "smoke", "--only", "MNIST n_P=1k|puNCE",
+           "--no-progress", "--checkpoint-every", "1", *extra]
+    proc = subprocess.Popen(cmd, env={**env, "PUBENCH_RESULTS": str(store)}, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if wait:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    return proc
+
+
+def _records(store: Path) -> dict[str, dict]:
+    folder = store / "smoke" / "table1-punce"
+    return {p.name: json.loads(p.read_text()) for p in folder.glob("*.json")}
+
+
+def test_sigterm_mid_training_then_rerun_resumes_bit_for_bit(tmp_registry, shared_image_root, tmp_path):
+    _long_smoke_spec(tmp_registry)
+    env = {**os.environ, "PUBENCH_DATA": str(shared_image_root), "PUBENCH_CORE_SLOTS": "off",
+           "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    _run(env, whole)
+    proc = _run(env, killed, wait=False)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((killed / ".checkpoints").glob("*/pretrain_punce.0.pt")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    [failed] = _records(killed).values()
+    assert "interrupted by SIGTERM" in failed["error"]["message"]
+    [ckpt] = list((killed / ".checkpoints").glob("*/pretrain_punce.0.pt"))
+    stopped_at = torch.load(ckpt, weights_only=False)["epoch"]
+    assert 0 < stopped_at < 150
+
+    _run(env, killed)
+    ok_whole, ok_killed = _records(whole), {k: v for k, v in _records(killed).items() if "failed" not in k}
+    assert ok_whole.keys() == ok_killed.keys()  # the same job id
+    [(name, a)] = ok_whole.items()
+    b = ok_killed[name]
+    assert a["metrics"] == b["metrics"]  # bit for bit (JSON floats round-trip exactly)
+    assert a["info"]["pretrain"]["loss"] == b["info"]["pretrain"]["loss"]
+    assert b["info"]["checkpoint"]["resumed"] == [{"stage": "pretrain punce.0", "epoch": stopped_at}]
+    assert a["info"]["checkpoint"]["resumed"] == []
+    assert not (killed / ".checkpoints" / ckpt.parent.name).exists()  # deleted with the record
+
+
+def test_stages_are_named_by_description_and_rank(tmp_path):
+    session = checkpoint.Session(tmp_path, 1)
+    assert [session.next_stage(d) for d in ("pretrain x", "probe", "probe")] == ["pretrain x.0", "probe.0", "probe.1"]
+    assert session.path("linear probe (nnpu).0").name == "linear_probe__nnpu_.0.pt"
+    # a rerun that skips pre-training (an encoder-cache hit) still finds the probe's checkpoint
+    assert checkpoint.Session(tmp_path, 1).next_stage("probe") == "probe.0"
