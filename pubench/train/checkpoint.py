@@ -24,8 +24,9 @@ so that a stage the job skips on a rerun (an encoder-cache hit skips pre-trainin
 shift the others.
 
 Files are written atomically (temporary file, then rename). A checkpoint that cannot be
-read, or that belongs to another stage (its description or epoch count differ), is
-deleted with a warning and the stage starts over. The worker deletes the folder once the
+read, that belongs to another stage (its name or epoch count differ) or that other code
+wrote (the package's source fingerprint, as the encoder cache's) is deleted with a
+warning and the stage starts over. The worker deletes the folder once the
 job's record is written (ok or failed); only an interrupted job keeps it.
 """
 
@@ -43,6 +44,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from pubench.train.encoder_cache import code_fingerprint
 
 FORMAT = 1
 FOLDER = ".checkpoints"
@@ -145,7 +148,8 @@ class Session:
         return self.folder / f"{safe}.pt"
 
     def save(self, stage: str, desc: str, epochs: int, epoch: int, trainer_state: dict, history: list) -> None:
-        atomic_save({"format": FORMAT, "stage": stage, "desc": desc, "epochs": epochs, "epoch": epoch,
+        atomic_save({"format": FORMAT, "code": code_fingerprint(), "stage": stage, "desc": desc, "epochs": epochs,
+                     "epoch": epoch,
                      "trainer": trainer_state, "rng": global_rng_state(), "history": history}, self.path(stage))
         self.saved += 1
 
@@ -159,6 +163,8 @@ class Session:
             ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("stage") == stage
                   and payload.get("epochs") == epochs and 0 <= payload.get("epoch", -1) <= epochs)
             reason = "it belongs to another stage or format"
+            if ok and payload.get("code") != code_fingerprint():
+                ok, reason = False, "the pubench code changed since it was written"
         except Exception as exc:  # noqa: BLE001 - any unreadable file is discarded, never a crash loop
             ok, reason = False, f"{type(exc).__name__}: {exc}"
         if not ok:

@@ -17,6 +17,12 @@ objective is finite, clears the gradients, back-propagates, steps the optimizer 
 scheduler (schedules are per step), then calls ``Step.after_backward`` (which may read
 gradients). The epoch's :class:`EpochStats` hold the mean of the steps' reported values
 weighted by ``Step.weight`` (e.g. the batch size) and the sums of their ``extra`` values.
+
+After each epoch the :class:`LoopCallback` objects run (always :class:`Progress`: the
+epoch, loss and learning rate), then, inside a job, the checkpoint of
+:mod:`pubench.train.checkpoint`: every stateful part of the run must be the trainer's
+(modules, optimizer, scheduler) or registered in ``Trainer(state=...)`` (generators, hook
+state, queues), so that a resumed run continues bit for bit. Neither draws random numbers.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ class Toy:
     a cosine schedule, a shuffling generator, a numpy generator drawn in the steps and a
     log dict filled by the hooks; stage 1 trains a head on the frozen net's features."""
 
-    def __init__(self, stop_at: tuple[int, int] | None = None):
-        self.stop_at, self.steps = stop_at, [0, 0]
+    def __init__(self, stop_at: tuple[int, int] | None = None, kill_at_step: int | None = None):
+        self.stop_at, self.kill_at_step, self.steps = stop_at, kill_at_step, [0, 0]
         torch.manual_seed(0)
         self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 3))
         self.head = nn.Linear(3, 1)
@@ -49,6 +49,8 @@ class Toy:
 
         def step(idx, epoch):
             self.steps[k] += 1
+            if k == 0 and self.steps[0] == self.kill_at_step:
+                os.kill(os.getpid(), signal.SIGUSR2)  # a real signal in the middle of an epoch
             jitter = float(noise.normal()) * 1e-3
             log["noise"].append(jitter)
             out = self.net(X[idx]) if k == 0 else self.head(self.net(X[idx]).detach())
@@ -78,15 +80,15 @@ def reference() -> dict:
     return Toy().run()
 
 
-def in_session(folder, every: int, stop_at=None) -> tuple[dict | None, Toy, checkpoint.Session]:
+def in_session(folder, every: int, stop_at=None, kill_at_step=None) -> tuple[dict | None, Toy, checkpoint.Session]:
     torch.manual_seed(0), np.random.seed(0), random.seed(0)
-    toy = Toy(stop_at)
+    toy = Toy(stop_at, kill_at_step)
     session = checkpoint.Session(folder, every, label="toy")
     with checkpoint.activate(session):
         try:
             return toy.run(), toy, session
         except JobInterrupted as exc:
-            assert exc.signum == signal.SIGTERM
+            assert exc.signum == (signal.SIGTERM if kill_at_step is None else signal.SIGUSR2)
             return None, toy, session
 
 
@@ -112,6 +114,64 @@ def test_a_stopped_and_resumed_job_gives_the_uninterrupted_numbers(tmp_path, one
     assert [r["epoch"] for r in session.resumed] == ([epoch] if stage == 0 else [6, epoch])
 
 
+def test_a_real_signal_mid_epoch_stops_at_the_epoch_boundary(tmp_path, one_thread):
+    from pubench.executors.worker import _raise_interrupted
+
+    previous = signal.signal(signal.SIGUSR2, _raise_interrupted)  # as execute_job installs it
+    try:
+        out, toy, session = in_session(tmp_path, 0, kill_at_step=12)  # step 12 = epoch 3 (5 steps an epoch)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    assert out is None and toy.steps[0] == 15  # the epoch was finished, not cut
+    assert torch.load(session.path("toy stage 0.0"), weights_only=False)["epoch"] == 3
+    out, _, _ = in_session(tmp_path, 0)
+    same(out, reference())
+
+
+def test_the_worker_signal_handler_stops_at_once_outside_a_training_loop(tmp_path):
+    from pubench.executors.worker import _raise_interrupted
+
+    with pytest.raises(JobInterrupted):
+        _raise_interrupted(signal.SIGTERM, None)
+    with checkpoint.activate(checkpoint.Session(tmp_path, 1)) as session:
+        session.in_loop = 1
+        _raise_interrupted(signal.SIGTERM, None)  # deferred to the epoch boundary
+        with pytest.raises(JobInterrupted):
+            _raise_interrupted(signal.SIGTERM, None)  # a second signal
+
+
+def test_slurm_job_hands_a_pre_timeout_signal_to_submitit_for_requeue(monkeypatch, tmp_path):
+    from pubench.executors import slurm
+
+    calls = []
+
+    def fake_execute(*args):
+        calls.append(("run", args))
+        raise JobInterrupted(signal.SIGUSR2)
+
+    job = slurm.CheckpointedJob()
+
+    def submitit_handler(signum, frame):  # submitit's checkpoint_and_try_requeue, in short
+        calls.append(("requeue", signum, job.checkpoint(*calls[0][1])))
+
+    monkeypatch.setattr(slurm, "execute_job", fake_execute)
+    previous = signal.signal(signal.SIGUSR2, submitit_handler)
+    try:
+        with pytest.raises(JobInterrupted):
+            job({"id": "x"}, str(tmp_path), True, False, 5)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    (_, args), (_, signum, delayed) = calls
+    assert args == ({"id": "x"}, str(tmp_path), True, False, 5) and signum == signal.SIGUSR2
+    assert delayed.function is job and delayed.args == args  # the requeued call is the same job
+
+    calls.clear()
+    monkeypatch.setattr(slurm, "execute_job", lambda *a: (_ for _ in ()).throw(JobInterrupted(signal.SIGTERM)))
+    with pytest.raises(JobInterrupted):
+        job({"id": "x"}, str(tmp_path))
+    assert calls == []  # SIGTERM (scancel, preemption): recorded as interrupted, no requeue
+
+
 def test_checkpoints_every_k_epochs_and_at_stage_ends(tmp_path, one_thread):
     out, _, session = in_session(tmp_path, 2)
     same(out, reference())  # writing checkpoints changes no number
@@ -120,7 +180,7 @@ def test_checkpoints_every_k_epochs_and_at_stage_ends(tmp_path, one_thread):
     assert torch.load(session.path("toy stage 0.0"), weights_only=False)["epoch"] == 6
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "other_stage"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other_stage", "other_code"])
 def test_a_bad_checkpoint_is_discarded_with_a_warning(tmp_path, one_thread, damage):
     _, _, session = in_session(tmp_path, 1, stop_at=(0, 3))
     path = session.path("toy stage 0.0")
@@ -130,7 +190,8 @@ def test_a_bad_checkpoint_is_discarded_with_a_warning(tmp_path, one_thread, dama
         path.write_bytes(path.read_bytes()[:200])
     else:
         payload = torch.load(path, weights_only=False)
-        torch.save({**payload, "stage": "another trainer.0"}, path)
+        key, value = ("stage", "another trainer.0") if damage == "other_stage" else ("code", "0" * 16)
+        torch.save({**payload, key: value}, path)
     with pytest.warns(checkpoint.CheckpointWarning, match="discarding checkpoint"):
         out, toy, session = in_session(tmp_path, 1)
     same(out, reference())
