@@ -22,8 +22,9 @@ import torch
 from torch import nn
 
 from pubench.errors import JobInterrupted
+from pubench.tasks import TASKS
 from pubench.train import checkpoint
-from pubench.train.loop import LoopCallback, Progress, Step, Trainer, batches
+from pubench.train.loop import LoopCallback, Progress, Step, TrainConfig, Trainer, batches
 from pubench.train.optim import build_scheduler
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
@@ -353,3 +354,119 @@ def test_stages_are_named_by_description_and_rank(tmp_path):
     assert session.path("linear probe (nnpu).0").name == "linear_probe__nnpu_.0.pt"
     # a rerun that skips pre-training (an encoder-cache hit) still finds the probe's checkpoint
     assert checkpoint.Session(tmp_path, 1).next_stage("probe") == "probe.0"
+
+
+# ---- every registered unit resumes bit for bit ------------------------------------------
+# A unit that draws from a generator it did not register with its Trainer (state=...) fails
+# here: its resumed run would continue from a fresh generator.
+from tests.unit.test_contracts import SEEDS, TRAIN, TinyEncoder, generated_data, pu_data  # noqa: E402,F401
+
+
+def _stop_after_first_epoch(monkeypatch) -> None:
+    """The first epoch boundary of the job asks for a stop, as a signal handler would."""
+    original, asked = Progress.epoch_end, []
+
+    def epoch_end(self, trainer, stats, epochs):
+        original(self, trainer, stats, epochs)
+        if not asked:
+            asked.append(stats.epoch)
+            assert checkpoint.request_stop(signal.SIGTERM)
+
+    monkeypatch.setattr(Progress, "epoch_end", epoch_end)
+
+
+def _same_after_resume(run, folder, monkeypatch):
+    """``run()`` uninterrupted, and ``run()`` stopped at its first epoch boundary then run
+    again; skips a unit without a training loop."""
+    whole = run()
+    with monkeypatch.context() as m:
+        _stop_after_first_epoch(m)
+        with checkpoint.activate(checkpoint.Session(folder, 0)):
+            try:
+                run()
+            except JobInterrupted:
+                pass
+            else:
+                pytest.skip("no training loop")
+    with checkpoint.activate(checkpoint.Session(folder, 0)) as session:
+        resumed = run()
+    assert session.resumed and session.resumed[0]["epoch"] == 1
+    return whole, resumed
+
+
+def _units(registry_name: str) -> list[str]:
+    from pubench.pu import PU_METHODS
+    from pubench.train import DOWNSTREAM, FRAMEWORKS
+
+    return {"pu": PU_METHODS, "downstream": DOWNSTREAM, "framework": FRAMEWORKS}[registry_name].names()
+
+
+@pytest.mark.parametrize("name", _units("pu"))
+def test_every_pu_method_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
+    from pubench.pu import PU_METHODS
+
+    unit = PU_METHODS.get(name)
+    cfg = unit.config({"name": name, **unit.test_config}, "pu_method")
+    train = TrainConfig(epochs=3, batch_size=16, optimizer={"name": "adam", "lr": 0.01},
+                        augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
+    data = pu_data()
+
+    def run():
+        torch.manual_seed(0)
+        return unit.run(cfg, TinyEncoder(2), train, data, seed=7)
+
+    (m1, i1), (m2, i2) = _same_after_resume(run, tmp_path, monkeypatch)
+    assert m1 == m2 and str(i1) == str(i2)
+
+
+@pytest.mark.parametrize("name", _units("downstream"))
+def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
+    from pubench.train import DOWNSTREAM
+
+    unit = DOWNSTREAM.get(name)
+    block = {"name": name, **unit.test_config, "epochs": 3}
+    if "augment" in unit.config_cls.__dataclass_fields__:
+        block["augment"] = {"name": "mnist_crop", "scale": [0.7, 1.0]}
+    cfg = unit.config(block, "downstream")
+    data = pu_data()
+
+    def run():
+        torch.manual_seed(0)
+        return unit.run(cfg, TinyEncoder(3), data, seed=9)
+
+    (m1, i1), (m2, i2) = _same_after_resume(run, tmp_path, monkeypatch)
+    assert m1 == m2 and str(i1) == str(i2)
+
+
+@pytest.mark.parametrize("name", _units("framework"))
+def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
+    from pubench.models.heads import projection_head
+    from pubench.train import FRAMEWORKS
+    from pubench.train.pretrain import PretrainConfig, pretrain
+    from tests.unit.test_contracts import images
+
+    block = {"name": name, **FRAMEWORKS.get(name).test_config}
+    x, _ = images(48, 0)
+    cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=3, batch_size=16,
+                         optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
+
+    def run():
+        torch.manual_seed(0)
+        enc = TinyEncoder(1)
+        hist = pretrain(enc, projection_head(8, 8, 4), x, None, cfg, mean=[0.3], std=[0.3], prior=None, seed=5)
+        return hist, enc.lin.weight.detach().clone()
+
+    (h1, w1), (h2, w2) = _same_after_resume(run, tmp_path, monkeypatch)
+    assert h1 == h2 and torch.equal(w1, w2)
+
+
+@pytest.mark.parametrize("name", TASKS.names())
+def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, generated_data, one_thread):
+    monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
+    task = TASKS.get(name)
+
+    def run():
+        return task.run(copy.deepcopy(task.test_params), dict(SEEDS))
+
+    a, b = _same_after_resume(run, tmp_path / "ckpt", monkeypatch)
+    assert a["metrics"] == b["metrics"]
