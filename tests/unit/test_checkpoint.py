@@ -26,6 +26,7 @@ from pubench.tasks import TASKS
 from pubench.train import checkpoint
 from pubench.train.loop import LoopCallback, Progress, Step, TrainConfig, Trainer, batches
 from pubench.train.optim import build_scheduler
+from tests.unit.test_contracts import SEEDS, TinyEncoder, generated_data, pu_data  # noqa: F401 - a fixture
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
 Y = (X[:, 0] > 0).float()
@@ -359,7 +360,6 @@ def test_stages_are_named_by_description_and_rank(tmp_path):
 # ---- every registered unit resumes bit for bit ------------------------------------------
 # A unit that draws from a generator it did not register with its Trainer (state=...) fails
 # here: its resumed run would continue from a fresh generator.
-from tests.unit.test_contracts import SEEDS, TRAIN, TinyEncoder, generated_data, pu_data  # noqa: E402,F401
 
 
 def _stop_after_first_epoch(monkeypatch) -> None:
@@ -460,8 +460,9 @@ def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
     assert h1 == h2 and torch.equal(w1, w2)
 
 
+@pytest.mark.usefixtures("generated_data")
 @pytest.mark.parametrize("name", TASKS.names())
-def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, generated_data, one_thread):
+def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
     task = TASKS.get(name)
 
