@@ -26,6 +26,7 @@ from pubench.tasks import TASKS
 from pubench.train import checkpoint
 from pubench.train.loop import LoopCallback, Progress, Step, TrainConfig, Trainer, batches
 from pubench.train.optim import build_scheduler
+from tests.conftest import record_reliability
 from tests.unit.test_contracts import SEEDS, TinyEncoder, generated_data, pu_data  # noqa: F401 - a fixture
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
@@ -347,6 +348,9 @@ def test_sigterm_mid_training_then_rerun_resumes_bit_for_bit(tmp_registry, share
     assert b["info"]["checkpoint"]["resumed"] == [{"stage": "pretrain punce.0", "epoch": stopped_at}]
     assert a["info"]["checkpoint"]["resumed"] == []
     assert not (killed / ".checkpoints" / ckpt.parent.name).exists()  # deleted with the record
+    record_reliability("resume", "SIGTERM of pubench run mid pre-training, then a rerun", {
+        "exit": proc.returncode, "stopped_at_epoch": stopped_at, "of_epochs": 150,
+        "metrics_equal": a["metrics"] == b["metrics"], "same_job_id": ok_whole.keys() == ok_killed.keys()})
 
 
 def test_stages_are_named_by_description_and_rank(tmp_path):
