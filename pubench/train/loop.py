@@ -90,7 +90,10 @@ class Trainer:
                 "state": {k: checkpoint.object_state(v) for k, v in self.state.items()}}
 
     def load_state_dict(self, saved: dict[str, Any]) -> None:
-        if len(saved["modules"]) != len(self.modules) or set(saved["state"]) != set(self.state):
+        # check the shapes first: a failed load must not leave the modules half restored
+        if len(saved["modules"]) != len(self.modules) or set(saved["state"]) != set(self.state) or any(
+                {k: tuple(v.shape) for k, v in sd.items()} != {k: tuple(v.shape) for k, v in m.state_dict().items()}
+                for m, sd in zip(self.modules, saved["modules"])):
             raise ValueError(f"{self.desc}: the checkpoint holds other modules or state")
         for m, sd in zip(self.modules, saved["modules"]):
             m.load_state_dict(sd)
@@ -125,7 +128,12 @@ class Trainer:
         if session is not None:
             saved = session.load(stage, self.desc, epochs)
             if saved is not None:
-                self.restore(saved)
+                try:
+                    self.restore(saved)
+                except Exception as exc:
+                    session.path(stage).unlink(missing_ok=True)
+                    raise RuntimeError(f"{self.desc}: the checkpoint {session.path(stage)} does not fit this run "
+                                       f"({exc}); deleted: the next run starts this stage over") from exc
                 history = [EpochStats(**h) for h in saved["history"]]
                 first = saved["epoch"]
         callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]

@@ -475,3 +475,17 @@ def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, on
 
     a, b = _same_after_resume(run, tmp_path / "ckpt", monkeypatch)
     assert a["metrics"] == b["metrics"]
+
+
+def test_a_checkpoint_that_does_not_fit_fails_the_job_once_and_is_deleted(tmp_path, one_thread):
+    _, _, session = in_session(tmp_path, 1, stop_at=(0, 3))
+    path = session.path("toy stage 0.0")
+    payload = torch.load(path, weights_only=False)
+    weight = payload["trainer"]["modules"][0]["0.weight"]
+    payload["trainer"]["modules"][0]["0.weight"] = torch.zeros(weight.shape[0] + 1, weight.shape[1])
+    torch.save(payload, path)
+    with pytest.raises(RuntimeError, match="does not fit this run"):
+        in_session(tmp_path, 1)
+    assert not path.exists()
+    out, _, _ = in_session(tmp_path, 1)  # the next run starts over
+    same(out, reference())
