@@ -254,14 +254,26 @@ def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
 
 
 def cmd_run(args) -> int:
+    if not args.no_progress:
+        return _cmd_run(args)
+    previous = os.environ.get("PUBENCH_PROGRESS")
+    os.environ["PUBENCH_PROGRESS"] = "0"  # also the epoch progress inside jobs (worker processes inherit it)
+    try:
+        return _cmd_run(args)
+    finally:
+        if previous is None:
+            os.environ.pop("PUBENCH_PROGRESS", None)
+        else:
+            os.environ["PUBENCH_PROGRESS"] = previous
+
+
+def _cmd_run(args) -> int:
     from pubench import numerics
     from pubench.executors import EXECUTORS
     from pubench.jobs import expand
     from pubench.store import ResultStore
 
     kind = EXECUTORS.get(args.executor)
-    if args.no_progress:
-        os.environ["PUBENCH_PROGRESS"] = "0"  # also the epoch progress inside jobs (worker processes inherit it)
     if kind.runs_here and not args.dry_run:
         _ensure_process_env(_numerics(args, args.tier))  # before anything loads torch or numpy
     spec = _spec(args.id)

@@ -254,6 +254,7 @@ def _trainer(epochs: int, callbacks=()) -> list:
 
 
 def test_progress_prints_at_most_one_line_per_interval_when_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.delenv("PUBENCH_PROGRESS", raising=False)
     monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "0")
     _trainer(5)
     lines = capsys.readouterr().err.splitlines()
@@ -268,6 +269,7 @@ def test_progress_prints_at_most_one_line_per_interval_when_not_a_terminal(capsy
 
 
 def test_callbacks_see_every_epoch_and_change_no_number(monkeypatch):
+    monkeypatch.delenv("PUBENCH_PROGRESS", raising=False)
     monkeypatch.setenv("PUBENCH_PROGRESS_SECONDS", "0")
     seen = []
 
@@ -302,14 +304,15 @@ def _long_smoke_spec(tmp_registry) -> None:
                  .replace("downstream: {prior: null, epochs: 1}", "downstream: {prior: null, epochs: 20}"))
 
 
-def _run(env, store: Path, *extra, wait=True):
+def _run(env, store: Path, *extra, wait=True, progress=False):
     cmd = [sys.executable, "-m", "pubench", "run", "table1-punce", "--tier", "smoke", "--only", "MNIST n_P=1k|puNCE",
-           "--no-progress", "--checkpoint-every", "1", *extra]
+           "--checkpoint-every", "1", *([] if progress else ["--no-progress"]), *extra]
     proc = subprocess.Popen(cmd, env={**env, "PUBENCH_RESULTS": str(store)}, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if wait:
-        out, err = proc.communicate(timeout=600)
+        _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
+        proc.stderr_text = err
     return proc
 
 
@@ -323,7 +326,12 @@ def test_sigterm_mid_training_then_rerun_resumes_bit_for_bit(tmp_registry, share
     env = {**os.environ, "PUBENCH_DATA": str(shared_image_root), "PUBENCH_CORE_SLOTS": "off",
            "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    _run(env, whole)
+    t0 = time.monotonic()
+    err = _run({**env, "PUBENCH_PROGRESS_SECONDS": "2"}, whole, progress=True).stderr_text
+    lines = [line for line in err.splitlines() if "pretrain punce epoch" in line]
+    # epoch progress in a log: one line at most every 2 s, naming the job
+    assert 1 <= len(lines) <= (time.monotonic() - t0) / 2 + 1, err
+    assert lines[0].startswith("pubench: table1-punce/MNIST n_P=1k|puNCE/seed=0: pretrain punce epoch "), lines[0]
     proc = _run(env, killed, wait=False)
     deadline = time.time() + 300
     while time.time() < deadline and not list((killed / ".checkpoints").glob("*/pretrain_punce.0.pt")):
