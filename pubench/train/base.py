@@ -47,7 +47,11 @@ class Framework(Unit):
         a queue or memory bank (tensors in a dict / list, restored in place), a momentum
         encoder that is not in ``modules()``, a generator the framework draws from. Each
         value is a generator, an object with ``state_dict`` / ``load_state_dict`` or a dict
-        / list (:func:`pubench.train.checkpoint.object_state`). SimCLR has none."""
+        / list (:func:`pubench.train.checkpoint.object_state`), read at every save and
+        restored in place: return objects the framework updates in place (a module holding
+        the queue as a buffer, a dict it writes into), never a tensor it rebinds. The
+        contract test ``test_every_framework_resumes_bit_for_bit`` checks the result.
+        SimCLR has none."""
         return {}
 
 
