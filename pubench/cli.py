@@ -249,10 +249,25 @@ def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
         jobs=getattr(args, "jobs", 1), progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
         force=getattr(args, "force", False),
         profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
-        cluster=getattr(args, "cluster", "slurm"), overrides=overrides or {})
+        cluster=getattr(args, "cluster", "slurm"), overrides=overrides or {},
+        checkpoint_every=getattr(args, "checkpoint_every", None))
 
 
 def cmd_run(args) -> int:
+    if not args.no_progress:
+        return _cmd_run(args)
+    previous = os.environ.get("PUBENCH_PROGRESS")
+    os.environ["PUBENCH_PROGRESS"] = "0"  # also the epoch progress inside jobs (worker processes inherit it)
+    try:
+        return _cmd_run(args)
+    finally:
+        if previous is None:
+            os.environ.pop("PUBENCH_PROGRESS", None)
+        else:
+            os.environ["PUBENCH_PROGRESS"] = previous
+
+
+def _cmd_run(args) -> int:
     from pubench import numerics
     from pubench.executors import EXECUTORS
     from pubench.jobs import expand
@@ -323,8 +338,11 @@ def _submit(executor, args, spec, todo, store) -> int:
             sub = executor.submit(todo)
     except (JobInterrupted, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", 2)
-        print(f"pubench: interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'}); finished jobs are saved, the ones "
-              "in flight are recorded as interrupted; rerun to continue", file=sys.stderr)
+        import signal
+
+        print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, the ones in flight "
+              "are recorded as interrupted (with a checkpoint when they were training); rerun to continue",
+              file=sys.stderr)
         return 128 + signum
     if sub.counts is None:
         print(f"pubench: submitted {len(todo)} job(s) to {executor.name}; {sub.where}")
@@ -685,7 +703,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-dirty", action="store_true",
                    help="write into the committed store from a tree with uncommitted code/spec changes "
                         "(records and reports are marked)")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar and no per-job log lines")
+    s.add_argument("--checkpoint-every", type=_bounded_int("--checkpoint-every", 0, 100000), metavar="EPOCHS",
+                   help="write a job's training checkpoint every EPOCHS epochs (default: the SLURM profile's "
+                        "checkpoint_every_epochs, else 10; 0: only at the end of each training stage and on a stop "
+                        "signal). Numbers and job ids do not depend on it")
+    s.add_argument("--no-progress", action="store_true",
+                   help="no progress bar, no per-job log lines and no epoch progress inside jobs")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",

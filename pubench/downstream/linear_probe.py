@@ -120,6 +120,7 @@ class LinearProbe(RiskClassifier):
         feats = encode(encoder, data.x_train, data.mean, data.std, device)
         standardize = cfg.standardize is not False
         shift, scale = feature_standardizer(feats, standardize)
+        state = {}
         if cfg.augment is None:
             feats = ((feats - shift) / scale).to(device)
 
@@ -128,12 +129,13 @@ class LinearProbe(RiskClassifier):
         else:
             aug, aug_gen = build_augment(cfg.augment, data.mean, data.std, "downstream.augment"), torch_generator(aug_seed)
             shift_d, scale_d = shift.to(device), scale.to(device)
+            state = {"augment": aug_gen}
 
             @torch.no_grad()
             def features(rows):
                 return (encoder(aug(data.x_train[rows].to(device), aug_gen)) - shift_d) / scale_d
         hist = fit_head(head, features, cfg.optimizer, cfg.schedule, targets, settings, cfg.epochs, cfg.batch_size,
-                        order_seed, f"linear probe ({cfg.risk})")
+                        order_seed, f"linear probe ({cfg.risk})", state)
         test_feats = (encode(encoder, data.x_test, data.mean, data.std, device) - shift) / scale
         metrics = evaluate_head(head, test_feats, data, device)
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None,

@@ -48,6 +48,7 @@ class ExecutorContext:
     cluster: str = "slurm"           # submitit backend (tests use local / debug)
     overrides: dict[str, Any] = field(default_factory=dict)  # the spec tier's `slurm:` parameters
     numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
+    checkpoint_every: int | None = None  # epochs between training checkpoints (None: the executor's default)
 
 
 @dataclass

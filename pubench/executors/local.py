@@ -62,7 +62,7 @@ def _init_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides; it forwards SIGTERM
 
 
-def _worker_loop(parent: int, tasks, results, results_root: str, force: bool) -> None:
+def _worker_loop(parent: int, tasks, results, results_root: str, force: bool, checkpoint_every: int | None) -> None:
     """A worker process: take (index, job, threads) items until the sentinel ``None``."""
     _init_worker(parent)
     import torch  # noqa: F401 - load the libraries before the first claim: an interrupt lands in a job, not an import
@@ -78,7 +78,7 @@ def _worker_loop(parent: int, tasks, results, results_root: str, force: bool) ->
         results.put(("start", i, os.getpid()))
         try:
             with hold_cores(threads):
-                status = execute_job(job, results_root, force=force)
+                status = execute_job(job, results_root, force=force, checkpoint_every=checkpoint_every)
         except JobInterrupted as exc:  # recorded by execute_job; this worker takes no further job
             results.put(("done", i, "interrupted"))
             os._exit(128 + exc.signum)
@@ -98,7 +98,8 @@ class LocalExecutor(Executor):
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "LocalExecutor":
-        return cls(context.results_root, n_jobs=context.jobs, progress=context.progress, force=context.force)
+        return cls(context.results_root, n_jobs=context.jobs, progress=context.progress, force=context.force,
+                   checkpoint_every=context.checkpoint_every)
 
     @classmethod
     def active_ids(cls, context: ExecutorContext) -> set[str]:
@@ -110,13 +111,15 @@ class LocalExecutor(Executor):
     def submit(self, jobs: list[Job], desc: str = "jobs", on_done=None) -> Submission:
         return Submission(self.run(jobs, desc=desc, on_done=on_done))
 
-    def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False):
+    def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False,
+                 checkpoint_every: int | None = None):
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:
             raise ValueError(f"--jobs must be an integer in 1..{MAX_WORKERS}, got {n_jobs!r}")
         self.results_root = str(results_root)
         self.n_jobs = n_jobs
         self.progress = progress
         self.force = force  # rerun jobs that are done (their records are replaced when they finish)
+        self.checkpoint_every = checkpoint_every  # None: the worker's default
 
     def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()
@@ -127,7 +130,8 @@ class LocalExecutor(Executor):
                 for job in jobs:
                     bar.set_postfix_str(f"{job.row}|{job.col} s{job.seed_index}", refresh=False)
                     with hold_cores(Numerics.from_dict(job.numerics).threads):
-                        status = execute_job(job, self.results_root, force=self.force)
+                        status = execute_job(job, self.results_root, force=self.force,
+                                             checkpoint_every=self.checkpoint_every)
                     counts[status] += 1
                     if on_done:
                         on_done(job, status)
@@ -149,7 +153,8 @@ class LocalExecutor(Executor):
             tasks.put(None)
 
         def start_worker():
-            p = ctx.Process(target=_worker_loop, args=(os.getpid(), tasks, results, self.results_root, self.force),
+            p = ctx.Process(target=_worker_loop, args=(os.getpid(), tasks, results, self.results_root, self.force,
+                                                          self.checkpoint_every),
                             daemon=True)
             p.start()
             return p

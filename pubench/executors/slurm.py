@@ -8,6 +8,14 @@ Resources come from a profile ``slurm/<profile>.yaml``::
       reduced: {...}
       smoke:   {...}
 
+Two profile keys are pubench's, not submitit's: ``checkpoint_every_epochs`` (how often a
+job writes its training checkpoint, :mod:`pubench.train.checkpoint`; ``--checkpoint-every``
+overrides it) and ``max_num_timeout`` (how many times a job that reaches its time limit is
+requeued; submitit's ``slurm_max_num_timeout``). SLURM sends SIGUSR2 ``slurm_signal_delay_s``
+seconds before the limit (submitit's ``--signal=USR2@<delay>``): the job finishes its epoch,
+writes a checkpoint and an "interrupted" record, and submitit requeues it
+(:class:`CheckpointedJob`); the requeued job resumes from the checkpoint.
+
 Each array task runs :func:`execute_job`, which writes its own record to the result
 store, so the launcher never waits: ``pubench status`` and ``pubench report`` read the
 store later. A manifest (job id -> SLURM id -> log paths) goes to the logs folder, which
@@ -29,10 +37,12 @@ import yaml
 
 from pubench.errors import PubenchError
 from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
-from pubench.executors.worker import execute_job
+from pubench.errors import JobInterrupted
+from pubench.executors.worker import DEFAULT_CHECKPOINT_EVERY, execute_job
 from pubench.jobs.plan import Job
 from pubench.utils.io import atomic_write_json
 
+DEFAULT_MAX_NUM_TIMEOUT = 3   # submitit's default
 ACTIVE_STATES = {"PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING"}
 
 
@@ -78,6 +88,30 @@ def numerics_setup(params: dict[str, Any], numerics_profile=None) -> dict[str, A
     return {**params, "slurm_setup": have + [e for e in exports if e not in have]}
 
 
+class CheckpointedJob:
+    """:func:`execute_job` as submitit runs it, checkpointable in submitit's sense: on
+    SLURM's pre-timeout signal the job stops at an epoch boundary with a checkpoint (the
+    worker), then submitit's own handler runs, calls :meth:`checkpoint` and requeues the
+    same call, which resumes from the checkpoint."""
+
+    def __call__(self, job: dict, results_root: str, claim: bool = True, force: bool = False,
+                 checkpoint_every: int | None = None) -> str:
+        import signal
+
+        try:
+            return execute_job(job, results_root, claim, force, checkpoint_every)
+        except JobInterrupted as exc:
+            handler = signal.getsignal(exc.signum)  # the worker put submitit's handler back
+            if exc.signum != signal.SIGTERM and callable(handler):
+                handler(exc.signum, None)  # submitit: checkpoint() -> requeue -> exit
+            raise
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        from submitit.helpers import DelayedSubmission
+
+        return DelayedSubmission(self, *args, **kwargs)
+
+
 @EXECUTORS.register("slurm")
 class SlurmExecutor(Executor):
     """Submits jobs as one SLURM job array per call; ``submit`` returns at once."""
@@ -88,10 +122,17 @@ class SlurmExecutor(Executor):
     test_context = {"cluster": "debug", "profile": Path(__file__).resolve().parents[2] / "slurm" / "default.yaml"}
 
     def __init__(self, results_root: str | Path, logs_root: str | Path, params: dict[str, Any],
-                 cluster: str = "slurm", force: bool = False, numerics=None, spec_id: str = "", tier: str = ""):
+                 cluster: str = "slurm", force: bool = False, numerics=None, spec_id: str = "", tier: str = "",
+                 checkpoint_every: int | None = None):
         self.results_root = str(results_root)
         self.logs_root = Path(logs_root)
-        self.params = numerics_setup(dict(params), numerics)
+        params = dict(params)
+        every = params.pop("checkpoint_every_epochs", DEFAULT_CHECKPOINT_EVERY)
+        self.checkpoint_every = int(every if checkpoint_every is None else checkpoint_every)
+        self.max_num_timeout = int(params.pop("max_num_timeout", DEFAULT_MAX_NUM_TIMEOUT))
+        if self.checkpoint_every < 0 or self.max_num_timeout < 0:
+            raise ProfileError("checkpoint_every_epochs and max_num_timeout must be >= 0")
+        self.params = numerics_setup(params, numerics)
         self.cluster = cluster
         self.force = force
         self.spec_id, self.tier = spec_id, tier
@@ -107,7 +148,8 @@ class SlurmExecutor(Executor):
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":
         return cls(context.results_root, context.logs_root, cls.parameters(context), cluster=context.cluster,
-                   force=context.force, numerics=context.numerics, spec_id=context.spec_id, tier=context.tier)
+                   force=context.force, numerics=context.numerics, spec_id=context.spec_id, tier=context.tier,
+                   checkpoint_every=context.checkpoint_every)
 
     @classmethod
     def default_device(cls, context: ExecutorContext) -> str:
@@ -145,6 +187,7 @@ class SlurmExecutor(Executor):
         """The job plan and the sbatch parameters/script; submits nothing."""
         lines = [f"SLURM dry run: {len(jobs)} job(s) of {spec_id} at tier {tier!r}, one array", ""]
         lines += ["sbatch parameters:"] + [f"  {k}: {v}" for k, v in sorted(sbatch_parameters(self.params).items())]
+        lines += ["", *self.resilience()]
         folder = self.folder(tier, spec_id) / "%j"
         try:
             from submitit.slurm.slurm import _make_sbatch_string
@@ -158,18 +201,34 @@ class SlurmExecutor(Executor):
             lines += ["", f"(sbatch script preview unavailable: {e})"]
         return "\n".join(lines)
 
+    def resilience(self) -> list[str]:
+        """What the dry run says about checkpoints and requeueing."""
+        delay = self.params.get("slurm_signal_delay_s", 90)  # submitit's default
+        every = (f"every {self.checkpoint_every} epoch(s), " if self.checkpoint_every else "") + \
+            "at the end of each training stage and at the epoch boundary after a stop signal"
+        return [
+            f"checkpoints: {every}; in {self.results_root}/.checkpoints/<job id>/, deleted when the record is written",
+            f"pre-timeout signal: SIGUSR2 {delay} s before the time limit (slurm_signal_delay_s); "
+            "SIGTERM (preemption, scancel) also checkpoints",
+            f"requeue: a job that times out is requeued up to {self.max_num_timeout} time(s) (max_num_timeout) "
+            "and resumes from its checkpoint",
+        ]
+
     def _submit(self, jobs: list[Job], spec_id: str, tier: str) -> Path:
         import submitit
 
         folder = self.folder(tier, spec_id)
-        ex = submitit.AutoExecutor(folder=folder / "%j", cluster=None if self.cluster == "slurm" else self.cluster)
+        ex = submitit.AutoExecutor(folder=folder / "%j", cluster=None if self.cluster == "slurm" else self.cluster,
+                                   slurm_max_num_timeout=self.max_num_timeout)
         ex.update_parameters(**self.params)
         with ex.batch():
-            handles = [ex.submit(execute_job, job.to_dict(), self.results_root, True, self.force) for job in jobs]
+            handles = [ex.submit(CheckpointedJob(), job.to_dict(), self.results_root, True, self.force,
+                                 self.checkpoint_every) for job in jobs]
         manifest = {
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "submitted_unix": time.time(),
             "cluster": self.cluster, "spec": spec_id, "tier": tier, "params": self.params,
+            "checkpoint_every_epochs": self.checkpoint_every, "max_num_timeout": self.max_num_timeout,
             "jobs": [
                 {"id": j.id, "name": j.name, "slurm_id": str(h.job_id),
                  "stdout": str(h.paths.stdout), "stderr": str(h.paths.stderr)}

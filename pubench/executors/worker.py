@@ -3,8 +3,11 @@ in a worker process or on a SLURM node).
 
 Order of events: skip if done -> claim (skip if a live runner holds it) -> check again
 that it is not done -> check the process can deliver the job's numerics -> run -> check
-the output -> write the record -> release the claim. SIGTERM and SIGINT during a job are
-recorded as an interrupted failure (retried by the next run) and then propagate.
+the output -> write the record -> release the claim. SIGINT during a job, and SIGTERM /
+SIGUSR1 / SIGUSR2 outside a training loop, are recorded as an interrupted failure (retried
+by the next run) and then propagate. Inside a training loop the three stop signals first
+let the loop finish its epoch and write a checkpoint (:mod:`pubench.train.checkpoint`), so
+the next run resumes the job instead of restarting it; a second signal stops at once.
 """
 
 from __future__ import annotations
@@ -16,18 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pubench.errors import JobInterrupted
 from pubench.jobs.plan import Job
 from pubench.store.store import ResultStore
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
-
-
-class JobInterrupted(BaseException):
-    """SIGTERM (or SIGINT) arrived while a job ran: not an error of the job."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"interrupted by {signal.Signals(signum).name}; the next run retries this job")
-        self.signum = signum
 
 
 class DegenerateResult(ValueError):
@@ -57,19 +53,36 @@ def check_output(out: Any) -> tuple[dict[str, float], dict[str, Any]]:
     return metrics, dict(info)
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+DEFAULT_CHECKPOINT_EVERY = 10   # epochs; also the stage ends and stop signals (pubench.train.checkpoint)
+
+
 def _raise_interrupted(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise JobInterrupted(signum)
+    """A training loop of a checkpointed job stops at its next epoch boundary, after a
+    checkpoint; anywhere else (or at a second signal) the job stops at once."""
+    from pubench.train import checkpoint
+
+    if not checkpoint.request_stop(signum):
+        raise JobInterrupted(signum)
 
 
-def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool = True, force: bool = False) -> str:
+def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool = True, force: bool = False,
+                checkpoint_every: int | None = None) -> str:
     """Run ``job``; write an ok record or a failure record. Returns ``"ok"``, ``"failed"``
     or ``"skipped"`` (done already, unless ``force``, or claimed by another live runner).
+
+    Checkpoints: ``<results_root>/.checkpoints/<job id>/``, written every
+    ``checkpoint_every`` epochs (default :data:`DEFAULT_CHECKPOINT_EVERY`; 0: only at the
+    end of each training stage and on a stop signal), resumed from when they exist,
+    deleted when the record is written (kept when the job is interrupted). The record's
+    ``info.checkpoint`` says what was saved and resumed.
 
     Never raises for an error of the task itself (that becomes a failure record), so a
     failed job never stops its siblings. Interruptions are recorded and propagate.
     """
     from pubench import numerics
     from pubench.tasks import TASKS
+    from pubench.train import checkpoint
 
     job = Job.from_dict(job) if isinstance(job, dict) else job
     store = ResultStore(results_root)
@@ -82,7 +95,9 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
             return SKIPPED
         held.start_heartbeat()
     in_main = _is_main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_interrupted) if in_main else None
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in STOP_SIGNALS} if in_main else {}
+    every = DEFAULT_CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every
+    session = checkpoint.Session(checkpoint.checkpoint_root(results_root) / job.id, every, label=job.name)
     start, t0, machine = _now(), time.perf_counter(), None
     try:
         if claim and not force and store.is_done(job):  # finished by another runner between the check and the claim
@@ -93,20 +108,23 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
             numerics.apply(num)
             machine = numerics.machine()
             task = TASKS.get(job.task)
-            with numerics.active(num):
+            with numerics.active(num), checkpoint.activate(session):
                 metrics, info = check_output(task.run(job.params, dict(job.seeds)))
+            info["checkpoint"] = session.record()
         except (JobInterrupted, KeyboardInterrupt) as exc:
             signum = getattr(exc, "signum", signal.SIGINT)
             store.write_failure(job, JobInterrupted(signum), _timing(start, t0), machine)
             raise
         except Exception as exc:  # noqa: BLE001 - every task error becomes a failure record
             store.write_failure(job, exc, _timing(start, t0), machine)
+            session.clear()  # a rerun (perhaps of fixed code) must not resume a failed run
             return FAILED
         store.write_ok(job, metrics, info, _timing(start, t0), machine)
+        session.clear()
         return OK
     finally:
-        if in_main and previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         if held is not None:
             held.release()
 

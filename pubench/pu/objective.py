@@ -115,29 +115,31 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
 
 
 def fit(forward: Callable[[torch.Tensor], torch.Tensor], modules: list[nn.Module], optimizer, scheduler,
-        t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str) -> list[float]:
+        t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str,
+        state: dict | None = None) -> list[float]:
     """Train for ``epochs`` over ``t.rows`` in shuffled mini-batches; ``forward(rows)`` returns
-    the outputs for those training examples. Returns the mean reported risk per epoch."""
+    the outputs for those training examples. Returns the mean reported risk per epoch.
+    ``state``: what ``forward`` draws from (e.g. an augmentation's generator), for checkpoints."""
     min_size = 2 if any(has_batchnorm(m) for m in modules) else 1
 
     def step(pos: torch.Tensor, epoch: int) -> Step:
         obj, value = risk_step(forward(t.rows[pos]), t, pos, s)
         return Step(obj, value=value, weight=len(pos))
 
-    history = Trainer(modules, optimizer, scheduler, desc).run(
+    history = Trainer(modules, optimizer, scheduler, desc, state={"order": gen, **(state or {})}).run(
         epochs, lambda epoch: batches(len(t.rows), batch_size, gen, min_size=min_size), step)
     return [e.mean for e in history]
 
 
 def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], optimizer: dict, schedule: dict,
              targets: Targets, settings: RiskSettings, epochs: int, batch_size: int, order_seed: int,
-             desc: str) -> list[float]:
+             desc: str, state: dict | None = None) -> list[float]:
     """Train ``head`` on ``features(rows)`` (fixed or recomputed per batch) with a risk."""
     opt = build_optimizer(optimizer, head)
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
     return fit(lambda rows: head(features(rows)), [head], opt, sched, targets, settings, epochs, batch_size,
-               torch_generator(order_seed), desc)
+               torch_generator(order_seed), desc, state)
 
 
 def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
@@ -155,5 +157,6 @@ def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augmen
     opt = build_optimizer(optimizer, model)
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
-    hist = fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc)
+    hist = fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc,
+               state={"augment": aug_gen})
     return evaluate_network(model, data, device), hist

@@ -198,10 +198,11 @@ class VPU(PUMethod):
         base_lrs = [g["lr"] for g in opt.param_groups]
         sched = (build_scheduler(train.schedule, opt, iters, train.epochs)
                  if schedule_config(train.schedule).name != "constant" else None)
-        trainer = Trainer([model], opt, sched, "vpu")
         validate = cfg.model_selection == "validation_loss"
         hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
         best = {"val": math.inf, "epoch": None, "state": None}
+        trainer = Trainer([model], opt, sched, "vpu", state={"order": gen, "augment": aug_gen, "mixup": mix_rng,
+                                                            "history": hist, "best": best})
 
         def start_epoch(epoch: int) -> None:
             factor = halving_factor(epoch, cfg.lr_halving_every)

@@ -181,7 +181,8 @@ class ResultStore:
         return out
 
     def tiers(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+        return sorted(p.name for p in self.root.iterdir()
+                      if p.is_dir() and not p.name.startswith(".")) if self.root.is_dir() else []  # not .checkpoints
 
     # ---- housekeeping ------------------------------------------------------------
     def quarantine(self, paths: list[Path]) -> list[Path]:

@@ -42,6 +42,18 @@ class Framework(Unit):
     def projections(self, v1: torch.Tensor, v2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(z1, z2)``, ``(b, d)`` each, of two views ``(b, C, H, W)`` of the same ``b`` images."""
 
+    def checkpoint_state(self) -> dict[str, Any]:
+        """The framework's state beyond ``modules()`` that a checkpoint must hold, by name:
+        a queue or memory bank (tensors in a dict / list, restored in place), a momentum
+        encoder that is not in ``modules()``, a generator the framework draws from. Each
+        value is a generator, an object with ``state_dict`` / ``load_state_dict`` or a dict
+        / list (:func:`pubench.train.checkpoint.object_state`), read at every save and
+        restored in place: return objects the framework updates in place (a module holding
+        the queue as a buffer, a dict it writes into), never a tensor it rebinds. The
+        contract test ``test_every_framework_resumes_bit_for_bit`` checks the result.
+        SimCLR has none."""
+        return {}
+
 
 class Downstream(Unit):
     #: what every result's ``info.downstream`` holds (a unit may add more)

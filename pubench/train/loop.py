@@ -17,10 +17,18 @@ objective is finite, clears the gradients, back-propagates, steps the optimizer 
 scheduler (schedules are per step), then calls ``Step.after_backward`` (which may read
 gradients). The epoch's :class:`EpochStats` hold the mean of the steps' reported values
 weighted by ``Step.weight`` (e.g. the batch size) and the sums of their ``extra`` values.
+
+After each epoch the :class:`LoopCallback` objects run (always :class:`Progress`: the
+epoch, loss and learning rate), then, inside a job, the checkpoint of
+:mod:`pubench.train.checkpoint`: every stateful part of the run must be the trainer's
+(modules, optimizer, scheduler) or registered in ``Trainer(state=...)`` (generators, hook
+state, queues), so that a resumed run continues bit for bit. Neither draws random numbers.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,6 +38,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from pubench.errors import JobInterrupted
+from pubench.train import checkpoint
 from pubench.train.augment import build_augment
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
@@ -59,11 +69,39 @@ class EpochStats:
 
 class Trainer:
     """Runs epochs of optimizer steps over ``modules`` (see the module docstring).
-    ``optimizer`` and ``scheduler`` are attributes so that a hook may replace them."""
+    ``optimizer`` and ``scheduler`` are attributes so that a hook may replace them.
+
+    ``state``: the other stateful parts of the run, by name, that a checkpoint must hold
+    for a resumed run to continue bit for bit (:mod:`pubench.train.checkpoint`): random
+    generators the batches or steps draw from, queues and memory banks (a framework's
+    ``state_dict``), the dicts / lists the hooks fill. ``callbacks``: more
+    :class:`LoopCallback` objects (a :class:`Progress` is always there)."""
 
     def __init__(self, modules: Sequence[nn.Module], optimizer: torch.optim.Optimizer,
-                 scheduler: Any = None, desc: str = "train"):
+                 scheduler: Any = None, desc: str = "train", state: dict[str, Any] | None = None,
+                 callbacks: Sequence["LoopCallback"] = ()):
         self.modules, self.optimizer, self.scheduler, self.desc = list(modules), optimizer, scheduler, desc
+        self.state = dict(state or {})
+        self.callbacks = list(callbacks)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"modules": [m.state_dict() for m in self.modules], "optimizer": self.optimizer.state_dict(),
+                "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+                "state": {k: checkpoint.object_state(v) for k, v in self.state.items()}}
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        # check the shapes first: a failed load must not leave the modules half restored
+        if len(saved["modules"]) != len(self.modules) or set(saved["state"]) != set(self.state) or any(
+                {k: tuple(v.shape) for k, v in sd.items()} != {k: tuple(v.shape) for k, v in m.state_dict().items()}
+                for m, sd in zip(self.modules, saved["modules"])):
+            raise ValueError(f"{self.desc}: the checkpoint holds other modules or state")
+        for m, sd in zip(self.modules, saved["modules"]):
+            m.load_state_dict(sd)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(saved["scheduler"])
+        for k, v in self.state.items():
+            checkpoint.load_object_state(v, saved["state"][k])
 
     def optimize(self, step: Step, epoch: int) -> dict[str, float]:
         """One optimizer step on ``step.loss``; returns the step's reported values."""
@@ -83,29 +121,123 @@ class Trainer:
     def run(self, epochs: int, batches: Callable[[int], Iterable[Any]], step: Callable[[Any, int], Step], *,
             start_epoch: Callable[[int], None] | None = None,
             end_epoch: Callable[[EpochStats], None] | None = None) -> list[EpochStats]:
+        session = checkpoint.current()
+        stage = session.next_stage(self.desc) if session is not None else None
         history: list[EpochStats] = []
-        bar = progress(range(epochs), self.desc, total=epochs)
-        for epoch in bar:
-            t0 = time.perf_counter()
-            if start_epoch is not None:
-                start_epoch(epoch)
-            for m in self.modules:
-                m.train()
-            total, weight, steps, sums = 0.0, 0, 0, {}
-            for batch in batches(epoch):
-                s = step(batch, epoch)
-                out = self.optimize(s, epoch)
-                total += out.pop("value") * s.weight
-                weight += s.weight
-                steps += 1
-                for k, v in out.items():
-                    sums[k] = sums.get(k, 0.0) + v
-            stats = EpochStats(epoch, total / max(1, weight), sums, steps, time.perf_counter() - t0)
-            history.append(stats)
-            set_postfix(bar, loss=stats.mean, lr=self.optimizer.param_groups[0]["lr"])
-            if end_epoch is not None:
-                end_epoch(stats)
+        first = 0
+        if session is not None:
+            saved = session.load(stage, self.desc, epochs)
+            if saved is not None:
+                try:
+                    self.restore(saved)
+                except Exception as exc:
+                    session.path(stage).unlink(missing_ok=True)
+                    raise RuntimeError(f"{self.desc}: the checkpoint {session.path(stage)} does not fit this run "
+                                       f"({exc}); deleted: the next run starts this stage over") from exc
+                history = [EpochStats(**h) for h in saved["history"]]
+                first = saved["epoch"]
+        callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]
+        for cb in callbacks:
+            cb.begin(self, epochs, first)
+        if session is not None:
+            session.in_loop += 1
+        try:
+            for epoch in range(first, epochs):
+                t0 = time.perf_counter()
+                if start_epoch is not None:
+                    start_epoch(epoch)
+                for m in self.modules:
+                    m.train()
+                total, weight, steps, sums = 0.0, 0, 0, {}
+                for batch in batches(epoch):
+                    s = step(batch, epoch)
+                    out = self.optimize(s, epoch)
+                    total += out.pop("value") * s.weight
+                    weight += s.weight
+                    steps += 1
+                    for k, v in out.items():
+                        sums[k] = sums.get(k, 0.0) + v
+                stats = EpochStats(epoch, total / max(1, weight), sums, steps, time.perf_counter() - t0)
+                history.append(stats)
+                if end_epoch is not None:
+                    end_epoch(stats)
+                for cb in callbacks:
+                    cb.epoch_end(self, stats, epochs)
+                if session is not None and session.wants_save(epoch + 1, epochs):
+                    session.save(stage, self.desc, epochs, epoch + 1, self.state_dict(),
+                                 [dataclasses.asdict(h) for h in history])
+                    if session.stop_signal is not None:
+                        raise JobInterrupted(session.stop_signal)
+        finally:
+            if session is not None:
+                session.in_loop -= 1
+            for cb in callbacks:
+                cb.end(self)
         return history
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Load a checkpoint's trainer state and global random states (on the modules' device)."""
+        self.load_state_dict(saved["trainer"])
+        checkpoint.set_global_rng_state(saved["rng"])
+
+
+# ------------------------------------------------------------------ callbacks
+class LoopCallback:
+    """Called by :meth:`Trainer.run`: ``begin`` before the first epoch to run (``first`` > 0
+    on a resumed run), ``epoch_end`` after each epoch (after the ``end_epoch`` hook),
+    ``end`` when the run stops (also on an error). Callbacks must draw no random numbers
+    and change no state the numbers depend on."""
+
+    def begin(self, trainer: Trainer, epochs: int, first: int) -> None:
+        pass
+
+    def epoch_end(self, trainer: Trainer, stats: EpochStats, epochs: int) -> None:
+        pass
+
+    def end(self, trainer: Trainer) -> None:
+        pass
+
+
+class Progress(LoopCallback):
+    """Epoch progress with the loss and learning rate: a tqdm bar when stderr is a terminal;
+    otherwise one line at most every ``PUBENCH_PROGRESS_SECONDS`` seconds (default 60), so
+    a log file gets a line now and then per long job and nothing from a short one.
+    ``PUBENCH_PROGRESS=0`` (``pubench run --no-progress``) turns both off."""
+
+    def __init__(self, desc: str, label: str = ""):
+        self.desc, self.label = desc, label
+        self.bar = None
+        self.enabled = os.environ.get("PUBENCH_PROGRESS", "1") != "0"
+        self.every_s = float(os.environ.get("PUBENCH_PROGRESS_SECONDS", "60"))
+
+    def begin(self, trainer: Trainer, epochs: int, first: int) -> None:
+        self.t0 = self.last = time.monotonic()
+        self.first = first
+        if self.enabled and show_progress() and epochs > first:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=epochs, initial=first, desc=self.desc, leave=False, unit="epoch")
+
+    def epoch_end(self, trainer: Trainer, stats: EpochStats, epochs: int) -> None:
+        lr = trainer.optimizer.param_groups[0]["lr"]
+        if self.bar is not None:
+            self.bar.set_postfix({"loss": f"{stats.mean:.4g}", "lr": f"{lr:.4g}"}, refresh=False)
+            self.bar.update()
+            return
+        now = time.monotonic()
+        if not self.enabled or now - self.last < self.every_s or stats.epoch + 1 == epochs:
+            return
+        self.last = now
+        done = stats.epoch + 1 - self.first
+        eta = (now - self.t0) / done * (epochs - stats.epoch - 1)
+        who = f"{self.label}: " if self.label else ""
+        print(f"pubench: {who}{self.desc} epoch {stats.epoch + 1}/{epochs} loss {stats.mean:.4g} lr {lr:.4g} "
+              f"({now - self.t0:.0f}s, about {eta:.0f}s left)", file=sys.stderr, flush=True)
+
+    def end(self, trainer: Trainer) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 # ------------------------------------------------------------------ batching
@@ -139,20 +271,6 @@ def show_progress() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def progress(iterable, desc: str, total: int | None = None):
-    """A tqdm bar over epochs when stderr is a terminal, the bare iterable otherwise."""
-    if not show_progress():
-        return iterable
-    from tqdm import tqdm
-
-    return tqdm(iterable, desc=desc, total=total, leave=False, unit="epoch")
-
-
-def set_postfix(bar, **kv) -> None:
-    if hasattr(bar, "set_postfix"):
-        bar.set_postfix({k: f"{v:.4g}" for k, v in kv.items()}, refresh=False)
 
 
 # ------------------------------------------------------------------ the train block of a spec

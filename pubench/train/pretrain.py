@@ -235,7 +235,8 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
         return Step(loss(z1, z2, obs, epoch), weight=len(idx))
 
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
-    epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}").run(
+    state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
+    epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state).run(
         run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
     history["loss"] = [e.mean for e in epochs]
     history["steps"] = sum(e.steps for e in epochs)

@@ -99,6 +99,14 @@ def test_slurm_dry_run_prints_plan_and_sbatch(tmp_registry, capsys):
     assert "#SBATCH --gpus-per-node=1" in out and "#SBATCH --partition=gpu" in out
     assert "export MALLOC_MMAP_MAX_=0" in out and "#SBATCH --job-name=pubench-table1-bcl" in out
     assert not _store().folder("paper", "table1-bcl").exists()  # nothing ran
+    # checkpoint and requeue settings of the default profile's paper tier
+    assert "#SBATCH --signal=USR2@600" in out and "checkpoints: every 5 epoch(s)" in out
+    assert "requeued up to 10 time(s) (max_num_timeout)" in out
+    assert "max_num_timeout:" not in out and "checkpoint_every_epochs:" not in out  # pubench's keys, not sbatch's
+    assert main(["run", "table1-bcl", "--tier", "paper", "--executor", "slurm", "--dry-run",
+                 "--checkpoint-every", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "checkpoints: at the end of each training stage" in out
 
 
 def test_slurm_profile_errors(tmp_path):

@@ -1,0 +1,221 @@
+"""Checkpoint and resume of long jobs, for every :class:`pubench.train.loop.Trainer`.
+
+The worker (:func:`pubench.executors.worker.execute_job`) opens a :class:`Session` per
+job: a folder ``<results>/.checkpoints/<job id>/`` and a period ``every_epochs``. Each
+``Trainer.run`` of the job is a *stage* (pre-training, then the probe, ...). A stage
+writes ``<stage>.pt``:
+
+* every ``every_epochs`` epochs (0: never periodically),
+* after its last epoch (so that a resumed job skips a finished stage),
+* at the first epoch boundary after a stop request (SIGTERM, SIGUSR1 / SIGUSR2: see the
+  worker), and then the job stops with :class:`pubench.errors.JobInterrupted`.
+
+A checkpoint holds the state of the trainer's modules, optimizer and scheduler, of the
+objects the trainer registered (``Trainer(state={...})``: random generators, queues,
+memory banks, the state of the hooks), the global random states (torch, CUDA, numpy,
+python), the epochs' statistics and the number of epochs done. Restoring all of it at an
+epoch boundary continues the run with the very numbers of an uninterrupted one: the job
+runs again from the start, everything before a stage is deterministic, and each stage
+loads its checkpoint instead of training (a finished stage trains nothing).
+
+A stage is named by the trainer's description and its rank among the job's stages of that
+description (``pretrain punce.0``, ``linear probe (nnpu).0``), not by its rank in the job,
+so that a stage the job skips on a rerun (an encoder-cache hit skips pre-training) does not
+shift the others.
+
+Files are written atomically (temporary file, then rename). A checkpoint that cannot be
+read, that belongs to another stage (its name or epoch count differ) or that other code
+wrote (the package's source fingerprint, as the encoder cache's) is deleted with a
+warning and the stage starts over. The worker deletes the folder once the
+job's record is written (ok or failed); only an interrupted job keeps it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import shutil
+import tempfile
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pubench.train.encoder_cache import code_fingerprint
+
+FORMAT = 1
+FOLDER = ".checkpoints"
+
+
+class CheckpointWarning(UserWarning):
+    pass
+
+
+# ------------------------------------------------------------------ state of objects
+def object_state(obj: Any) -> Any:
+    """The saveable state of ``obj``: a torch or numpy random generator, a ``random.Random``,
+    anything with ``state_dict()`` (modules, optimizers, schedulers, frameworks with a
+    queue; like ``state_dict()``, it refers to the live tensors: save it at once), or a
+    dict / list (deep-copied; restored in place)."""
+    if isinstance(obj, torch.Generator):
+        return obj.get_state()
+    if isinstance(obj, np.random.Generator):
+        return copy.deepcopy(obj.bit_generator.state)
+    if isinstance(obj, random.Random):
+        return obj.getstate()
+    if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+        return obj.state_dict()
+    if isinstance(obj, (dict, list)):
+        return copy.deepcopy(obj)
+    raise TypeError(f"cannot checkpoint a {type(obj).__name__}: register a generator, an object with "
+                    "state_dict/load_state_dict, or a dict / list")
+
+
+def load_object_state(obj: Any, state: Any) -> None:
+    """Put ``state`` (from :func:`object_state`) back into ``obj``."""
+    if isinstance(obj, torch.Generator):
+        obj.set_state(state)
+    elif isinstance(obj, np.random.Generator):
+        obj.bit_generator.state = state
+    elif isinstance(obj, random.Random):
+        obj.setstate(state)
+    elif hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+        obj.load_state_dict(state)
+    elif isinstance(obj, dict):
+        obj.clear()
+        obj.update(state)
+    elif isinstance(obj, list):
+        obj[:] = state
+    else:
+        raise TypeError(f"cannot restore a {type(obj).__name__}")
+
+
+def global_rng_state() -> dict[str, Any]:
+    """The process-wide random states (CUDA's only when CUDA is in use: never initialize it)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return {"torch": torch.get_rng_state(), "cuda": cuda, "numpy": np.random.get_state(),
+            "python": random.getstate()}
+
+
+def set_global_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+
+
+# ------------------------------------------------------------------ files
+def atomic_save(payload: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Session:
+    """The checkpoints of one job (see the module docstring)."""
+
+    def __init__(self, folder: str | Path, every_epochs: int, label: str = ""):
+        if isinstance(every_epochs, bool) or not isinstance(every_epochs, int) or every_epochs < 0:
+            raise ValueError(f"checkpoint every_epochs must be an integer >= 0, got {every_epochs!r}")
+        self.folder, self.every_epochs, self.label = Path(folder), every_epochs, label
+        self.stages: dict[str, int] = {}
+        self.saved = 0
+        self.resumed: list[dict[str, Any]] = []   # {stage, epoch} of every checkpoint loaded
+        self.stop_signal: int | None = None       # a stop request waiting for the next epoch boundary
+        self.in_loop = 0                          # Trainer.run calls in progress
+
+    def next_stage(self, desc: str) -> str:
+        """The name of the job's next stage run by a trainer described as ``desc``."""
+        k = self.stages.get(desc, 0)
+        self.stages[desc] = k + 1
+        return f"{desc}.{k}"
+
+    def path(self, stage: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stage)
+        return self.folder / f"{safe}.pt"
+
+    def save(self, stage: str, desc: str, epochs: int, epoch: int, trainer_state: dict, history: list) -> None:
+        atomic_save({"format": FORMAT, "code": code_fingerprint(), "stage": stage, "desc": desc, "epochs": epochs,
+                     "epoch": epoch,
+                     "trainer": trainer_state, "rng": global_rng_state(), "history": history}, self.path(stage))
+        self.saved += 1
+
+    def load(self, stage: str, desc: str, epochs: int) -> dict[str, Any] | None:
+        """The checkpoint of ``stage``, or None (none, or a bad one: deleted with a warning)."""
+        path = self.path(stage)
+        if not path.exists():
+            return None
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=False)
+            ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("stage") == stage
+                  and payload.get("epochs") == epochs and 0 <= payload.get("epoch", -1) <= epochs)
+            reason = "it belongs to another stage or format"
+            if ok and payload.get("code") != code_fingerprint():
+                ok, reason = False, "the pubench code changed since it was written"
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is discarded, never a crash loop
+            ok, reason = False, f"{type(exc).__name__}: {exc}"
+        if not ok:
+            warnings.warn(f"{self.label or self.folder.name}: discarding checkpoint {path} ({reason}); "
+                          "the stage starts over", CheckpointWarning, stacklevel=3)
+            path.unlink(missing_ok=True)
+            return None
+        self.resumed.append({"stage": stage, "epoch": payload["epoch"]})
+        return payload
+
+    def clear(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def record(self) -> dict[str, Any]:
+        """What the job's record says about its checkpoints."""
+        return {"every_epochs": self.every_epochs, "saved": self.saved, "resumed": list(self.resumed)}
+
+    def wants_save(self, epoch_done: int, epochs: int) -> bool:
+        """Whether to write after ``epoch_done`` epochs of ``epochs``."""
+        return (epoch_done == epochs or self.stop_signal is not None
+                or (self.every_epochs > 0 and epoch_done % self.every_epochs == 0))
+
+
+_current: Session | None = None
+
+
+def current() -> Session | None:
+    """The session of the job running in this process (None outside a job)."""
+    return _current
+
+
+@contextmanager
+def activate(session: Session):
+    global _current
+    previous, _current = _current, session
+    try:
+        yield session
+    finally:
+        _current = previous
+
+
+def request_stop(signum: int) -> bool:
+    """Ask the running training loop to checkpoint and stop at its next epoch boundary.
+    False when no loop of a checkpointed job runs, or a request waits already (then the
+    caller stops at once)."""
+    s = _current
+    if s is None or s.in_loop == 0 or s.stop_signal is not None:
+        return False
+    s.stop_signal = signum
+    return True
+
+
+def checkpoint_root(results_root: str | Path) -> Path:
+    return Path(results_root) / FOLDER
