@@ -797,6 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    from pubench.errors import JobInterrupted
+
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
@@ -805,9 +809,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"pubench: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pubench: interrupted; finished jobs are saved, rerun to continue", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, JobInterrupted) as e:  # verify, prepare, ...: `run` says more in _submit
+        signum = getattr(e, "signum", 2)
+        print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, rerun to continue",
+              file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:  # `pubench list | head`
         sys.stderr.close()
         return 0

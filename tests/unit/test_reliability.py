@@ -275,3 +275,33 @@ def test_core_slots_off(monkeypatch, tmp_path):
 def test_a_job_holds_as_many_slots_as_threads(tmp_path, threads, expect):
     with hold_cores(threads, folder=tmp_path, total=2) as n:
         assert n == expect
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether ``pid`` has installed a handler for ``signum`` (SigCgt in /proc)."""
+    try:
+        line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+
+
+def test_sigterm_while_verify_waits_for_a_core_is_one_line(tmp_registry, tmp_path):
+    """A command that runs jobs outside `run` (here `verify`, waiting for a core slot another
+    process holds) stops on SIGTERM with one line and 128 + 15, never a traceback."""
+    tmp_registry(selftest_spec())
+    slots = tmp_path / "slots"
+    env = {**os.environ, "PUBENCH_CORE_SLOTS": str(slots)}
+    subprocess.run(_cmd("--seeds", "1"), env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with hold_cores(2, folder=slots, total=2, poll_s=0.01):
+        proc = subprocess.Popen([sys.executable, "-m", "pubench", "verify", "table1-bcl", "--tier", "paper",
+                                 "--sample", "1", "--no-progress"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and not _catches(proc.pid, signal.SIGTERM):
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, (out, err)
+    assert "Traceback" not in err and err.strip().startswith("pubench: interrupted (SIGTERM)"), err
