@@ -243,6 +243,24 @@ def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> Lo
     return loss
 
 
+def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, observed: torch.Tensor | None,
+                  aug_gen: torch.Generator, device: torch.device | str = "cpu"):
+    """``step(idx, epoch) -> Step`` of pre-training: views of the images ``idx``, then the
+    loss on the framework's projections (two-view form) or logits (logits form)."""
+
+    def step(idx: torch.Tensor, epoch: int) -> Step:
+        xb = x[idx].to(device)
+        views = [aug(xb, aug_gen) for _ in range(framework.views_per_image)]
+        if framework.negatives == "logits":
+            pos, neg, mask = framework.logits(views, idx.to(device), loss.kwargs(epoch)["temperature"])
+            return Step(loss.on_logits(pos, neg, mask, epoch), weight=len(idx), after_backward=framework.after_step)
+        z1, z2 = framework.projections(*views)
+        obs = observed[idx].to(device) if observed is not None else None
+        return Step(loss(z1, z2, obs, epoch), weight=len(idx))
+
+    return step
+
+
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
              cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
              device: torch.device | str = "cpu") -> dict[str, Any]:
@@ -271,16 +289,7 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
 
-    def step(idx: torch.Tensor, epoch: int) -> Step:
-        xb = x[idx].to(device)
-        views = [aug(xb, aug_gen) for _ in range(framework.views_per_image)]
-        if framework.negatives == "logits":
-            pos, neg, mask = framework.logits(views, idx.to(device), loss.kwargs(epoch)["temperature"])
-            return Step(loss.on_logits(pos, neg, mask, epoch), weight=len(idx), after_backward=framework.after_step)
-        z1, z2 = framework.projections(*views)
-        obs = observed[idx].to(device) if observed is not None else None
-        return Step(loss(z1, z2, obs, epoch), weight=len(idx))
-
+    step = pretrain_step(framework, loss, aug, x, observed, aug_gen, device)
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}").run(
         run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
