@@ -18,7 +18,8 @@ images, projector 64 -> 64 -> 32 as the reduced tiers, InfoNCE at the block's te
   at most 10 %).
 
 Times are the minimum over --rounds interleaved rounds after a warm-up (robust to other
-processes on a shared machine). ``--channels-last`` runs the encoders and the views in
+processes on a shared machine), wall-clock and process CPU time (with one thread the CPU
+time hardly depends on other processes; prefer its ratio on a shared machine). ``--channels-last`` runs the encoders and the views in
 torch.channels_last memory format. Unless MALLOC_MMAP_MAX_ / MALLOC_TRIM_THRESHOLD_ are
 set the script re-executes itself with them (as ``pubench run`` does).
 """
@@ -83,26 +84,28 @@ class Case:
         self.idx = torch.randperm(n_images, generator=g)[:batch]
         self.views = [self.aug(self.x[self.idx], g) for _ in range(2)]
         self.model_s = self.step_s = float("inf")
+        self.model_cpu = self.step_cpu = float("inf")
         for m in self.framework.modules():
             m.train()
         self.model_once(), self.step_once()  # warm-up
 
-    def model_once(self) -> float:
-        t0 = time.perf_counter()
+    def model_once(self) -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
         z1, z2 = self.framework.projections(*self.views)
         (z1.square().mean() + z2.square().mean()).backward()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         self.trainer.optimizer.zero_grad(set_to_none=True)
-        return dt
+        return dt, dc
 
-    def step_once(self) -> float:
-        t0 = time.perf_counter()
+    def step_once(self) -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
         self.trainer.optimize(self.step(self.idx, 0), 0)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
     def time_once(self) -> None:
-        self.model_s = min(self.model_s, self.model_once())
-        self.step_s = min(self.step_s, self.step_once())
+        (mt, mc), (st, sc) = self.model_once(), self.step_once()
+        self.model_s, self.model_cpu = min(self.model_s, mt), min(self.model_cpu, mc)
+        self.step_s, self.step_cpu = min(self.step_s, st), min(self.step_cpu, sc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.rounds):
         for case in cases:
             case.time_once()
-    print(f"{'framework':22s} {'model (s)':>10s} {'step (s)':>10s} {'ratio':>7s}")
+    print(f"{'framework':22s} {'model (s)':>10s} {'step (s)':>10s} {'ratio':>7s}   "
+          f"{'model cpu':>10s} {'step cpu':>10s} {'ratio':>7s}")
     for case in cases:
-        print(f"{case.label:22s} {case.model_s:10.3f} {case.step_s:10.3f} {case.step_s / case.model_s:7.3f}")
+        print(f"{case.label:22s} {case.model_s:10.3f} {case.step_s:10.3f} {case.step_s / case.model_s:7.3f}   "
+              f"{case.model_cpu:10.3f} {case.step_cpu:10.3f} {case.step_cpu / case.model_cpu:7.3f}")
     return 0
 
 

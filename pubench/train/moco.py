@@ -53,8 +53,11 @@ class MoCoConfig:
 @torch.no_grad()
 def momentum_update(key: nn.Module, query: nn.Module, momentum: float) -> None:
     """``theta_k <- m theta_k + (1 - m) theta_q`` for every parameter (He et al. eq. 2)."""
-    for pk, pq in zip(key.parameters(), query.parameters(), strict=True):
-        pk.mul_(momentum).add_(pq.detach(), alpha=1.0 - momentum)
+    k_params, q_params = list(key.parameters()), [p.detach() for p in query.parameters()]
+    if len(k_params) != len(q_params):
+        raise ValueError("key and query encoders differ in their parameters")
+    torch._foreach_mul_(k_params, momentum)
+    torch._foreach_add_(k_params, q_params, alpha=1.0 - momentum)
 
 
 @torch.no_grad()
