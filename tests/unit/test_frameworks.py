@@ -269,3 +269,34 @@ def test_config_errors():
         CMC.config({**CMC_BLOCK, "bank_momentum": -0.1}, "f")
     with pytest.raises(ConfigError, match="queue"):
         MoCo.config({"name": "moco", "momentum": 0.99, "bn_splits": 1}, "f")  # no silent default N
+
+
+@pytest.mark.parametrize("block", [MOCO | {"queue": 32}, CMC_BLOCK | {"negatives": 32}], ids=["moco", "cmc"])
+def test_pretraining_makes_the_views_of_an_image_agree(block):
+    """The toy-set check of a framework: after 8 epochs the two views of each image are
+    found among the others far better than at initialization (held-out views, InfoNCE
+    over the batch, eval mode; for CMC the L and ab views of one image)."""
+    from pubench.losses.infonce import info_nce
+    from pubench.train.augment import build_augment
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.nn.functional.interpolate(torch.rand(64, 3, 3, 3, generator=g), size=12, mode="bilinear") * 255
+         ).to(torch.uint8)
+    aug = build_augment({"name": "simclr", "scale": [0.6, 1.0]}, MEAN, STD)
+
+    def held_out(enc, proj):
+        fw = build_framework(block, enc, proj)
+        for m in fw.modules():
+            m.eval()
+        gen = torch.Generator().manual_seed(123)
+        v1, v2 = aug(x, gen), aug(x, gen)
+        with torch.no_grad():
+            z1, z2 = fw.projections(v1, v1) if block["name"] == "cmc" else (proj(enc(v1)), proj(enc(v2)))
+            return float(info_nce(z1, z2, 0.2))
+
+    cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.2}, epochs=8, batch_size=16,
+                         optimizer={"name": "adam", "lr": 1e-2}, augment={"name": "simclr", "scale": [0.6, 1.0]})
+    enc, proj = models(block, 0)
+    before = held_out(enc, proj)
+    pretrain(enc, proj, x, None, cfg, mean=MEAN, std=STD, prior=None, seed=0)
+    assert held_out(enc, proj) < before - 0.15
