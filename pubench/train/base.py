@@ -48,6 +48,10 @@ class Framework(Unit):
         self.encoder, self.projector, self.cfg = encoder, projector, cfg
 
     @classmethod
+    def check_batch(cls, cfg: Any, batch_size: int, where: str) -> None:
+        """Checks that need the pre-training batch size (e.g. a queue that holds a batch)."""
+
+    @classmethod
     def build_encoder(cls, cfg: Any, build: Callable[[int, int], nn.Module], in_channels: int, seed: int,
                       mean: Sequence[float], std: Sequence[float]) -> nn.Module:
         """The encoder pre-training trains and the downstream classifier reads (it takes the

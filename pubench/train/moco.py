@@ -101,6 +101,11 @@ class MoCo(Framework):
         if cfg.bn_splits < 1:
             raise ConfigError(f"{where}.bn_splits must be >= 1, got {cfg.bn_splits}")
 
+    @classmethod
+    def check_batch(cls, cfg: MoCoConfig, batch_size: int, where: str) -> None:
+        if batch_size > cfg.queue:
+            raise ConfigError(f"{where}.queue = {cfg.queue} cannot hold a batch of {batch_size} keys")
+
     def __init__(self, encoder: nn.Module, projector: nn.Module, cfg: Any):
         super().__init__(encoder, projector, cfg)
         self.key_encoder = copy.deepcopy(nn.Sequential(encoder, projector))

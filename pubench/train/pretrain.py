@@ -236,7 +236,7 @@ def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> Lo
         raise ConfigError(f"pretrain.framework: unknown framework {cfg.framework.get('name')!r} "
                           f"(implemented: {FRAMEWORKS.names()})")
     cls = framework_class(cfg.framework)
-    cls.config(cfg.framework, "pretrain.framework")
+    cls.check_batch(cls.config(cfg.framework, "pretrain.framework"), cfg.batch_size, "pretrain.framework")
     loss = LossCall(cfg.loss, prior)
     if cls.negatives == "logits":
         loss.require_logits_form(cfg.framework["name"])

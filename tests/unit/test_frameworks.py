@@ -269,6 +269,10 @@ def test_config_errors():
         CMC.config({**CMC_BLOCK, "bank_momentum": -0.1}, "f")
     with pytest.raises(ConfigError, match="queue"):
         MoCo.config({"name": "moco", "momentum": 0.99, "bn_splits": 1}, "f")  # no silent default N
+    cfg = PretrainConfig(framework=MOCO, loss={"name": "info_nce", "temperature": 0.2}, epochs=1, batch_size=32,
+                         optimizer={"name": "adam", "lr": 1e-2})
+    with pytest.raises(ConfigError, match="cannot hold a batch of 32"):
+        pretrain(*models(MOCO), toy_images(), None, cfg, mean=MEAN, std=STD, prior=None, seed=0)
 
 
 @pytest.mark.parametrize("block", [MOCO | {"queue": 32}, CMC_BLOCK | {"negatives": 32}], ids=["moco", "cmc"])
