@@ -30,6 +30,7 @@ from pubench.train import DOWNSTREAM, encoder_cache
 from pubench.train.pretrain import (
     LossCall,
     PretrainConfig,
+    build_models,
     check_pretrain_config,
     pretrain,
 )
@@ -67,8 +68,11 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
     info: dict[str, Any] = dict(prepared.info)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(global_seed)  # anything that still draws from the global RNG (dropout)
-        encoder = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
-        projector = build_projector(model_cfg, encoder.out_dim, proj_seed).to(dev)
+        encoder, projector = build_models(
+            pre_cfg.framework, lambda ch, s: build_encoder(model_cfg, ch, s),
+            lambda dim, s: build_projector(model_cfg, dim, s), d.x_train.shape[1], (enc_seed, proj_seed),
+            d.mean, d.std, "params.pretrain.framework")
+        encoder, projector = encoder.to(dev), projector.to(dev)
         t0 = time.perf_counter()
         key = encoder_cache.encoder_key(
             {k: params[k] for k in ("data", "model", "pretrain")},

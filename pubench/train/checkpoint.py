@@ -219,3 +219,29 @@ def request_stop(signum: int) -> bool:
 
 def checkpoint_root(results_root: str | Path) -> Path:
     return Path(results_root) / FOLDER
+
+
+class AttributeState:
+    """Checkpoint ``state_dict`` / ``load_state_dict`` over attributes of ``owner`` that it
+    rebinds or holds as plain values (a queue tensor and its pointer, memory banks): the
+    values are copied on save and set back on load, so the owner may rebind them freely."""
+
+    def __init__(self, owner: Any, names: tuple[str, ...]):
+        self.owner, self.names = owner, names
+
+    def state_dict(self) -> dict[str, Any]:
+        return {n: _detached_copy(getattr(self.owner, n)) for n in self.names}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if set(state) != set(self.names):
+            raise ValueError(f"checkpoint holds {sorted(state)}, expected {sorted(self.names)}")
+        for n in self.names:
+            current = getattr(self.owner, n)
+            value = state[n]
+            if isinstance(current, torch.Tensor) and isinstance(value, torch.Tensor):
+                value = value.to(current.device)
+            setattr(self.owner, n, _detached_copy(value))
+
+
+def _detached_copy(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)

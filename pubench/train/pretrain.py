@@ -20,8 +20,11 @@ the value used in epoch ``e`` (counted from 0) is
 * ``{kind: linear, start: s, per_epoch: d, update_every: k}``: ``s + d * (k * floor(e / k))``
   (``update_every`` defaults to 1).
 
-MoCo (queue) and CMC (memory bank) are not implemented: their frameworks are left
-unregistered, so ``pubench coverage`` lists them as missing.
+Frameworks ``moco`` (:mod:`pubench.train.moco`, key queue) and ``cmc``
+(:mod:`pubench.train.cmc`, memory bank) contrast against negatives that are not the other
+views of the batch: the loss must declare a logits form (``from_logits``; the losses with a
+label argument have none) and gets ``(pos_logits, neg_logits, neg_mask)`` from the
+framework, with its hyperparameters (scheduled ones included) as in the two-view form.
 
 ``eval_at_epoch: E`` stops after ``E`` epochs of an ``epochs``-long run (the lr schedule
 still spans ``epochs``): the checkpoint of epoch ``E`` of the full run, evaluated downstream.
@@ -41,7 +44,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pubench.losses import LOSSES
+from pubench.losses import LOSSES, logits_form
 from pubench.train.augment import build_augment
 from pubench.train.base import FRAMEWORKS, Framework
 from pubench.train.loop import Step, Trainer, batches
@@ -137,6 +140,15 @@ class LossCall:
         if missing:
             raise ConfigError(f"{where}: loss {self.name!r} needs {sorted(missing)}")
 
+    def require_logits_form(self, framework: str, where: str = "pretrain.loss") -> None:
+        """Fail unless the loss can run on a framework's logits (queue / memory bank)."""
+        if logits_form(self.name) is None:
+            raise ConfigError(f"{where}.name: framework {framework!r} needs a loss with a logits form; "
+                              f"{self.name!r} has none")
+        if self.label_arg is not None:
+            raise ConfigError(f"{where}.name: framework {framework!r} gives no labels to its loss; "
+                              f"{self.name!r} needs {self.label_arg}")
+
     def kwargs(self, epoch: int) -> dict[str, Any]:
         out = dict(self.fixed)
         for p, spec in self.schedules.items():
@@ -152,6 +164,14 @@ class LossCall:
                 raise ConfigError(f"loss {self.name!r} needs labels; the split has none")
             kw["labels"] = observed
         return self.fn(z1, z2, **kw)
+
+    def on_logits(self, pos: torch.Tensor, neg: torch.Tensor, neg_mask: torch.Tensor | None,
+                  epoch: int) -> torch.Tensor:
+        """The loss's logits form (mean over the anchors) with the hyperparameters of ``epoch``."""
+        fn = logits_form(self.name)
+        takes = inspect.signature(fn).parameters
+        kw = {k: v for k, v in self.kwargs(epoch).items() if k in takes}
+        return fn(pos, neg, neg_mask=neg_mask, **kw)
 
 
 # ------------------------------------------------------------------ frameworks
@@ -175,14 +195,27 @@ class SimCLR(Framework):
         return z[: v1.shape[0]], z[v1.shape[0]:]
 
 
-def build_framework(cfg: dict, encoder, projector, where: str = "pretrain.framework"):
+def framework_class(cfg: dict, where: str = "pretrain.framework") -> type[Framework]:
     if not isinstance(cfg, dict) or "name" not in cfg:
         raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
     try:
-        cls = FRAMEWORKS.get(cfg["name"])
+        return FRAMEWORKS.get(cfg["name"])
     except KeyError as exc:
         raise ConfigError(f"{where}.name: {exc}") from None
+
+
+def build_framework(cfg: dict, encoder, projector, where: str = "pretrain.framework"):
+    cls = framework_class(cfg, where)
     return cls(encoder, projector, cls.config(cfg, where))
+
+
+def build_models(cfg: dict, build_encoder, build_projector, in_channels: int, seeds: tuple[int, int],
+                 mean, std, where: str = "pretrain.framework") -> tuple[nn.Module, nn.Module]:
+    """Encoder and projector shaped by the framework (:meth:`Framework.build_encoder`)."""
+    cls = framework_class(cfg, where)
+    fcfg = cls.config(cfg, where)
+    encoder = cls.build_encoder(fcfg, build_encoder, in_channels, seeds[0], mean, std)
+    return encoder, cls.build_projector(fcfg, build_projector, encoder, seeds[1])
 
 
 def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> LossCall:
@@ -197,7 +230,30 @@ def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> Lo
     if "name" not in cfg.framework or cfg.framework["name"] not in FRAMEWORKS:
         raise ConfigError(f"pretrain.framework: unknown framework {cfg.framework.get('name')!r} "
                           f"(implemented: {FRAMEWORKS.names()})")
-    return LossCall(cfg.loss, prior)
+    cls = framework_class(cfg.framework)
+    cls.check_batch(cls.config(cfg.framework, "pretrain.framework"), cfg.batch_size, "pretrain.framework")
+    loss = LossCall(cfg.loss, prior)
+    if cls.negatives == "logits":
+        loss.require_logits_form(cfg.framework["name"])
+    return loss
+
+
+def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, observed: torch.Tensor | None,
+                  aug_gen: torch.Generator, device: torch.device | str = "cpu"):
+    """``step(idx, epoch) -> Step`` of pre-training: views of the images ``idx``, then the
+    loss on the framework's projections (two-view form) or logits (logits form)."""
+
+    def step(idx: torch.Tensor, epoch: int) -> Step:
+        xb = x[idx].to(device)
+        views = [aug(xb, aug_gen) for _ in range(framework.views_per_image)]
+        if framework.negatives == "logits":
+            pos, neg, mask = framework.logits(views, idx.to(device), loss.kwargs(epoch)["temperature"])
+            return Step(loss.on_logits(pos, neg, mask, epoch), weight=len(idx), after_backward=framework.after_step)
+        z1, z2 = framework.projections(*views)
+        obs = observed[idx].to(device) if observed is not None else None
+        return Step(loss(z1, z2, obs, epoch), weight=len(idx))
+
+    return step
 
 
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
@@ -219,21 +275,16 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     params = [p for m in framework.modules() for p in m.parameters()]
     opt = build_optimizer(cfg.optimizer, params)
     sched = build_scheduler(cfg.schedule, opt, steps_per_epoch, cfg.epochs)
-    order_seed, aug_seed = sub_seeds(seed, 2)
+    order_seed, aug_seed, framework_seed = sub_seeds(seed, 3)
     order_gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+    framework.prepare(n, torch_generator(framework_seed))
     history: dict[str, Any] = {"loss": [], "steps": 0, "epochs_run": 0, "batch_size": bs,
                                "steps_per_epoch": steps_per_epoch, "loss_name": loss.name,
                                "loss_kwargs": loss.kwargs(0), "prior_filled": loss.prior_filled}
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
 
-    def step(idx: torch.Tensor, epoch: int) -> Step:
-        xb = x[idx].to(device)
-        v1, v2 = aug(xb, aug_gen), aug(xb, aug_gen)
-        z1, z2 = framework.projections(v1, v2)
-        obs = observed[idx].to(device) if observed is not None else None
-        return Step(loss(z1, z2, obs, epoch), weight=len(idx))
-
+    step = pretrain_step(framework, loss, aug, x, observed, aug_gen, device)
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
     epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state).run(

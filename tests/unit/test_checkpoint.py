@@ -452,24 +452,29 @@ def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeyp
 
 @pytest.mark.parametrize("name", _units("framework"))
 def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
+    """Queues, banks, momentum encoders and the framework's generator are in the checkpoint:
+    MoCo / CMC stopped after an epoch resume to the same weights and losses."""
     from pubench.models.heads import projection_head
     from pubench.train import FRAMEWORKS
-    from pubench.train.pretrain import PretrainConfig, pretrain
+    from pubench.train.pretrain import PretrainConfig, build_models, pretrain
+    from tests.unit.test_contracts import TinyEncoder as ContractEncoder
     from tests.unit.test_contracts import images
 
     block = {"name": name, **FRAMEWORKS.get(name).test_config}
-    x, _ = images(48, 0)
+    x = torch.cat([images(48, 0)[0], images(48, 1)[0], images(48, 2)[0]], dim=1)  # RGB (CMC needs colour)
+    mean, std = [0.3] * 3, [0.3] * 3
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=3, batch_size=16,
                          optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
 
     def run():
         torch.manual_seed(0)
-        enc = TinyEncoder(1)
-        hist = pretrain(enc, projection_head(8, 8, 4), x, None, cfg, mean=[0.3], std=[0.3], prior=None, seed=5)
-        return hist, enc.lin.weight.detach().clone()
+        enc, proj = build_models(block, lambda ch, s: ContractEncoder(s % 1000, d_in=36 * ch),
+                                 lambda dim, s: projection_head(dim, 8, 4), 3, (1, 2), mean, std)
+        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5)
+        return hist, [t.detach().clone() for t in enc.state_dict().values()]
 
     (h1, w1), (h2, w2) = _same_after_resume(run, tmp_path, monkeypatch)
-    assert h1 == h2 and torch.equal(w1, w2)
+    assert h1 == h2 and all(torch.equal(a, b) for a, b in zip(w1, w2, strict=True))
 
 
 @pytest.mark.usefixtures("generated_data")

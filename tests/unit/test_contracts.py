@@ -213,27 +213,34 @@ def test_loss(name):
 @pytest.mark.parametrize("name", FRAMEWORKS.names())
 def test_framework(name):
     from pubench.models.heads import projection_head
-    from pubench.train.pretrain import PretrainConfig, build_framework, pretrain
+    from pubench.train.pretrain import PretrainConfig, build_framework, build_models, pretrain
 
     cls = FRAMEWORKS.get(name)
     block = {"name": name, **cls.test_config}
     with pytest.raises(ConfigError, match="no_such_key"):
         cls.config({**block, **UNKNOWN}, "framework")
-    x, y = images(48, 0)
+    x = torch.cat([images(48, 0)[0], images(48, 1)[0], images(48, 2)[0]], dim=1)  # RGB (CMC needs colour)
+    mean, std = [0.3] * 3, [0.3] * 3
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=2, batch_size=16,
                          optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
 
+    def models():
+        return build_models(block, lambda ch, s: TinyEncoder(s % 1000, d_in=36 * ch),
+                            lambda dim, s: projection_head(dim, 8, 4), 3, (1, 2), mean, std)
+
     def run():
         torch.manual_seed(0)
-        enc, proj = TinyEncoder(1), projection_head(8, 8, 4)
-        hist = pretrain(enc, proj, x, None, cfg, mean=[0.3], std=[0.3], prior=None, seed=5)
+        enc, proj = models()
+        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5)
         return hist, enc
 
     (h1, e1), (h2, e2) = run(), run()
     assert len(h1["loss"]) == 2 and all(math.isfinite(v) for v in h1["loss"])
-    assert h1["loss"] == h2["loss"] and torch.equal(e1.lin.weight, e2.lin.weight)
-    framework = build_framework(block, TinyEncoder(1), projection_head(8, 8, 4))
-    v = torch.rand(5, 1, 6, 6)
+    assert h1["loss"] == h2["loss"]
+    assert all(torch.equal(a, b) for a, b in zip(e1.state_dict().values(), e2.state_dict().values(), strict=True))
+    assert e1(torch.rand(5, 3, 6, 6)).shape == (5, e1.out_dim)
+    framework = build_framework(block, *models())
+    v = torch.rand(5, 3, 6, 6)
     z1, z2 = framework.projections(v, v.flip(0))
     assert z1.shape == z2.shape == (5, 4)
     assert {id(p) for m in framework.modules() for p in m.parameters()}

@@ -88,8 +88,33 @@ def test_table1_configs():
                 assert set(loss) - {"name"} == loss_args(loss["name"]), (b + v, col)
     # N = 510 in SimCLR (batch 256), a 4096 bank / queue in CMC / MoCo
     assert s.resolve("paper", "SimCLR", "CIFAR10")["params"]["pretrain"]["batch_size"] == 256
-    assert s.resolve("paper", "CMC+PUCL", "STL10")["params"]["pretrain"]["framework"]["bank"] == 4096
-    assert s.resolve("paper", "MoCo+Hard", "CIFAR10")["params"]["pretrain"]["framework"]["queue"] == 4096
+    assert s.resolve("paper", "CMC+PUCL", "STL10")["params"]["pretrain"]["framework"] == {
+        "name": "cmc", "negatives": 4096, "bank_momentum": 0.5}
+    assert s.resolve("paper", "MoCo+Hard", "CIFAR10")["params"]["pretrain"]["framework"] == {
+        "name": "moco", "queue": 4096, "momentum": 0.99, "bn_splits": 8}
+    # every framework block builds, at every tier
+    from pubench.train.pretrain import framework_class
+
+    for tier in ("paper", "reduced", "smoke"):
+        for b in BLOCKS:
+            block = s.resolve(tier, b + "+PUCL", "CIFAR10")["params"]["pretrain"]["framework"]
+            assert framework_class(block).config(block, "framework").name == frameworks[b]
+
+
+def test_table1_reduced_blocks():
+    # issue 13: all three blocks at the reduced tier, N below one epoch of the 4,000-image subset
+    s = get_spec("table1-pucl")
+    for b in BLOCKS:
+        for v in VARIANTS:
+            p = s.resolve("reduced", b + v, "CIFAR10")["params"]
+            assert p["model"]["backbone"] == {"name": "resnet18_cifar", "width": 0.125}
+            assert p["pretrain"]["batch_size"] == 256 and p["pretrain"]["epochs"] == 4
+            fw = p["pretrain"]["framework"]
+            if b == "MoCo":
+                assert (fw["queue"], fw["momentum"]) == (1024, 0.9)
+            if b == "CMC":
+                assert fw["negatives"] == 1024
+            assert fw.get("queue", fw.get("negatives", 0)) < p["data"]["subset"]["train"] - 256
     pucl = s.resolve("paper", "SimCLR+PUCL", "STL10")["params"]["pretrain"]["loss"]
     assert (pucl["alpha"], pucl["c"]) == (0.15, 0.1)
     assert s.resolve("paper", "SimCLR+DEB", "CIFAR100")["params"]["pretrain"]["loss"]["tau_plus"] == 0.01
@@ -151,6 +176,18 @@ def test_fig3_grid():
     sizes = [s.resolve("paper", f"M_u={m}", "CIFAR10 alpha=0.1")["params"]["pretrain"]["batch_size"]
              for m in (62, 126, 254, 510)]
     assert [2 * b - 2 for b in sizes] == [62, 126, 254, 510]
+
+
+def test_fig3_reduced_is_table1s_simclr_block():
+    fig3, table1 = get_spec("fig3-pucl"), get_spec("table1-pucl")
+    ref = table1.resolve("reduced", "SimCLR+PUCL", "CIFAR10")["params"]
+    for r in fig3.rows:
+        p = fig3.resolve("reduced", r, "CIFAR10 alpha=0.12")["params"]
+        assert p["model"] == ref["model"] and p["downstream"] == ref["downstream"]
+        assert {k: v for k, v in p["pretrain"].items() if k not in ("batch_size", "loss")} == \
+            {k: v for k, v in ref["pretrain"].items() if k not in ("batch_size", "loss")}
+        assert p["data"]["subset"] == {"train": 2000, "test": 2000}
+    assert fig3.resolve("reduced", "M_u=62", "CIFAR10 alpha=0.12")["params"]["pretrain"]["batch_size"] == 32
 
 
 def test_fig3_probe_is_table1s():
