@@ -216,4 +216,49 @@ def vpu_mixup_regularizer(log_phi_mixed: torch.Tensor, phi_target: torch.Tensor)
     return ((phi_target.log() - log_phi_mixed) ** 2).mean()
 
 
+def label_distribution_loss(prob: torch.Tensor, labeled, prior: float) -> torch.Tensor:
+    """Dist-PU's label-distribution loss (Zhao et al. 2022; 004 eq. 27, L_dis):
+
+        2 pi |mean_P s(x) - 1| + |mean_U s(x) - pi|
+
+    from the predicted positive-class probabilities ``prob`` (``s = sigmoid(g)``) and the
+    ``labeled`` mask. The first term is ``2 pi R_P`` of 004 eq. 26 with the 0-1 prediction
+    relaxed to ``s``; the second aligns the mean prediction on U with the prior. A term
+    whose set is empty in the batch is 0 (as the released code). The released code
+    (Ray-rui/Dist-PU..., LabelDistributionLoss with one histogram bin) computes this loss
+    divided by ``2 pi``: see :class:`pubench.pu.dist_pu.DistPU`."""
+    prob, labeled = _check(prob, labeled, "labeled")
+    prior = _check_prior(prior)
+    if bool(((prob < 0) | (prob > 1)).any()):
+        raise ValueError("label_distribution_loss needs probabilities in [0, 1]")
+    positive = (_mean(prob, labeled) - 1.0).abs() if bool(labeled.any()) else prob.new_zeros(())
+    unlabeled = (_mean(prob, ~labeled) - prior).abs() if bool((~labeled).any()) else prob.new_zeros(())
+    return 2.0 * prior * positive + unlabeled
+
+
+def binary_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Mean binary entropy ``-(s log s + (1 - s) log(1 - s))`` of ``s = sigmoid(logits)``
+    (Dist-PU's entropy minimization, Zhao et al. 2022), computed from the logits
+    (``log s = -softplus(-z)``, ``log(1 - s) = -softplus(z)``); 0 for an empty input."""
+    z = logits.reshape(-1)
+    if z.numel() == 0:
+        return z.new_zeros(())
+    s = torch.sigmoid(z)
+    return (s * F.softplus(-z) + (1.0 - s) * F.softplus(z)).mean()
+
+
+def mixup_bce(logits: torch.Tensor, target_a: torch.Tensor, target_b: torch.Tensor, lam: float) -> torch.Tensor:
+    """MixUp's binary cross-entropy (Zhang et al. 2018; Dist-PU's MixUp stage):
+    ``lam BCE(s, t_a) + (1 - lam) BCE(s, t_b)`` with ``s = sigmoid(logits)`` of the mixed
+    inputs and soft targets ``t_a``, ``t_b`` in [0, 1] (the targets of the two mixed inputs)."""
+    z = logits.reshape(-1)
+    target_a, target_b = target_a.reshape(-1).to(z.dtype), target_b.reshape(-1).to(z.dtype)
+    if target_a.shape != z.shape or target_b.shape != z.shape:
+        raise ValueError(f"mixup_bce: logits {tuple(z.shape)}, targets {tuple(target_a.shape)}, {tuple(target_b.shape)}")
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam must be in [0, 1], got {lam}")
+    bce = F.binary_cross_entropy_with_logits
+    return lam * bce(z, target_a) + (1.0 - lam) * bce(z, target_b)
+
+
 RISKS = {"pn": pn_risk, "upu": upu_risk, "nnpu": nnpu_risk, "pvu": pvu_risk}

@@ -11,6 +11,14 @@ vPU (Chen et al. 2020a), with log Phi given per example:
     L_var = log((1/n_x) sum_x Phi(x)) - (1/n_P) sum_P log Phi(x)
     L_reg = (1/n) sum_i (log(mu Phi(x_u,i) + 1 - mu) - log Phi(x~_i))^2
 
+Dist-PU (Zhao et al. 2022; 004 eq. 27), from probabilities s:
+    L_dis = 2 pi |(1/n_P) sum_P s - 1| + |(1/n_U) sum_U s - pi|
+and its released code's form: a one-bin histogram (bin centres 0 and 1, triangular
+weights) of P and of U compared by a mean L1 distance with the targets (0, 1) and
+(1 - pi, pi), the U part weighted 1 / (2 pi).
+Binary entropy: (1/n) sum_i -(s_i log s_i + (1 - s_i) log(1 - s_i)).
+MixUp BCE: lam (1/n) sum_i BCE(s_i, a_i) + (1 - lam) (1/n) sum_i BCE(s_i, b_i).
+
 ``scores`` and ``labeled`` are sequences; the expectations are sample means over the
 labeled (P) and unlabeled (U) samples, 0 for an empty set.
 """
@@ -99,3 +107,49 @@ def pn(scores, targets, loss: str = "logistic") -> float:
     ell = LOSSES[loss]
     terms = [ell(float(z), +1 if int(t) == 1 else -1) for z, t in zip(scores, targets)]
     return _expect(terms)
+
+
+def label_distribution(probs, labeled, prior: float) -> float:
+    p, u = _parts(probs, labeled)
+    term_p = abs(_expect(p) - 1.0) if p else 0.0
+    term_u = abs(_expect(u) - prior) if u else 0.0
+    return 2.0 * prior * term_p + term_u
+
+
+def _one_bin_histogram(values) -> list[float]:
+    """Mass of each value spread over the bin centres 0 and 1 by triangular weights
+    ``max(0, 1 - |v - t|)``, averaged over the values."""
+    hist = [0.0, 0.0]
+    for v in values:
+        for k, t in enumerate((0.0, 1.0)):
+            hist[k] += max(0.0, 1.0 - abs(v - t))
+    return [h / len(values) for h in hist]
+
+
+def label_distribution_released(probs, labeled, prior: float) -> float:
+    p, u = _parts(probs, labeled)
+    loss = 0.0
+    if p:
+        hp = _one_bin_histogram(p)
+        loss += (abs(hp[0] - 0.0) + abs(hp[1] - 1.0)) / 2
+    if u:
+        hu = _one_bin_histogram(u)
+        loss += (abs(hu[0] - (1.0 - prior)) + abs(hu[1] - prior)) / 2 / (2.0 * prior)
+    return loss
+
+
+def binary_entropy(probs) -> float:
+    total = 0.0
+    for s in probs:
+        total += -(s * math.log(s) + (1.0 - s) * math.log(1.0 - s))
+    return total / len(probs) if len(probs) else 0.0
+
+
+def bce(s: float, t: float) -> float:
+    return -(t * math.log(s) + (1.0 - t) * math.log(1.0 - s))
+
+
+def mixup_bce(probs, target_a, target_b, lam: float) -> float:
+    a = _expect([bce(s, t) for s, t in zip(probs, target_a)])
+    b = _expect([bce(s, t) for s, t in zip(probs, target_b)])
+    return lam * a + (1.0 - lam) * b
