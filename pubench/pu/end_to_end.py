@@ -73,15 +73,25 @@ class RiskMethod(PUMethod):
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
+        mix = cls.input_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
         metrics, hist = train_and_evaluate(model, train.optimizer, train.schedule, train.augment, targets, settings,
                                            train.epochs, train.batch_size, data, order_seed, aug_seed, device,
-                                           f"{cfg.name}")
+                                           f"{cfg.name}", mix=mix)
         info = {"risk": cls.risk, "surrogate_loss": settings.surrogate(), "prior_used": settings.prior,
                 "prior_source": source if cls.risk != "pn" else "not used",
                 "final_train_risk": hist[-1] if hist else None}
         if cls.risk == "nnpu":
             info.update(beta=cfg.beta, gamma=cfg.gamma)
-        return metrics, info
+        return metrics, info | cls.extra_info(cfg)
+
+    @classmethod
+    def input_mix(cls, cfg, targets, seed: int, device):
+        """``mix(x, rows)`` applied to each training batch (None: the inputs as they are)."""
+        return None
+
+    @classmethod
+    def extra_info(cls, cfg) -> dict:
+        return {}
 
 
 @PU_METHODS.register("pn_naive")

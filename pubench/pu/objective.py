@@ -142,15 +142,20 @@ def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], 
 
 def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
                        settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                       order_seed: int, aug_seed: int, device, desc: str) -> tuple[dict[str, float], list[float]]:
+                       order_seed: int, aug_seed: int, device, desc: str,
+                       mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+                       ) -> tuple[dict[str, float], list[float]]:
     """Train a whole network (images -> score) with a risk, then evaluate it on the test split.
-    Shared by ``finetune`` and the end-to-end risk-based PU methods."""
+    Shared by ``finetune`` and the end-to-end risk-based PU methods. ``mix(x, rows)``, when
+    given, transforms each training batch of (augmented, normalized) inputs before the
+    forward pass (nnPU with MixUp)."""
     aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
     aug_gen = torch_generator(aug_seed)
 
     def forward(rows):
         xb = data.x_train[rows].to(device)
-        return model(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
+        x = aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
+        return model(x if mix is None else mix(x, rows))
 
     opt = build_optimizer(optimizer, model)
     steps = max(1, -(-len(targets.rows) // batch_size))
