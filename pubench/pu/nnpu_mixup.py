@@ -84,5 +84,6 @@ class NNPUMixup(RiskMethod):
         return mix
 
     @classmethod
-    def extra_info(cls, cfg: NNPUMixupConfig) -> dict:
-        return {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha}}
+    def evaluate(cls, cfg: NNPUMixupConfig, model, data, prior, device):
+        metrics, info = super().evaluate(cfg, model, data, prior, device)
+        return metrics, info | {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha}}

@@ -140,15 +140,13 @@ def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], 
                torch_generator(order_seed), desc)
 
 
-def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
-                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                       order_seed: int, aug_seed: int, device, desc: str,
-                       mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-                       ) -> tuple[dict[str, float], list[float]]:
-    """Train a whole network (images -> score) with a risk, then evaluate it on the test split.
-    Shared by ``finetune`` and the end-to-end risk-based PU methods. ``mix(x, rows)``, when
-    given, transforms each training batch of (augmented, normalized) inputs before the
-    forward pass (nnPU with MixUp)."""
+def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
+                  settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
+                  order_seed: int, aug_seed: int, device, desc: str,
+                  mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> list[float]:
+    """Train a whole network (images -> score) with a risk; returns the mean risk per epoch.
+    ``mix(x, rows)``, when given, transforms each training batch of (augmented, normalized)
+    inputs before the forward pass (nnPU with MixUp)."""
     aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
     aug_gen = torch_generator(aug_seed)
 
@@ -160,5 +158,16 @@ def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augmen
     opt = build_optimizer(optimizer, model)
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
-    hist = fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc)
+    return fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc)
+
+
+def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
+                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
+                       order_seed: int, aug_seed: int, device, desc: str,
+                       mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+                       ) -> tuple[dict[str, float], list[float]]:
+    """:func:`train_network`, then the test metrics of the network (score > 0: positive).
+    Shared by ``finetune`` and the end-to-end risk-based PU methods."""
+    hist = train_network(model, optimizer, schedule, augment, targets, settings, epochs, batch_size, data,
+                         order_seed, aug_seed, device, desc, mix)
     return evaluate_network(model, data, device), hist
