@@ -69,7 +69,7 @@ class RiskMethod(PUMethod):
         cls.check(cfg, "pu_method")
         cls.needs_binary_pu(data, cfg.name)
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
-        settings = RiskSettings(cls.risk, prior if cls.risk != "pn" else None, cfg.loss, cfg.beta, cfg.gamma)
+        settings = cls.risk_settings(cfg, prior if cls.risk != "pn" else None)
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
@@ -83,6 +83,10 @@ class RiskMethod(PUMethod):
         if cls.risk == "nnpu":
             info.update(beta=cfg.beta, gamma=cfg.gamma)
         return metrics, info | extra
+
+    @classmethod
+    def risk_settings(cls, cfg, prior: float | None) -> RiskSettings:
+        return RiskSettings(cls.risk, prior, cfg.loss, cfg.beta, cfg.gamma)
 
     @classmethod
     def input_mix(cls, cfg, targets, seed: int, device):

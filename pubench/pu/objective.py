@@ -73,6 +73,7 @@ class RiskSettings:
     loss: str | None = None      # surrogate: default logistic (= cross-entropy) for pn and pvu, sigmoid for upu/nnpu
     beta: float = 0.0
     gamma: float = 1.0
+    target_prior: float | None = None   # nnpu only: ImbPU's re-balanced prior (None: plain nnPU)
 
     def surrogate(self) -> str:
         # pvu with the symmetric sigmoid loss is uPU + pi (pubench.pu.risks): cross-entropy keeps it distinct
@@ -106,6 +107,10 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
     if s.prior is None:
         raise ConfigError(f"risk {t.risk} needs a class prior")
     scores = out.reshape(-1)
+    if t.risk == "nnpu" and s.target_prior is not None:
+        obj, value, _ = R.imbalanced_nnpu_objective(scores, lab, s.prior, s.target_prior, s.surrogate(), s.beta,
+                                                    s.gamma)
+        return obj, value
     if t.risk == "nnpu":
         obj, value, _ = R.nnpu_objective(scores, lab, s.prior, s.surrogate(), s.beta, s.gamma)
         return obj, value

@@ -183,6 +183,38 @@ def nnpu_objective(scores, labeled, prior: float, loss="sigmoid", beta: float = 
     return t["positive"] + t["negative"].clamp(min=0), risk, False
 
 
+def imbalanced_nnpu_objective(scores, labeled, prior: float, target_prior: float, loss="sigmoid", beta: float = 0.0,
+                              gamma: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """One ImbalancednnPU training step (Su, Chen & Xu 2021, "Positive-Unlabeled Learning
+    from Imbalanced Data", IJCAI; its oversampled nnPU risk, as the released code
+    guangxinsuuu/Positive-and-Unlabeled-Learning-from-Imbalanced-Data computes it in
+    ``pu_risk_estimators_sigmoid`` with ``prior_prime = 0.5``):
+
+        pi' R_P^+ + max(0, (1 - pi') / (1 - pi) (R_U^- - pi R_P^-))
+
+    the nnPU risk of the problem re-balanced to the prior ``target_prior`` ``pi'`` (0.5:
+    balanced). The non-negative correction is applied to the re-weighted negative part
+    ``r`` as nnPU's (Algorithm 1): when ``r < -beta`` the step is ``-gamma * grad r``.
+    Returns ``(objective, risk, defeated)`` like :func:`nnpu_objective`, which it equals
+    when ``target_prior == prior``.
+    """
+    if beta < 0 or gamma < 0:
+        raise ValueError(f"beta and gamma must be >= 0, got beta={beta}, gamma={gamma}")
+    target_prior = _check_prior(target_prior)
+    prior = _check_prior(prior)
+    if prior >= 1.0:
+        raise ValueError("imbalanced_nnpu_objective needs prior < 1")
+    scores, labeled = _check(scores, labeled, "labeled")
+    ell = surrogate(loss)
+    positive = target_prior * _mean(ell(scores, +1), labeled)
+    negative = (1.0 - target_prior) / (1.0 - prior) * (_mean(ell(scores, -1), ~labeled)
+                                                       - prior * _mean(ell(scores, -1), labeled))
+    risk = (positive + negative.clamp(min=0)).detach()
+    if bool(negative.detach() < -beta):
+        return -gamma * negative, risk, True
+    return positive + negative.clamp(min=0), risk, False
+
+
 def vpu_variational_loss(log_phi_x: torch.Tensor, log_phi_p: torch.Tensor) -> torch.Tensor:
     """vPU's variational loss ``log mean_x Phi(x) - mean_P log Phi(x)`` (Chen et al. 2020a,
     L_var), from ``log Phi`` of a sample ``x`` of the data distribution and of labeled

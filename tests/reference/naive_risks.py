@@ -11,6 +11,8 @@ vPU (Chen et al. 2020a), with log Phi given per example:
     L_var = log((1/n_x) sum_x Phi(x)) - (1/n_P) sum_P log Phi(x)
     L_reg = (1/n) sum_i (log(mu Phi(x_u,i) + 1 - mu) - log Phi(x~_i))^2
 
+ImbalancednnPU (Su et al. 2021), re-balanced to the prior pi':
+    pi' E_P[l(g, +1)] + max(0, (1 - pi') / (1 - pi) (E_U[l(g, -1)] - pi E_P[l(g, -1)]))
 Dist-PU (Zhao et al. 2022; 004 eq. 27), from probabilities s:
     L_dis = 2 pi |(1/n_P) sum_P s - 1| + |(1/n_U) sum_U s - pi|
 and its released code's form: a one-bin histogram (bin centres 0 and 1, triangular
@@ -153,3 +155,11 @@ def mixup_bce(probs, target_a, target_b, lam: float) -> float:
     a = _expect([bce(s, t) for s, t in zip(probs, target_a)])
     b = _expect([bce(s, t) for s, t in zip(probs, target_b)])
     return lam * a + (1.0 - lam) * b
+
+
+def imbalanced_nnpu(scores, labeled, prior: float, target_prior: float, loss: str = "sigmoid") -> float:
+    ell = LOSSES[loss]
+    p, u = _parts(scores, labeled)
+    positive = target_prior * _expect([ell(z, +1) for z in p])
+    negative = _expect([ell(z, -1) for z in u]) - prior * _expect([ell(z, -1) for z in p])
+    return positive + max(0.0, (1.0 - target_prior) / (1.0 - prior) * negative)
