@@ -215,6 +215,47 @@ def imbalanced_nnpu_objective(scores, labeled, prior: float, target_prior: float
     return positive + negative.clamp(min=0), risk, False
 
 
+def pubn_threshold(sigma_unlabeled: torch.Tensor, prior: float, tau: float) -> float:
+    """PUbN's ``eta`` (Hsieh et al. 2019, Sec. 4): the ``(1 - pi) tau`` quantile of the
+    estimated ``sigma(x) = p(y = +1 | x)`` over the unlabeled sample, so that a fraction
+    ``tau`` of U's expected negatives count as negatives (``sigma <= eta``). Linear
+    interpolation between order statistics (the released code: numpy's percentile at the
+    integer percent ``int(100 (1 - pi) tau)``)."""
+    sigma_unlabeled = sigma_unlabeled.reshape(-1)
+    if sigma_unlabeled.numel() == 0:
+        raise ValueError("pubn_threshold needs a non-empty unlabeled sample")
+    prior = _check_prior(prior)
+    if not 0.0 <= tau <= 1.0:
+        raise ValueError(f"tau must be in [0, 1], got {tau}")
+    return float(torch.quantile(sigma_unlabeled.double(), (1.0 - prior) * tau))
+
+
+def pubn_risk(scores, labeled, sigma: torch.Tensor, prior: float, eta: float, loss="logistic") -> torch.Tensor:
+    """PUbN's risk without biased negatives (Hsieh, Niu & Sugiyama 2019, "Classification from
+    Positive, Unlabeled and Biased Negative Data", ICML; its PUbN\\N, rho = 0):
+
+        pi E_P[l(g, +1)] + pi E_P[1(sigma > eta) l(g, -1) (1 - sigma) / sigma]
+                         + E_U[1(sigma <= eta) l(g, -1) (1 - sigma)]
+
+    with ``sigma`` the per-example estimate of ``p(y = +1 | x)`` (fixed, from a first nnPU
+    model) and ``eta`` :func:`pubn_threshold`: the negative risk is taken on the unlabeled
+    examples that are confidently negative and completed through the positives for the
+    rest. Empty sets contribute 0."""
+    scores, labeled = _check(scores, labeled, "labeled")
+    sigma = torch.as_tensor(sigma, dtype=scores.dtype, device=scores.device).reshape(-1)
+    if sigma.shape != scores.shape:
+        raise ValueError(f"sigma must have shape {tuple(scores.shape)}, got {tuple(sigma.shape)}")
+    if bool(((sigma < 0) | (sigma > 1)).any()):
+        raise ValueError("sigma must be probabilities in [0, 1]")
+    prior = _check_prior(prior)
+    ell = surrogate(loss)
+    high = sigma > eta
+    ratio = torch.where(high, (1.0 - sigma) / sigma.clamp(min=torch.finfo(sigma.dtype).tiny), torch.zeros_like(sigma))
+    positive = prior * _mean(ell(scores, +1) + ell(scores, -1) * ratio, labeled)
+    unlabeled = _mean(torch.where(high, torch.zeros_like(sigma), ell(scores, -1) * (1.0 - sigma)), ~labeled)
+    return positive + unlabeled
+
+
 def vpu_variational_loss(log_phi_x: torch.Tensor, log_phi_p: torch.Tensor) -> torch.Tensor:
     """vPU's variational loss ``log mean_x Phi(x) - mean_P log Phi(x)`` (Chen et al. 2020a,
     L_var), from ``log Phi`` of a sample ``x`` of the data distribution and of labeled

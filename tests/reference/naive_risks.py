@@ -13,6 +13,9 @@ vPU (Chen et al. 2020a), with log Phi given per example:
 
 ImbalancednnPU (Su et al. 2021), re-balanced to the prior pi':
     pi' E_P[l(g, +1)] + max(0, (1 - pi') / (1 - pi) (E_U[l(g, -1)] - pi E_P[l(g, -1)]))
+PUbN without biased negatives (Hsieh et al. 2019), sigma_i = p(y = +1 | x_i) fixed:
+    pi E_P[l(g, +1) + 1(sigma > eta) l(g, -1) (1 - sigma) / sigma] + E_U[1(sigma <= eta) l(g, -1) (1 - sigma)]
+    eta = the (1 - pi) tau quantile of sigma over U (linear interpolation)
 Dist-PU (Zhao et al. 2022; 004 eq. 27), from probabilities s:
     L_dis = 2 pi |(1/n_P) sum_P s - 1| + |(1/n_U) sum_U s - pi|
 and its released code's form: a one-bin histogram (bin centres 0 and 1, triangular
@@ -163,3 +166,26 @@ def imbalanced_nnpu(scores, labeled, prior: float, target_prior: float, loss: st
     positive = target_prior * _expect([ell(z, +1) for z in p])
     negative = _expect([ell(z, -1) for z in u]) - prior * _expect([ell(z, -1) for z in p])
     return positive + max(0.0, (1.0 - target_prior) / (1.0 - prior) * negative)
+
+
+def pubn(scores, labeled, sigma, prior: float, eta: float, loss: str = "logistic") -> float:
+    ell = LOSSES[loss]
+    pos, unl = [], []
+    for z, lab, sg in zip(scores, labeled, sigma):
+        if lab:
+            term = ell(z, +1)
+            if sg > eta:
+                term += ell(z, -1) * (1.0 - sg) / sg
+            pos.append(term)
+        else:
+            unl.append(ell(z, -1) * (1.0 - sg) if sg <= eta else 0.0)
+    return prior * _expect(pos) + _expect(unl)
+
+
+def quantile(values, q: float) -> float:
+    """Linear interpolation between the order statistics at position q (n - 1)."""
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)

@@ -12,8 +12,8 @@ from pubench.train.loop import TrainConfig
 from pubench.utils.config import build_config
 
 WIRED = {
-    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu"},
-    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu"},
+    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn"},
+    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn"},
     "table3-pupl": {"nnPU† (MixUp) (1)": "nnpu_mixup"},
 }
 
@@ -56,7 +56,8 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
     # the reduced tier: the CIFAR-10 cells of the implemented baselines only
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {("PUSB", "CIFAR-10"), ("ImbPU", "CIFAR-10"), ("Dist-PU", "CIFAR-10")}
+    assert running == {("PUSB", "CIFAR-10"), ("ImbPU", "CIFAR-10"), ("Dist-PU", "CIFAR-10"), ("PUBN", "CIFAR-10")}
+    assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 10 and reduced["pu_method"]["warmup_epochs"] == 5
     assert reduced["data"]["split"]["n_labeled"] == 80 and reduced["data"]["dataset"] == "cifar10_jpeg"
