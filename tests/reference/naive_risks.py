@@ -16,6 +16,11 @@ ImbalancednnPU (Su et al. 2021), re-balanced to the prior pi':
 PUbN without biased negatives (Hsieh et al. 2019), sigma_i = p(y = +1 | x_i) fixed:
     pi E_P[l(g, +1) + 1(sigma > eta) l(g, -1) (1 - sigma) / sigma] + E_U[1(sigma <= eta) l(g, -1) (1 - sigma)]
     eta = the (1 - pi) tau quantile of sigma over U (linear interpolation)
+Rank Pruning (Northcutt et al. 2017), PU form, from g_i = P(s=1|x_i) and s_i:
+    LB = mean of g over s = 1; rho_1 = #{s=0, g >= LB} / #{g >= LB}
+    P(y=1) = P(s=1) / (1 - rho_1); pi_0 = rho_1 P(y=1) / P(s=0)
+    prune the floor(pi_0 |U|) unlabeled examples of largest g; weighted BCE
+    (1/n) sum_i w_i BCE(sigmoid(g_i), s_i)
 Dist-PU (Zhao et al. 2022; 004 eq. 27), from probabilities s:
     L_dis = 2 pi |(1/n_P) sum_P s - 1| + |(1/n_U) sum_U s - pi|
 and its released code's form: a one-bin histogram (bin centres 0 and 1, triangular
@@ -189,3 +194,32 @@ def quantile(values, q: float) -> float:
     lo = int(math.floor(pos))
     hi = min(lo + 1, len(v) - 1)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def rank_pruning_rho1(prob, observed) -> float:
+    lab = [g for g, o in zip(prob, observed) if o]
+    lb = sum(lab) / len(lab)
+    unl_conf = sum(1 for g, o in zip(prob, observed) if not o and g >= lb)
+    lab_conf = sum(1 for g, o in zip(prob, observed) if o and g >= lb)
+    return unl_conf / (unl_conf + lab_conf)
+
+
+def rank_pruning_pi0(observed, rho1: float) -> float:
+    ps1 = sum(1 for o in observed if o) / len(observed)
+    py1 = ps1 / (1 - rho1)
+    return rho1 * py1 / (1 - ps1)
+
+
+def rank_pruning_keep(prob, observed, pi0: float, min_kept: int = 10) -> list[bool]:
+    unl = sorted(((g, i) for i, (g, o) in enumerate(zip(prob, observed)) if not o), reverse=True)
+    k0 = max(min(int(math.floor(len(unl) * pi0)), len(unl) - min_kept), 0)
+    pruned = {i for _, i in unl[:k0]}
+    return [i not in pruned for i in range(len(prob))]
+
+
+def weighted_bce(scores, targets, weights) -> float:
+    total = 0.0
+    for z, t, w in zip(scores, targets, weights):
+        s = 1.0 / (1.0 + math.exp(-z))
+        total += w * bce(s, t)
+    return total / len(scores)

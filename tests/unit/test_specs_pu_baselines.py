@@ -12,9 +12,9 @@ from pubench.train.loop import TrainConfig
 from pubench.utils.config import build_config
 
 WIRED = {
-    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn"},
-    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn"},
-    "table3-pupl": {"nnPU† (MixUp) (1)": "nnpu_mixup"},
+    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn", "RP": "rank_pruning"},
+    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn", "RP": "rank_pruning"},
+    "table3-pupl": {"nnPU† (MixUp) (1)": "nnpu_mixup", "RP (2)": "rank_pruning"},
 }
 
 
@@ -56,7 +56,7 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
     # the reduced tier: the CIFAR-10 cells of the implemented baselines only
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {("PUSB", "CIFAR-10"), ("ImbPU", "CIFAR-10"), ("Dist-PU", "CIFAR-10"), ("PUBN", "CIFAR-10")}
+    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP")}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 10 and reduced["pu_method"]["warmup_epochs"] == 5
@@ -68,3 +68,10 @@ def test_table3_pupl_nnpu_mixup_row():
     p = spec.resolve("paper", "nnPU† (MixUp) (1)", "CIFAR-I")["params"]["pu_method"]
     assert p == {"name": "nnpu_mixup", "loss": "sigmoid", "beta": 0.0, "gamma": 1.0,
                  "mixup": {"mode": "separate_positive_and_unlabeled", "alpha": 1.0}}
+
+
+def test_table3_pupl_rank_pruning_row():
+    spec = get_spec("table3-pupl")
+    assert spec.resolve("paper", "RP (2)", "STL-I")["params"]["pu_method"] == {"name": "rank_pruning", "cv_folds": 3}
+    reduced = spec.resolve("reduced", "RP (2)", "CIFAR-II")["params"]
+    assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 240
