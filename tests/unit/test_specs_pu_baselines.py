@@ -59,8 +59,8 @@ def test_table2_wconpu_baseline_settings():
     assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP")}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
-    assert reduced["train"]["epochs"] == 10 and reduced["pu_method"]["warmup_epochs"] == 5
-    assert reduced["data"]["split"]["n_labeled"] == 80 and reduced["data"]["dataset"] == "cifar10_jpeg"
+    assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
+    assert reduced["data"]["split"]["n_labeled"] == 40 and reduced["data"]["dataset"] == "cifar10_jpeg"
 
 
 def test_table3_pupl_nnpu_mixup_row():
