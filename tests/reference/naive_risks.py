@@ -16,6 +16,8 @@ ImbalancednnPU (Su et al. 2021), re-balanced to the prior pi':
 PUbN without biased negatives (Hsieh et al. 2019), sigma_i = p(y = +1 | x_i) fixed:
     pi E_P[l(g, +1) + 1(sigma > eta) l(g, -1) (1 - sigma) / sigma] + E_U[1(sigma <= eta) l(g, -1) (1 - sigma)]
     eta = the (1 - pi) tau quantile of sigma over U (linear interpolation)
+PUSB (Kato et al. 2019): theta_pi = the value at 0-based position floor(n (1 - pi)) of the
+sorted scores (the last one when that is n).
 Rank Pruning (Northcutt et al. 2017), PU form, from g_i = P(s=1|x_i) and s_i:
     LB = mean of g over s = 1; rho_1 = #{s=0, g >= LB} / #{g >= LB}
     P(y=1) = P(s=1) / (1 - rho_1); pi_0 = rho_1 P(y=1) / P(s=0)
@@ -223,3 +225,9 @@ def weighted_bce(scores, targets, weights) -> float:
         s = 1.0 / (1.0 + math.exp(-z))
         total += w * bce(s, t)
     return total / len(scores)
+
+
+def pusb_threshold(scores, prior: float) -> float:
+    ordered = sorted(scores)
+    k = int(math.floor(len(ordered) * (1 - prior)))
+    return ordered[min(k, len(ordered) - 1)]

@@ -11,6 +11,7 @@ from pubench.pu import PU_METHODS
 from pubench.pu.pusb import selection_bias_threshold
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
+from tests.reference import naive_risks as naive
 from tests.unit.test_vpu import RecordingEncoder, _data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -18,18 +19,12 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 KATO = {"loss": "logistic", "beta": 0.0, "gamma": 1.0}
 
 
-def _naive_threshold(scores: list[float], prior: float) -> float:
-    ordered = sorted(scores)
-    k = int(math.floor(len(ordered) * (1 - prior)))
-    return ordered[min(k, len(ordered) - 1)]
-
-
 @pytest.mark.parametrize("prior", [0.0, 0.1, 0.37, 0.5, 0.9, 1.0])
 @pytest.mark.parametrize("n", [1, 7, 100])
 def test_threshold_matches_naive_and_keeps_a_prior_fraction_above(prior, n):
     s = torch.randn(n, generator=torch.Generator().manual_seed(n))
     theta = selection_bias_threshold(s, prior)
-    assert theta == _naive_threshold(s.tolist(), prior)
+    assert theta == naive.pusb_threshold(s.tolist(), prior)
     above = int((s > theta).sum())
     assert above == max(0, n - 1 - min(n - 1, math.floor(n * (1 - prior))))   # about pi n, never all
     if prior == 0.0:
