@@ -60,6 +60,8 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
+    assert reduced["train"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
+    assert reduced["pu_method"]["mixup_optimizer"] == {"lr": 1.0e-4}
     assert reduced["data"]["split"]["n_labeled"] == 40 and reduced["data"]["dataset"] == "cifar10_jpeg"
 
 
