@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
-from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_and_evaluate
+from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_network
 from pubench.pu.risks import SURROGATES
-from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds
@@ -69,19 +69,35 @@ class RiskMethod(PUMethod):
         cls.check(cfg, "pu_method")
         cls.needs_binary_pu(data, cfg.name)
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
-        settings = RiskSettings(cls.risk, prior if cls.risk != "pn" else None, cfg.loss, cfg.beta, cfg.gamma)
+        settings = cls.risk_settings(cfg, prior if cls.risk != "pn" else None)
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
-        metrics, hist = train_and_evaluate(model, train.optimizer, train.schedule, train.augment, targets, settings,
-                                           train.epochs, train.batch_size, data, order_seed, aug_seed, device,
-                                           f"{cfg.name}")
+        mix = cls.input_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
+        hist = train_network(model, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
+                             train.batch_size, data, order_seed, aug_seed, device, f"{cfg.name}", mix=mix)
+        metrics, extra = cls.evaluate(cfg, model, data, settings.prior, device)
         info = {"risk": cls.risk, "surrogate_loss": settings.surrogate(), "prior_used": settings.prior,
                 "prior_source": source if cls.risk != "pn" else "not used",
                 "final_train_risk": hist[-1] if hist else None}
         if cls.risk == "nnpu":
             info.update(beta=cfg.beta, gamma=cfg.gamma)
-        return metrics, info
+        return metrics, info | extra
+
+    @classmethod
+    def risk_settings(cls, cfg, prior: float | None) -> RiskSettings:
+        return RiskSettings(cls.risk, prior, cfg.loss, cfg.beta, cfg.gamma)
+
+    @classmethod
+    def input_mix(cls, cfg, targets, seed: int, device):
+        """``mix(x, rows)`` applied to each training batch (None: the inputs as they are)."""
+        return None
+
+    @classmethod
+    def evaluate(cls, cfg, model: nn.Module, data: DownstreamData, prior: float | None, device
+                 ) -> tuple[dict[str, float], dict]:
+        """(test metrics, extra info) of the trained network: positive iff its score > 0."""
+        return evaluate_network(model, data, device), {}
 
 
 @PU_METHODS.register("pn_naive")

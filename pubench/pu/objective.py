@@ -73,6 +73,7 @@ class RiskSettings:
     loss: str | None = None      # surrogate: default logistic (= cross-entropy) for pn and pvu, sigmoid for upu/nnpu
     beta: float = 0.0
     gamma: float = 1.0
+    target_prior: float | None = None   # nnpu only: ImbPU's re-balanced prior (None: plain nnPU)
 
     def surrogate(self) -> str:
         # pvu with the symmetric sigmoid loss is uPU + pi (pubench.pu.risks): cross-entropy keeps it distinct
@@ -106,6 +107,10 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
     if s.prior is None:
         raise ConfigError(f"risk {t.risk} needs a class prior")
     scores = out.reshape(-1)
+    if t.risk == "nnpu" and s.target_prior is not None:
+        obj, value, _ = R.imbalanced_nnpu_objective(scores, lab, s.prior, s.target_prior, s.surrogate(), s.beta,
+                                                    s.gamma)
+        return obj, value
     if t.risk == "nnpu":
         obj, value, _ = R.nnpu_objective(scores, lab, s.prior, s.surrogate(), s.beta, s.gamma)
         return obj, value
@@ -142,21 +147,37 @@ def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], 
                torch_generator(order_seed), desc, state)
 
 
-def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
-                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                       order_seed: int, aug_seed: int, device, desc: str) -> tuple[dict[str, float], list[float]]:
-    """Train a whole network (images -> score) with a risk, then evaluate it on the test split.
-    Shared by ``finetune`` and the end-to-end risk-based PU methods."""
+def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
+                  settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
+                  order_seed: int, aug_seed: int, device, desc: str,
+                  mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+                  state: dict | None = None) -> list[float]:
+    """Train a whole network (images -> score) with a risk; returns the mean risk per epoch.
+    ``mix(x, rows)``, when given, transforms each training batch of (augmented, normalized)
+    inputs before the forward pass (nnPU with MixUp); ``state``: the other stateful parts
+    the steps use (e.g. ``mix``'s generator), for checkpoints."""
     aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
     aug_gen = torch_generator(aug_seed)
 
     def forward(rows):
         xb = data.x_train[rows].to(device)
-        return model(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
+        x = aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
+        return model(x if mix is None else mix(x, rows))
 
     opt = build_optimizer(optimizer, model)
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
-    hist = fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc,
-               state={"augment": aug_gen})
+    return fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc,
+               state={"augment": aug_gen, **(state or {})})
+
+
+def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
+                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
+                       order_seed: int, aug_seed: int, device, desc: str,
+                       mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+                       ) -> tuple[dict[str, float], list[float]]:
+    """:func:`train_network`, then the test metrics of the network (score > 0: positive).
+    Shared by ``finetune`` and the end-to-end risk-based PU methods."""
+    hist = train_network(model, optimizer, schedule, augment, targets, settings, epochs, batch_size, data,
+                         order_seed, aug_seed, device, desc, mix)
     return evaluate_network(model, data, device), hist

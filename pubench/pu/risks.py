@@ -183,6 +183,79 @@ def nnpu_objective(scores, labeled, prior: float, loss="sigmoid", beta: float = 
     return t["positive"] + t["negative"].clamp(min=0), risk, False
 
 
+def imbalanced_nnpu_objective(scores, labeled, prior: float, target_prior: float, loss="sigmoid", beta: float = 0.0,
+                              gamma: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """One ImbalancednnPU training step (Su, Chen & Xu 2021, "Positive-Unlabeled Learning
+    from Imbalanced Data", IJCAI; its oversampled nnPU risk, as the released code
+    guangxinsuuu/Positive-and-Unlabeled-Learning-from-Imbalanced-Data computes it in
+    ``pu_risk_estimators_sigmoid`` with ``prior_prime = 0.5``):
+
+        pi' R_P^+ + max(0, (1 - pi') / (1 - pi) (R_U^- - pi R_P^-))
+
+    the nnPU risk of the problem re-balanced to the prior ``target_prior`` ``pi'`` (0.5:
+    balanced). The non-negative correction is applied to the re-weighted negative part
+    ``r`` as nnPU's (Algorithm 1): when ``r < -beta`` the step is ``-gamma * grad r``.
+    Returns ``(objective, risk, defeated)`` like :func:`nnpu_objective`, which it equals
+    when ``target_prior == prior``.
+    """
+    if beta < 0 or gamma < 0:
+        raise ValueError(f"beta and gamma must be >= 0, got beta={beta}, gamma={gamma}")
+    target_prior = _check_prior(target_prior)
+    prior = _check_prior(prior)
+    if prior >= 1.0:
+        raise ValueError("imbalanced_nnpu_objective needs prior < 1")
+    scores, labeled = _check(scores, labeled, "labeled")
+    ell = surrogate(loss)
+    positive = target_prior * _mean(ell(scores, +1), labeled)
+    negative = (1.0 - target_prior) / (1.0 - prior) * (_mean(ell(scores, -1), ~labeled)
+                                                       - prior * _mean(ell(scores, -1), labeled))
+    risk = (positive + negative.clamp(min=0)).detach()
+    if bool(negative.detach() < -beta):
+        return -gamma * negative, risk, True
+    return positive + negative.clamp(min=0), risk, False
+
+
+def pubn_threshold(sigma_unlabeled: torch.Tensor, prior: float, tau: float) -> float:
+    """PUbN's ``eta`` (Hsieh et al. 2019, Sec. 4): the ``(1 - pi) tau`` quantile of the
+    estimated ``sigma(x) = p(y = +1 | x)`` over the unlabeled sample, so that a fraction
+    ``tau`` of U's expected negatives count as negatives (``sigma <= eta``). Linear
+    interpolation between order statistics (the released code: numpy's percentile at the
+    integer percent ``int(100 (1 - pi) tau)``)."""
+    sigma_unlabeled = sigma_unlabeled.reshape(-1)
+    if sigma_unlabeled.numel() == 0:
+        raise ValueError("pubn_threshold needs a non-empty unlabeled sample")
+    prior = _check_prior(prior)
+    if not 0.0 <= tau <= 1.0:
+        raise ValueError(f"tau must be in [0, 1], got {tau}")
+    return float(torch.quantile(sigma_unlabeled.double(), (1.0 - prior) * tau))
+
+
+def pubn_risk(scores, labeled, sigma: torch.Tensor, prior: float, eta: float, loss="logistic") -> torch.Tensor:
+    """PUbN's risk without biased negatives (Hsieh, Niu & Sugiyama 2019, "Classification from
+    Positive, Unlabeled and Biased Negative Data", ICML; its PUbN\\N, rho = 0):
+
+        pi E_P[l(g, +1)] + pi E_P[1(sigma > eta) l(g, -1) (1 - sigma) / sigma]
+                         + E_U[1(sigma <= eta) l(g, -1) (1 - sigma)]
+
+    with ``sigma`` the per-example estimate of ``p(y = +1 | x)`` (fixed, from a first nnPU
+    model) and ``eta`` :func:`pubn_threshold`: the negative risk is taken on the unlabeled
+    examples that are confidently negative and completed through the positives for the
+    rest. Empty sets contribute 0."""
+    scores, labeled = _check(scores, labeled, "labeled")
+    sigma = torch.as_tensor(sigma, dtype=scores.dtype, device=scores.device).reshape(-1)
+    if sigma.shape != scores.shape:
+        raise ValueError(f"sigma must have shape {tuple(scores.shape)}, got {tuple(sigma.shape)}")
+    if bool(((sigma < 0) | (sigma > 1)).any()):
+        raise ValueError("sigma must be probabilities in [0, 1]")
+    prior = _check_prior(prior)
+    ell = surrogate(loss)
+    high = sigma > eta
+    ratio = torch.where(high, (1.0 - sigma) / sigma.clamp(min=torch.finfo(sigma.dtype).tiny), torch.zeros_like(sigma))
+    positive = prior * _mean(ell(scores, +1) + ell(scores, -1) * ratio, labeled)
+    unlabeled = _mean(torch.where(high, torch.zeros_like(sigma), ell(scores, -1) * (1.0 - sigma)), ~labeled)
+    return positive + unlabeled
+
+
 def vpu_variational_loss(log_phi_x: torch.Tensor, log_phi_p: torch.Tensor) -> torch.Tensor:
     """vPU's variational loss ``log mean_x Phi(x) - mean_P log Phi(x)`` (Chen et al. 2020a,
     L_var), from ``log Phi`` of a sample ``x`` of the data distribution and of labeled
@@ -214,6 +287,51 @@ def vpu_mixup_regularizer(log_phi_mixed: torch.Tensor, phi_target: torch.Tensor)
     if log_phi_mixed.shape != phi_target.shape:
         raise ValueError(f"shapes differ: {tuple(log_phi_mixed.shape)} vs {tuple(phi_target.shape)}")
     return ((phi_target.log() - log_phi_mixed) ** 2).mean()
+
+
+def label_distribution_loss(prob: torch.Tensor, labeled, prior: float) -> torch.Tensor:
+    """Dist-PU's label-distribution loss (Zhao et al. 2022; 004 eq. 27, L_dis):
+
+        2 pi |mean_P s(x) - 1| + |mean_U s(x) - pi|
+
+    from the predicted positive-class probabilities ``prob`` (``s = sigmoid(g)``) and the
+    ``labeled`` mask. The first term is ``2 pi R_P`` of 004 eq. 26 with the 0-1 prediction
+    relaxed to ``s``; the second aligns the mean prediction on U with the prior. A term
+    whose set is empty in the batch is 0 (as the released code). The released code
+    (Ray-rui/Dist-PU..., LabelDistributionLoss with one histogram bin) computes this loss
+    divided by ``2 pi``: see :class:`pubench.pu.dist_pu.DistPU`."""
+    prob, labeled = _check(prob, labeled, "labeled")
+    prior = _check_prior(prior)
+    if bool(((prob < 0) | (prob > 1)).any()):
+        raise ValueError("label_distribution_loss needs probabilities in [0, 1]")
+    positive = (_mean(prob, labeled) - 1.0).abs() if bool(labeled.any()) else prob.new_zeros(())
+    unlabeled = (_mean(prob, ~labeled) - prior).abs() if bool((~labeled).any()) else prob.new_zeros(())
+    return 2.0 * prior * positive + unlabeled
+
+
+def binary_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Mean binary entropy ``-(s log s + (1 - s) log(1 - s))`` of ``s = sigmoid(logits)``
+    (Dist-PU's entropy minimization, Zhao et al. 2022), computed from the logits
+    (``log s = -softplus(-z)``, ``log(1 - s) = -softplus(z)``); 0 for an empty input."""
+    z = logits.reshape(-1)
+    if z.numel() == 0:
+        return z.new_zeros(())
+    s = torch.sigmoid(z)
+    return (s * F.softplus(-z) + (1.0 - s) * F.softplus(z)).mean()
+
+
+def mixup_bce(logits: torch.Tensor, target_a: torch.Tensor, target_b: torch.Tensor, lam: float) -> torch.Tensor:
+    """MixUp's binary cross-entropy (Zhang et al. 2018; Dist-PU's MixUp stage):
+    ``lam BCE(s, t_a) + (1 - lam) BCE(s, t_b)`` with ``s = sigmoid(logits)`` of the mixed
+    inputs and soft targets ``t_a``, ``t_b`` in [0, 1] (the targets of the two mixed inputs)."""
+    z = logits.reshape(-1)
+    target_a, target_b = target_a.reshape(-1).to(z.dtype), target_b.reshape(-1).to(z.dtype)
+    if target_a.shape != z.shape or target_b.shape != z.shape:
+        raise ValueError(f"mixup_bce: logits {tuple(z.shape)}, targets {tuple(target_a.shape)}, {tuple(target_b.shape)}")
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam must be in [0, 1], got {lam}")
+    bce = F.binary_cross_entropy_with_logits
+    return lam * bce(z, target_a) + (1.0 - lam) * bce(z, target_b)
 
 
 RISKS = {"pn": pn_risk, "upu": upu_risk, "nnpu": nnpu_risk, "pvu": pvu_risk}
