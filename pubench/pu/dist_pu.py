@@ -182,19 +182,22 @@ class DistPU(PUMethod):
             return lambda epoch: hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
 
         opt1 = build_optimizer(train.optimizer, model)
+        state = {"order": gen, "augment": aug_gen, "mixup": mix_rng, "history": hist}
         stage1 = Trainer([model], opt1, stage_scheduler(train.schedule, opt1, steps, cfg.warmup_epochs, 0.0),
-                         "dist_pu warm-up")
+                         "dist_pu warm-up", state=state)
         stage1.run(cfg.warmup_epochs, epoch_batches, warmup_step, start_epoch=start_epoch(stage1), end_epoch=end_epoch)
 
         # ---- stage 2: MixUp on self-updated pseudo-labels
         mix_epochs = train.epochs - cfg.warmup_epochs
         model.eval()
-        pseudo = torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(device), data.mean, data.std)),
-                                       n).reshape(-1))
+        # read through a dict: the checkpoint restores the pseudo-labels updated so far in place
+        soft = {"pseudo": torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(device), data.mean,
+                                                                             data.std)), n).reshape(-1))}
 
         def mixup_step(rows, epoch):
             lab = labeled_all[rows].to(device)
             x = inputs(rows)
+            pseudo = soft["pseudo"]
             targets = torch.where(lab, torch.ones_like(lab, dtype=pseudo.dtype), pseudo[rows].to(device))
             lam = float(mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
             perm = torch.randperm(len(rows), generator=gen).to(device)
@@ -209,7 +212,7 @@ class DistPU(PUMethod):
 
         opt2 = build_optimizer(dict(train.optimizer, **cfg.mixup_optimizer), model)
         stage2 = Trainer([model], opt2, stage_scheduler(train.schedule, opt2, steps, mix_epochs, cfg.mixup_lr_floor),
-                         "dist_pu mixup")
+                         "dist_pu mixup", state={**state, "pseudo_labels": soft})
         stage2.run(mix_epochs, epoch_batches, mixup_step, start_epoch=start_epoch(stage2), end_epoch=end_epoch)
 
         metrics = evaluate_network(model, data, device)

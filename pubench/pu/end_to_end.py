@@ -75,7 +75,8 @@ class RiskMethod(PUMethod):
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         mix = cls.input_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
         hist = train_network(model, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
-                             train.batch_size, data, order_seed, aug_seed, device, f"{cfg.name}", mix=mix)
+                             train.batch_size, data, order_seed, aug_seed, device, f"{cfg.name}", mix=mix,
+                             state=getattr(mix, "checkpoint_state", None))
         metrics, extra = cls.evaluate(cfg, model, data, settings.prior, device)
         info = {"risk": cls.risk, "surrogate_loss": settings.surrogate(), "prior_used": settings.prior,
                 "prior_source": source if cls.risk != "pn" else "not used",
@@ -90,7 +91,8 @@ class RiskMethod(PUMethod):
 
     @classmethod
     def input_mix(cls, cfg, targets, seed: int, device):
-        """``mix(x, rows)`` applied to each training batch (None: the inputs as they are)."""
+        """``mix(x, rows)`` applied to each training batch (None: the inputs as they are); its
+        random generators, if any, in its ``checkpoint_state`` attribute (name -> generator)."""
         return None
 
     @classmethod

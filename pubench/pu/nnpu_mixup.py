@@ -81,6 +81,7 @@ class NNPUMixup(RiskMethod):
         def mix(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
             lam = float(rng.beta(cfg.mixup.alpha, cfg.mixup.alpha))
             return separate_mixup(x, targets.labeled[rows], lam, gen)[0]
+        mix.checkpoint_state = {"mixup_lambda": rng, "mixup_pairs": gen}
         return mix
 
     @classmethod
