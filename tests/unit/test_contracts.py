@@ -55,7 +55,8 @@ def pu_data(n: int = 80, seed: int = 0) -> DownstreamData:
     observed = ((y == 1) & (torch.arange(n) % 3 == 0)).long()
     prior = float((y[observed == 0] == 1).float().mean())
     return DownstreamData(x_train=x, observed=observed, y_true=y, split_kind="pu", n_classes=2, prior=prior,
-                          x_test=xt, y_test=yt, mean=[0.3], std=[0.3], pu_scheme="single_training_set")
+                          x_test=xt, y_test=yt, mean=[0.3], std=[0.3], pu_scheme="single_training_set",
+                          validation={"fraction": 0.25, "labels": "clean"})
 
 
 class TinyEncoder(nn.Module):
@@ -231,9 +232,18 @@ def test_pu_method(name):
     with pytest.raises(ConfigError, match="no_such_key"):
         unit.config({**block, **UNKNOWN}, "pu_method")
     data = pu_data()
-    m1, i1 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7)
-    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7)
+
+    def extra():
+        from pubench.models.heads import projection_head
+
+        torch.manual_seed(3)
+        return {"projector": projection_head(8, 8, 4)} if unit.uses_projector else {}
+
+    m1, i1 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
     finite_metrics(m1)
+    for key in unit.wall_clock_metrics:
+        assert m1.pop(key) > 0 and m2.pop(key) > 0
     assert m1 == m2
     assert set(unit.info_keys) <= set(i1), set(unit.info_keys) - set(i1)
     if unit.classifier_config is None:
