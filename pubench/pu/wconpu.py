@@ -1,8 +1,8 @@
 """WConPU (paper 004, Yuan et al.), PU_METHODS ``wconpu``: a PU classifier trained jointly
 with a MoCo-style contrastive module (Sec. 4, Algorithm 1). 004 publishes no code: this is
 reimplemented from the paper; every equation is a function of
-:mod:`pubench.pu.wconpu_terms`, every choice the paper leaves open is in the specs'
-``decisions`` and docs/pu.md.
+:mod:`pubench.pu.wconpu_terms`, every choice the paper leaves open is in the specs
+``decisions`` and docs/tasks.md (WConPU).
 
 Networks: the backbone (the task's) is shared by the query encoder ``g_q = normalize(
 projector(backbone(.)))`` and the classifier ``f = linear(backbone(.))`` (2 logits); the key

@@ -55,7 +55,7 @@ def positive_peer_mask(labeled: torch.Tensor, pred: torch.Tensor, pool_pred: tor
     * labeled anchor: ``{k' : y' = 1, max z' >= tau_t(1)} ∪ X'_L``;
     * unlabeled anchor: ``{k' : y' = y_i, max z' >= tau_t(y')}``;
     * plus the anchor's own key view k_i (pool column b + i): the same example (our
-      reading, see docs/pu.md), so no peer set is empty;
+      reading, see docs/tasks.md), so no peer set is empty;
     * never the anchor's own query q_i (A(x_i) = A \\ {q_i}).
     """
     b = labeled.shape[0]
