@@ -274,7 +274,7 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
         info["resized"] = resized
     if cfg.validation is not None:
         info["validation"] = {"config": cfg.validation, "used": False,
-                              "note": "no method run here selects a model on a validation set"}
+                              "note": "this run's method selects nothing on it"}
     return Prepared(data=data, split=split, pretrain_x=pre_x, pretrain_observed=pre_obs, info=info)
 
 
