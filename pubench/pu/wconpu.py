@@ -202,10 +202,7 @@ class WConPU(PUMethod):
             frac = (data.validation or {}).get("fraction")
             if frac is None:
                 raise ConfigError("wconpu tuning.select_on: validation needs params.data.validation.fraction")
-            from pubench.data.splits import holdout_indices
-
-            _, held = holdout_indices(data.y_true, float(frac), np.random.default_rng(holdout_seed))
-            val_rows = torch.from_numpy(held)
+            val_rows = clean_validation_rows(data.y_true, float(frac), np.random.default_rng(holdout_seed))
         runs = []
         for point in points:
             backbone.load_state_dict(initial["backbone"])
@@ -240,6 +237,23 @@ class WConPU(PUMethod):
             "minutes_per_epoch": hist["minutes_per_epoch"],
         }
         return chosen["metrics"], info
+
+
+def clean_validation_rows(y_true: torch.Tensor, fraction: float, rng: np.random.Generator) -> torch.Tensor:
+    """Sorted training rows of the clean validation set (004 Sec. 6.1: '10% of the training
+    examples'): ``round(fraction * n)`` rows (at least 1), stratified by the true label with
+    the per-class counts split by largest remainder, drawn with ``rng``."""
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"params.data.validation.fraction must be in (0, 1), got {fraction}")
+    y = y_true.numpy()
+    total = max(1, int(np.floor(fraction * len(y) + 0.5)))
+    classes = np.unique(y)
+    quota = np.array([fraction * (y == c).sum() for c in classes])
+    counts = np.floor(quota).astype(int)
+    for i in np.argsort(-(quota - counts), kind="stable")[:total - counts.sum()]:
+        counts[i] += 1
+    rows = [rng.choice(np.nonzero(y == c)[0], k, replace=False) for c, k in zip(classes, counts)]
+    return torch.from_numpy(np.sort(np.concatenate(rows))).long()
 
 
 def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, device) -> torch.Tensor:

@@ -380,3 +380,17 @@ def test_validation_selection_needs_the_validation_rows():
     d.validation = None
     with pytest.raises(ConfigError, match="validation"):
         run(BLOCK, d)
+
+
+def test_clean_validation_rows_are_a_stratified_tenth():
+    import numpy as np
+
+    from pubench.pu.wconpu import clean_validation_rows
+
+    y = torch.tensor([1] * 37 + [0] * 63)
+    rows = clean_validation_rows(y, 0.1, np.random.default_rng(0))
+    assert len(rows) == 10 and int(y[rows].sum()) == 4 and len(set(rows.tolist())) == 10
+    assert torch.equal(rows, clean_validation_rows(y, 0.1, np.random.default_rng(0)))
+    assert not torch.equal(rows, clean_validation_rows(y, 0.1, np.random.default_rng(1)))
+    with pytest.raises(ConfigError, match="fraction"):
+        clean_validation_rows(y, 1.0, np.random.default_rng(0))
