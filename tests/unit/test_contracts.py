@@ -288,6 +288,28 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
     assert "nnpu_with_head" not in PU_METHODS
 
 
+def test_wconpu_through_pu_benchmark(generated_data):
+    """The task hands WConPU its projector (model.projector), its classifier block and the
+    clean validation rows (data.validation), and records that the validation set was used."""
+    task = TASKS.get("pu_benchmark")
+    unit = PU_METHODS.get("wconpu")
+    params = copy.deepcopy(task.test_params)
+    params["data"]["validation"] = {"fraction": 0.2, "labels": "clean", "use": "trade_off_selection"}
+    params["pu_method"] = {"name": "wconpu", **copy.deepcopy(unit.test_config)}
+    params["pu_method"]["augment"] = {"query": {"name": "mnist_crop"}, "key": {"name": "randaugment", "num_ops": 1}}
+    with pytest.raises(ConfigError, match="classifier"):
+        task.validate(copy.deepcopy(params))
+    params["model"]["classifier"] = {"name": "linear", "shared_encoder": True}
+    with pytest.raises(ConfigError, match="projector"):
+        task.validate(copy.deepcopy(params))
+    params["model"]["projector"] = {"hidden": 8, "out": 4}
+    out = task.run(copy.deepcopy(params), dict(SEEDS))
+    pm = out["info"]["pu_method"]
+    assert pm["name"] == "wconpu" and pm["validation_used"] and pm["n_validation"] == 24
+    assert out["info"]["validation"]["used"] is True
+    assert {"acc", "auc", "ap", "f1", "precision", "recall", "time"} <= set(out["metrics"])
+
+
 # ------------------------------------------------------------------ downstream classifiers
 @pytest.mark.parametrize("name", DOWNSTREAM.names())
 def test_downstream(name):
