@@ -82,6 +82,8 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
     if method_info.get("validation_used") and "validation" in info:
         info["validation"] = dict(info["validation"], used=True,
                                   note="the method selected its trade-off parameters on these rows' true labels")
+    if unit.wall_clock_metrics:
+        info["wall_clock_metrics"] = list(unit.wall_clock_metrics)
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
                 seconds={"train": round(t1 - t0, 2)}, **run_info_common())
     return {"metrics": metrics, "info": info}

@@ -308,6 +308,7 @@ def test_wconpu_through_pu_benchmark(generated_data):
     assert pm["name"] == "wconpu" and pm["validation_used"] and pm["n_validation"] == 24
     assert out["info"]["validation"]["used"] is True
     assert {"acc", "auc", "ap", "f1", "precision", "recall", "time"} <= set(out["metrics"])
+    assert out["info"]["wall_clock_metrics"] == ["time"]
 
 
 # ------------------------------------------------------------------ downstream classifiers
