@@ -81,7 +81,7 @@ def nearest_prototype(emb: torch.Tensor, prototypes: torch.Tensor) -> torch.Tens
 
 
 def hard_negative_mask(dis: torch.Tensor, query_label: torch.Tensor, key_label: torch.Tensor,
-                       quantile: float = 0.25) -> torch.Tensor:
+                       quantile: float) -> torch.Tensor:
     """Eq. 14: ``B_i^neg = {k_j in Q : y~_i != y~_j, DisSim(q_i, k_j) <= Q_1/4(x_i)}``.
 
     ``dis`` (b, m): DisSim of each query to each queue key; ``query_label`` (b,) /

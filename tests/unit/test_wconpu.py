@@ -142,7 +142,7 @@ def test_hard_negatives_on_hand_built_embeddings():
     # quantile 1: every key of the other prototype
     assert torch.nonzero(W.hard_negative_mask(d, q_lab, k_lab, 1.0)[0]).flatten().tolist() == [2, 3, 4, 5, 6, 8]
     # an empty queue: no hard negatives
-    assert W.hard_negative_mask(d[:, :0], q_lab, k_lab[:0]).shape == (1, 0)
+    assert W.hard_negative_mask(d[:, :0], q_lab, k_lab[:0], 0.25).shape == (1, 0)
 
 
 @pytest.mark.parametrize("seed", range(3))
