@@ -11,6 +11,9 @@ compared with the stored value:
 * ``not here``: this machine cannot run the record's numerics (a CUDA record on a CPU
   machine): listed, neither passing nor failing.
 
+Metrics that measure wall-clock time (named by the record's ``info.wall_clock_metrics``,
+e.g. WConPU's ``time``) are left out of the comparison: they never repeat to the bit.
+
 A verification passes when no rerun is outside or failed, every record made under the
 canonical numerics reproduced identically, and the store holds no stale (config or
 spec version changed) or corrupt record of the table.
@@ -110,11 +113,13 @@ def _runnable_here(job: Job) -> str | None:
 
 
 def compare_metrics(stored: dict[str, float], rerun: dict[str, float] | None, tol: dict[str, float],
-                    canonical: bool, name: str, job_id: str) -> Check:
+                    canonical: bool, name: str, job_id: str, wall_clock: tuple[str, ...] = ()) -> Check:
     if rerun is None:
         return Check(name, job_id, canonical, FAILED, note="the rerun wrote no record")
     diffs, verdict = {}, IDENTICAL
     for m, v in stored.items():
+        if m in wall_clock:
+            continue
         new = rerun.get(m)
         diffs[m] = (v, new, tol.get(m, 0.0))
         if new is None or not math.isfinite(new):
@@ -165,7 +170,8 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
             rec = by_id[job.id]
             tol = {m: sigmas * _spread(records, job.id, job.row, job.col, m) for m in rec["metrics"]}
             check = compare_metrics(rec["metrics"], rerun.get(job.id), tol, Numerics.from_dict(job.numerics).canonical,
-                                    job.name, job.id)
+                                    job.name, job.id,
+                                    tuple(rec.get("info", {}).get("wall_clock_metrics", ())))
             if check.verdict == FAILED and job.id in failures:
                 check.note = failures[job.id]
             checks.append(check)

@@ -12,6 +12,9 @@ found automatically) that subclasses :class:`PUMethod`:
   brings its own classifier head (e.g. WConPU's head on the shared encoder); ``None``
   (the default): the method trains the standard linear head and a
   ``model.classifier`` block is refused;
+* ``uses_projector``: true when the method also trains a projection head (e.g. WConPU's
+  query encoder): the task builds it from ``params.model.projector`` and passes it to
+  ``run`` as ``projector=``;
 * ``run(cfg, backbone, train, data, seed, device, classifier) -> (metrics, info)``: train
   on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split) from
   the task's freshly built ``backbone`` (``out_dim`` features) and evaluate on the test
@@ -34,6 +37,12 @@ from pubench.utils.registry import Registry, Unit, subclass_check
 
 class PUMethod(Unit):
     classifier_config: ClassVar[type | None] = None
+    #: true: the method trains a projection head too, built by the task from
+    #: ``params.model.projector`` and passed to ``run`` as ``projector=``
+    uses_projector: ClassVar[bool] = False
+    #: metrics that measure wall-clock time (e.g. WConPU's ``time``, minutes per epoch):
+    #: the only ones that differ between two runs of the same seed
+    wall_clock_metrics: ClassVar[tuple[str, ...]] = ()
     #: what every result's ``info.pu_method`` holds (a method may add more)
     info_keys: ClassVar[tuple[str, ...]] = ("risk", "prior_used", "prior_source")
 

@@ -43,6 +43,14 @@ class ReportedCellModel(_Model):
     mark: str | None = Field(None, description="a mark printed next to the number, e.g. a dagger")
 
 
+class SignificanceModel(_Model):
+    mark: str = Field(description="the mark the paper prints after a cell, e.g. ✓")
+    better: str = Field(description="the row whose superiority the mark asserts (the paper's method)")
+    test: Literal["paired_t"] = Field(description="paired t-test over the seeds (trials) of the two cells")
+    level: float = Field(description="confidence level, e.g. 0.95", gt=0.5, lt=1.0)
+    text: str = Field(description="what the paper says the mark means (quoted)")
+
+
 class ReportedModel(_Model):
     missing_at_parent: ClassVar[dict[str, str]] = dict.fromkeys(
         ("seeds", "pm"), "must state 'seeds' (the paper's seed count) and 'pm' (what ± means), null if the paper "
@@ -55,6 +63,9 @@ class ReportedModel(_Model):
     unreported: str | None = Field(
         None, description="the note of every cell not listed in `cells`: those cells are reported as null with it "
                           "(e.g. 'lost in the text conversion of the paper')")
+    significance: SignificanceModel | None = Field(
+        None, description="the paper's significance marks: a cell carries `mark` when row `better` is significantly "
+                          "better than it in the same column and metric; the report marks reproduced cells the same way")
 
 
 class ClaimModel(_Model):

@@ -112,6 +112,11 @@ class Spec:
     derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
 
     @property
+    def significance(self) -> dict[str, Any] | None:
+        """``reported.significance`` (the meaning of the paper's significance marks), or None."""
+        return (self.raw.get("reported") or {}).get("significance")
+
+    @property
     def methods_in(self) -> str:
         """Which axis holds the compared methods (``rows`` unless the spec says ``cols``)."""
         return self.raw.get("methods_in", "rows")

@@ -18,7 +18,7 @@ from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import DASH, blocks, fmt_ours, fmt_reported, reported_table
 from pubench.report.stats import (ALPHA, FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, SAME, TIE, delta_test, fmt_p,
-                                  pair_text)
+                                  pair_text, significance_mark)
 
 CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --link: #0969da; }
@@ -115,6 +115,8 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     cls, tip = delta_class(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
+    mark = significance_mark(res, row, col, metric)
+    ours += f" {mark}" if mark else ""
     parts = [f'<span class="ours">{e(ours)}</span>']
     if r is not None:
         paper = fmt_reported(r, f, bold=("<b>", "</b>")) if r.mean is not None else DASH

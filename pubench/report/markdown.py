@@ -9,13 +9,15 @@ from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import DASH, blocks, fmt, fmt_ours, fmt_reported, reported_table
-from pubench.report.stats import pair_text
+from pubench.report.stats import pair_text, significance_mark
 
 
 def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
+    mark = significance_mark(res, row, col, metric)
+    ours += f" {mark}" if mark else ""
     if r is None:  # the paper registers no number for this cell at all
         return ours
     paper = fmt_reported(r, f)
@@ -50,6 +52,11 @@ def render_markdown(res: TableResult) -> str:
         "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds "
         "(none for a single seed); Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
     ]
+    sig = spec.significance
+    if sig:
+        lines += ["", f"{sig['mark']}: {sig['text']} Ours: the mark when {sig['better']} beats the cell by a one-sided "
+                  f"paired t-test over the seeds (paired by seed index, same data split) at {sig['level']:.0%} "
+                  "confidence; the paper's marks follow its numbers."]
     for b in blocks(spec):
         m = spec.metrics[b.metric]
         title = b.title or m.label

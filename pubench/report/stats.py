@@ -170,3 +170,22 @@ def delta_test(ours: CellStats, reported_mean: float, *, higher_is_better: bool,
         return DeltaTest(direction, 0.0)
     with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         return DeltaTest(direction, float(ttest_1samp(values, reported_mean).pvalue))
+
+
+def significance_mark(res, row: str, col: str, metric: str) -> str:
+    """Our version of the paper's significance mark (``reported.significance``) for one cell:
+    the mark when the spec's ``better`` row beats ``row`` in this column and metric by a
+    one-sided paired t-test at the spec's level (:func:`compare_cells`; seeds paired by
+    index on the same data split, as the paper pairs its trials), else ``""``. No mark on
+    the ``better`` row itself, when either cell lacks results, or when the two cells did not
+    run on the same splits (no pairing: the paper's test cannot be reproduced)."""
+    sig = res.spec.significance
+    if not sig or row == sig["better"]:
+        return ""
+    ref, other = res.get(sig["better"], col, metric), res.get(row, col, metric)
+    if ref is None or other is None:
+        return ""
+    m = res.spec.metrics[metric]
+    t = compare_cells(ref, other, higher_is_better=m.higher_is_better, fmt=m.fmt, labels=(sig["better"], row, col))
+    p_max = 1.0 - float(sig["level"])
+    return sig["mark"] if t.paired and t.p is not None and t.diff > 0 and t.p < p_max else ""

@@ -34,7 +34,7 @@ class DataConfig:
     test_split: str = "test"
     pretrain_split: str | None = None   # e.g. "train+unlabeled": images for pre-training only (split kind none)
     n_test: int | None = None           # expected test-set size (checked when the test set is not subsampled)
-    validation: dict | None = None      # recorded; no method implemented here selects models on it
+    validation: dict | None = None      # recorded; given to the method (WConPU selects its trade-offs on it)
     test_sampling: str | None = None    # "balanced": subsample the larger class of the (binary) test set
 
 
@@ -246,7 +246,8 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
     mean, std = channel_stats(x_train)
     data = DownstreamData(x_train=x_train, observed=split.observed, y_true=split.y_true, split_kind=kind,
                           n_classes=n_classes, prior=split.prior, x_test=x_test, y_test=y_test, mean=mean, std=std,
-                          pu_scheme=split.definition["split"].get("scheme") if kind == "pu" else None)
+                          pu_scheme=split.definition["split"].get("scheme") if kind == "pu" else None,
+                          validation=cfg.validation)
     sources = {"train": train.source, "test": test.source + (f"; {test_note}" if test_note else "")}
     pre_x, pre_obs = x_train, (split.observed if kind != "none" else None)
     if cfg.pretrain_split is not None:
@@ -273,7 +274,7 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
         info["resized"] = resized
     if cfg.validation is not None:
         info["validation"] = {"config": cfg.validation, "used": False,
-                              "note": "no method run here selects a model on a validation set"}
+                              "note": "this run's method selects nothing on it"}
     return Prepared(data=data, split=split, pretrain_x=pre_x, pretrain_observed=pre_obs, info=info)
 
 

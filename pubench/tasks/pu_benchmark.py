@@ -23,6 +23,7 @@ import torch
 from pubench.pu import PU_METHODS
 from pubench.tasks._image_common import (
     build_encoder,
+    build_projector,
     check_top,
     data_config,
     device,
@@ -52,6 +53,8 @@ def validate_end_to_end(params: dict[str, Any]):
     check_loop_config(train, "params.train")
     unit.check_train(cfg, train, "params")
     classifier = unit.classifier(model.classifier, "params.model.classifier")
+    if unit.uses_projector and model.projector is None:
+        raise ConfigError(f"params.model.projector is needed by pu_method {pm['name']}")
     if data.split.get("kind") != "pu":
         raise ConfigError("params.data.split.kind must be pu for an end-to-end PU method")
     return data, model, unit, cfg, train, classifier
@@ -62,14 +65,20 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
     prepared = prepare_data(data_cfg, seeds["data"])
     d = prepared.data
     dev = device()
-    enc_seed, run_seed, global_seed = sub_seeds(seeds["init"], 3)
+    enc_seed, run_seed, global_seed, proj_seed = sub_seeds(seeds["init"], 4)
     info: dict[str, Any] = dict(prepared.info)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(global_seed)
         backbone = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
+        extra = {"projector": build_projector(model_cfg, backbone.out_dim, proj_seed).to(dev)} if unit.uses_projector else {}
         t0 = time.perf_counter()
-        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier)
+        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier, **extra)
         t1 = time.perf_counter()
+    if method_info.get("validation_used") and "validation" in info:
+        info["validation"] = dict(info["validation"], used=True,
+                                  note="the method selected its trade-off parameters on these rows' true labels")
+    if unit.wall_clock_metrics:
+        info["wall_clock_metrics"] = list(unit.wall_clock_metrics)
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
                 seconds={"train": round(t1 - t0, 2)}, **run_info_common())
     return {"metrics": metrics, "info": info}

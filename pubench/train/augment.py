@@ -287,6 +287,62 @@ MnistCrop.config_cls = MnistCropConfig
 AUGMENTS.register("mnist_crop", MnistCrop)
 
 
+@dataclass(frozen=True)
+class SimAugmentConfig(SimCLRConfig):
+    scale: list[float] = field(default_factory=lambda: [0.2, 1.0])
+
+
+class SimAugment(SimCLRAugment):
+    """SupCon's "SimAugment" (Khosla et al. 2020, the weak view of WConPU, paper 004 Sec. 6.1):
+    random resized crop with scale (0.2, 1), flip, colour jitter (0.4, 0.4, 0.4, 0.1) with
+    p 0.8, grayscale with p 0.2, no blur."""
+
+    config_cls = SimAugmentConfig
+
+
+AUGMENTS.register("simaugment", SimAugment)
+
+
+@dataclass(frozen=True)
+class RandAugmentConfig(CropConfig):
+    scale: list[float] = field(default_factory=lambda: [0.2, 1.0])
+    num_ops: int = 2
+    magnitude: int = 9
+
+
+class RandAugment(Augment):
+    """RandAugment (Cubuk et al. 2020; the strong view of WConPU, paper 004 Sec. 6.1) after a
+    random resized crop (scale (0.2, 1)) and flip, as PiCO's strong view (which WConPU
+    follows) composes them. The ``num_ops`` operations of magnitude ``magnitude`` are
+    torchvision's ``RandAugment`` on the uint8 image, drawn with the global RNG forked and
+    seeded from ``generator`` (so a run stays reproducible); one image at a time."""
+
+    config_cls = RandAugmentConfig
+
+    def __init__(self, cfg: RandAugmentConfig, mean, std):
+        super().__init__(cfg, mean, std)
+        if cfg.num_ops < 0 or not 0 <= cfg.magnitude <= 30:
+            raise ConfigError("augment: num_ops must be >= 0 and magnitude in [0, 30]")
+
+    def __call__(self, x: torch.Tensor, generator: torch.Generator, params: dict | None = None) -> torch.Tensor:
+        if x.dtype != torch.uint8 or x.dim() != 4:
+            raise ValueError(f"augment expects a uint8 (n, C, H, W) batch, got {x.dtype} {tuple(x.shape)}")
+        from torchvision.transforms import v2
+
+        n, c, h, w = x.shape
+        p = params if params is not None else self.draw(n, h, w, c, generator)
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        ra = v2.RandAugment(num_ops=self.cfg.num_ops, magnitude=self.cfg.magnitude)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            xs = torch.stack([ra(img) for img in x.cpu()]).to(x.device)
+        out = self.crop(xs.float().div_(255.0), p["box"], p["flip"])
+        return self.normalize(out)
+
+
+AUGMENTS.register("randaugment", RandAugment)
+
+
 def build_augment(cfg: dict, mean, std, where: str = "augment") -> Augment:
     """An augmentation from its config dict ``{name, ...options}``."""
     cls = AUGMENTS.named(cfg, where)

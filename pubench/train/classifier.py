@@ -30,6 +30,7 @@ class DownstreamData:
     mean: list[float]
     std: list[float]
     pu_scheme: str | None = None  # PU split scheme (single_training_set | case_control); None if unknown / not PU
+    validation: dict | None = None  # params.data.validation (e.g. 004's clean 10%: {fraction, labels, use})
 
 
 @torch.no_grad()

@@ -155,3 +155,28 @@ def test_channel_stats():
     x[:2, 0] = 255
     mean, std = A.channel_stats(x, chunk=3)
     assert mean == pytest.approx([0.5, 1.0]) and std[0] == pytest.approx(0.5) and std[1] == pytest.approx(0, abs=1e-5)
+
+
+def test_simaugment_is_supcons_recipe():
+    aug = A.build_augment({"name": "simaugment"}, MEAN3, STD3)
+    c = aug.cfg
+    assert (c.scale, c.jitter, c.jitter_p, c.gray_p, c.blur_p, c.flip) == ([0.2, 1.0], [0.4, 0.4, 0.4, 0.1], 0.8, 0.2,
+                                                                          0.0, 0.5)
+
+
+def test_randaugment_deterministic_and_leaves_the_global_rng_alone():
+    x = _images()
+    aug = A.build_augment({"name": "randaugment", "num_ops": 2, "magnitude": 9}, MEAN3, STD3)
+    torch.manual_seed(0)
+    before = torch.rand(1)
+    torch.manual_seed(0)
+    a = aug(x, _gen(5))
+    assert torch.equal(torch.rand(1), before)                 # the global RNG is forked
+    assert torch.equal(a, aug(x, _gen(5))) and not torch.equal(a, aug(x, _gen(6)))
+    assert a.shape == x.shape and a.dtype == torch.float32
+    # no operation, full crop, no flip: only the normalisation is left
+    ident = A.build_augment({"name": "randaugment", "num_ops": 0, "scale": [1.0, 1.0], "ratio": [1.0, 1.0],
+                             "flip": 0.0}, MEAN3, STD3)
+    assert torch.allclose(ident(x, _gen()), A.to_float(x, MEAN3, STD3), atol=1e-5)
+    with pytest.raises(ConfigError, match="magnitude"):
+        A.build_augment({"name": "randaugment", "magnitude": 31}, MEAN3, STD3)

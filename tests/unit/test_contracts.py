@@ -55,7 +55,8 @@ def pu_data(n: int = 80, seed: int = 0) -> DownstreamData:
     observed = ((y == 1) & (torch.arange(n) % 3 == 0)).long()
     prior = float((y[observed == 0] == 1).float().mean())
     return DownstreamData(x_train=x, observed=observed, y_true=y, split_kind="pu", n_classes=2, prior=prior,
-                          x_test=xt, y_test=yt, mean=[0.3], std=[0.3], pu_scheme="single_training_set")
+                          x_test=xt, y_test=yt, mean=[0.3], std=[0.3], pu_scheme="single_training_set",
+                          validation={"fraction": 0.25, "labels": "clean"})
 
 
 class TinyEncoder(nn.Module):
@@ -259,9 +260,18 @@ def test_pu_method(name):
     with pytest.raises(ConfigError, match="no_such_key"):
         unit.config({**block, **UNKNOWN}, "pu_method")
     data = pu_data()
-    m1, i1 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7)
-    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7)
+
+    def extra():
+        from pubench.models.heads import projection_head
+
+        torch.manual_seed(3)
+        return {"projector": projection_head(8, 8, 4)} if unit.uses_projector else {}
+
+    m1, i1 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
     finite_metrics(m1)
+    for key in unit.wall_clock_metrics:
+        assert m1.pop(key) > 0 and m2.pop(key) > 0
     assert m1 == m2
     assert set(unit.info_keys) <= set(i1), set(unit.info_keys) - set(i1)
     if unit.classifier_config is None:
@@ -304,6 +314,29 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
         with pytest.raises(ConfigError, match="params.model.classifier: unknown key 'depth'"):
             task.validate(params)
     assert "nnpu_with_head" not in PU_METHODS
+
+
+def test_wconpu_through_pu_benchmark(generated_data):
+    """The task hands WConPU its projector (model.projector), its classifier block and the
+    clean validation rows (data.validation), and records that the validation set was used."""
+    task = TASKS.get("pu_benchmark")
+    unit = PU_METHODS.get("wconpu")
+    params = copy.deepcopy(task.test_params)
+    params["data"]["validation"] = {"fraction": 0.2, "labels": "clean", "use": "trade_off_selection"}
+    params["pu_method"] = {"name": "wconpu", **copy.deepcopy(unit.test_config)}
+    params["pu_method"]["augment"] = {"query": {"name": "mnist_crop"}, "key": {"name": "randaugment", "num_ops": 1}}
+    with pytest.raises(ConfigError, match="classifier"):
+        task.validate(copy.deepcopy(params))
+    params["model"]["classifier"] = {"name": "linear", "shared_encoder": True}
+    with pytest.raises(ConfigError, match="projector"):
+        task.validate(copy.deepcopy(params))
+    params["model"]["projector"] = {"hidden": 8, "out": 4}
+    out = task.run(copy.deepcopy(params), dict(SEEDS))
+    pm = out["info"]["pu_method"]
+    assert pm["name"] == "wconpu" and pm["validation_used"] and pm["n_validation"] == 24
+    assert out["info"]["validation"]["used"] is True
+    assert {"acc", "auc", "ap", "f1", "precision", "recall", "time"} <= set(out["metrics"])
+    assert out["info"]["wall_clock_metrics"] == ["time"]
 
 
 # ------------------------------------------------------------------ downstream classifiers

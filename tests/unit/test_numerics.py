@@ -164,3 +164,14 @@ def test_writing_the_committed_store_from_a_dirty_tree_needs_a_flag(tmp_registry
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 2
     assert "uncommitted changes to code or specs" in capsys.readouterr().err
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress", "--allow-dirty"]) == 0
+
+
+def test_verify_leaves_wall_clock_metrics_out():
+    """A record's ``info.wall_clock_metrics`` (WConPU's minutes per epoch) never repeat to
+    the bit; verify compares every other metric."""
+    from pubench.verify import IDENTICAL, OUTSIDE, compare_metrics
+
+    stored, rerun = {"acc": 80.0, "time": 0.51}, {"acc": 80.0, "time": 0.47}
+    assert compare_metrics(stored, rerun, {}, True, "n", "id", ("time",)).verdict == IDENTICAL
+    assert compare_metrics(stored, rerun, {}, True, "n", "id").verdict == OUTSIDE
+    assert compare_metrics(stored, {"acc": 79.0, "time": 0.51}, {}, True, "n", "id", ("time",)).verdict == OUTSIDE

@@ -56,7 +56,7 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
     # the reduced tier: the CIFAR-10 cells of the implemented baselines only
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP")}
+    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP", "WConPU")}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2

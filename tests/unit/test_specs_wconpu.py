@@ -150,3 +150,47 @@ def test_table5_values():
         assert (a.mean, a.std) == (b.mean, b.std)
     p = s.resolve("paper", "Re-compute", "CIFAR-10")["params"]
     assert p["pu_method"]["prototypes"]["update"] == "recompute_epoch"
+
+
+def test_wconpu_paper_tier_is_the_printed_protocol():
+    """Every WConPU cell (Tables II-V, 003 Table 4): batch 256 (8 on Alzheimer), 800 epochs, SGD
+    lr 1e-2 momentum 0.9 cosine, queue 8192 (4096 on Alzheimer), lambda 0.999, rho 0.07,
+    alpha 0.9, the gamma grid {1e-3, 1e-2, 1e-1, 1}^2 selected on the 10% clean validation set."""
+    grid = [1.0e-3, 1.0e-2, 1.0e-1, 1.0]
+    cells = [("table2-wconpu", "WConPU", c) for c in DATASETS]
+    cells += [("table3-wconpu", "V: WConPU", "CIFAR-10"), ("table4-wconpu", "WConPU", "SVHN"),
+              ("table5-wconpu", "WConPU", "STL-10"), ("table4-pupl", "WConPU†", "Alzheimer")]
+    for sid, row, col in cells:
+        p = get_spec(sid).resolve("paper", row, col)["params"]
+        pm, t = p["pu_method"], p["train"]
+        alz = col == "Alzheimer"
+        assert pm["name"] == "wconpu" and (t["epochs"], t["batch_size"]) == (800, 8 if alz else 256), (sid, col)
+        assert t["optimizer"] == {"name": "sgd", "lr": 1.0e-2, "momentum": 0.9, "weight_decay": 1.0e-4}
+        assert t["schedule"] == {"name": "cosine"}
+        assert (pm["queue"], pm["momentum"], pm["temperature"], pm["alpha"]) == (4096 if alz else 8192, 0.999, 0.07, 0.9)
+        assert pm["tuning"] == {"grid": {"gamma0": grid, "gamma1": grid}, "select_on": "validation", "metric": "acc"}
+        assert p["data"]["validation"]["fraction"] == 0.1
+        assert p["model"]["projector"]["out"] == 128 and p["model"]["classifier"]["shared_encoder"] is True
+
+
+def test_table3_variants_and_reduced_tier():
+    s = get_spec("table3-wconpu")
+    pm = {r: s.resolve("paper", r, "CIFAR-10")["params"]["pu_method"] for r in s.rows}
+    assert pm["I: w/o L_con"]["con_loss"] == {"name": "none"} and "gamma0" not in pm["I: w/o L_con"]["tuning"]["grid"]
+    assert pm["II: w/o pseudo label updating"]["pseudo_labels"]["update"] == "none"
+    assert pm["III: w/o L_dis"]["dist_loss"] == {"name": "unlabeled_negative_ce"}
+    assert pm["IV: w/o hard negative mining"]["hard_negatives"]["mining"] == "none"
+    assert pm["V: WConPU"]["hard_negatives"]["mining"] == "prototype"
+    # reduced: table2's WConPU|CIFAR-10 runs exactly table3's variant V
+    v = s.resolve("reduced", "V: WConPU", "CIFAR-10")["params"]
+    t2 = get_spec("table2-wconpu").resolve("reduced", "WConPU", "CIFAR-10")["params"]
+    assert v == t2
+    assert v["data"]["dataset"] == "cifar10_jpeg" and v["data"]["split"]["n_labeled"] == 80
+    assert v["pu_method"]["tuning"] == {"grid": {"gamma0": [1.0], "gamma1": [1.0]}, "select_on": "none", "metric": "acc"}
+    assert s.resolve("reduced", "I: w/o L_con", "CIFAR-10")["params"]["pu_method"]["tuning"]["grid"] == {"gamma1": [1.0]}
+    assert s.tiers["reduced"].deviations and s.tiers["smoke"].deviations
+    for tier in ("reduced", "smoke"):
+        assert all(s.unavailable_reason(tier, r, c) is None for r, c in s.cells())
+    t2s = get_spec("table2-wconpu")
+    assert {c for c in t2s.cells() if t2s.unavailable_reason("reduced", *c) is None} == {
+        (r, "CIFAR-10") for r in ("RP", "PUSB", "PUBN", "ImbPU", "Dist-PU", "WConPU")}

@@ -1,0 +1,392 @@
+"""WConPU (paper 004, Yuan et al.), PU_METHODS ``wconpu``: a PU classifier trained jointly
+with a MoCo-style contrastive module (Sec. 4, Algorithm 1). 004 publishes no code: this is
+reimplemented from the paper; every equation is a function of
+:mod:`pubench.pu.wconpu_terms`, every choice the paper leaves open is in the specs
+``decisions`` and docs/tasks.md (WConPU).
+
+Networks: the backbone (the task's) is shared by the query encoder ``g_q = normalize(
+projector(backbone(.)))`` and the classifier ``f = linear(backbone(.))`` (2 logits); the key
+encoder is a momentum copy of backbone + projector (Eq. 6). Each iteration (Algorithm 1):
+
+1. a weak (query) and a strong (key) view of the mini-batch;
+2. SAT thresholds (Eq. 9-11) from the classifier's softmax on the query views;
+3. prototypes updated example by example with the classifier's predictions (Eq. 23), or,
+   ``prototypes.update: recompute_epoch`` (Table V), re-computed after every epoch;
+4. pseudo labels of the batch's unlabeled rows moved towards their nearest prototype
+   (Eq. 21-22);
+5. positive peer sets (Eq. 12) over the pool ``B_q ∪ B_k ∪ Q`` and hard negatives in the
+   queue (Eq. 13-14, by nearest prototype or, Table IV, by predicted label);
+6. one SGD step on ``L_class + gamma0 L_con + gamma1 L_dis`` (Eq. 28), then the key
+   encoder's momentum update and the enqueue of the batch's keys with their predicted
+   labels and confidences.
+
+``tuning.grid`` lists gamma0 / gamma1 values; every combination is trained from the same
+initial weights and the one with the best accuracy on the clean validation rows
+(``params.data.validation``: a stratified fraction of the training rows with their true
+labels, used for nothing else; they stay in the training set) is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pubench.pu import wconpu_terms as W
+from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.objective import resolve_prior
+from pubench.train.augment import build_augment, to_float
+from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
+from pubench.train.metrics import evaluate_scores
+from pubench.train.optim import build_optimizer, build_scheduler
+from pubench.utils.config import ConfigError
+from pubench.utils.seeding import sub_seeds, torch_generator
+
+CON_LOSSES = ("weighted_hard_negative", "none")
+MININGS = ("prototype", "pseudo_label", "none")
+PSEUDO_UPDATES = ("prototype", "none")
+PROTO_UPDATES = ("moving_average", "recompute_epoch")
+DIST_LOSSES = ("dist_pu", "unlabeled_negative_ce")
+GAMMAS = ("gamma0", "gamma1")
+
+
+@dataclass(frozen=True)
+class WConPUConfig:
+    name: str
+    momentum: float             # lambda of Eq. 6, 9, 10, 23 (004: 0.999)
+    temperature: float          # rho of Eq. 17 (004: 0.07)
+    queue: int                  # m (004: 8192; 4096 on Alzheimer)
+    alpha: float                # pseudo-label moving average, Eq. 21 (004: 0.9)
+    con_loss: dict              # {name: weighted_hard_negative | none}
+    positives: dict             # {threshold: sat, init: 0.5}
+    hard_negatives: dict        # {mining: prototype | pseudo_label | none, quantile: 0.25, weight: inverse_dissim}
+    pseudo_labels: dict         # {init: prior, update: prototype | none}
+    prototypes: dict            # {update: moving_average | recompute_epoch, init: zeros}
+    dist_loss: dict             # {name: dist_pu | unlabeled_negative_ce}
+    augment: dict               # {query: {augment}, key: {augment}}
+    tuning: dict                # {grid: {gamma0: [...], gamma1: [...]}, select_on: validation | none, metric: acc}
+    prior: float | None = None  # default: the run's prior (data.prior)
+
+
+@dataclass(frozen=True)
+class WConPUClassifierConfig:
+    name: str                   # linear
+    shared_encoder: bool        # true: f is a linear layer on the query encoder's backbone
+
+
+def _choice(block: dict, key: str, allowed: tuple, where: str):
+    v = block.get(key)
+    if v not in allowed:
+        raise ConfigError(f"{where}.{key}: {v!r} is not one of {allowed}")
+    return v
+
+
+def _keys(block, allowed: set, where: str) -> None:
+    if not isinstance(block, dict):
+        raise ConfigError(f"{where}: expected a mapping")
+    extra = set(block) - allowed
+    if extra:
+        raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
+
+
+@PU_METHODS.register("wconpu")
+class WConPU(PUMethod):
+    """Weighted contrastive learning with hard negative mining for PU learning (004)."""
+
+    config_cls = WConPUConfig
+    classifier_config = WConPUClassifierConfig
+    uses_projector = True
+    wall_clock_metrics = ("time",)
+    test_config = {
+        "momentum": 0.9, "temperature": 0.1, "queue": 64, "alpha": 0.9,
+        "con_loss": {"name": "weighted_hard_negative"}, "positives": {"threshold": "sat", "init": 0.5},
+        "hard_negatives": {"mining": "prototype", "quantile": 0.25, "weight": "inverse_dissim"},
+        "pseudo_labels": {"init": "prior", "update": "prototype"},
+        "prototypes": {"update": "moving_average", "init": "zeros"}, "dist_loss": {"name": "dist_pu"},
+        "augment": {"query": {"name": "simaugment"}, "key": {"name": "randaugment", "num_ops": 1, "magnitude": 5}},
+        "tuning": {"grid": {"gamma0": [1.0], "gamma1": [0.1, 1.0]}, "select_on": "validation", "metric": "acc"},
+    }
+
+    @classmethod
+    def check(cls, cfg: WConPUConfig, where: str = "pu_method") -> None:
+        if not 0.0 <= cfg.momentum < 1.0 or not 0.0 <= cfg.alpha < 1.0:
+            raise ConfigError(f"{where}: momentum and alpha must be in [0, 1)")
+        if cfg.temperature <= 0 or cfg.queue < 1:
+            raise ConfigError(f"{where}: temperature must be > 0 and queue >= 1")
+        if cfg.prior is not None and not 0.0 < cfg.prior < 1.0:
+            raise ConfigError(f"{where}.prior must be in (0, 1)")
+        _keys(cfg.con_loss, {"name"}, f"{where}.con_loss")
+        con = _choice(cfg.con_loss, "name", CON_LOSSES, f"{where}.con_loss")
+        _keys(cfg.positives, {"threshold", "init"}, f"{where}.positives")
+        _choice(cfg.positives, "threshold", ("sat",), f"{where}.positives")
+        if not 0.0 < float(cfg.positives.get("init", -1)) <= 1.0:
+            raise ConfigError(f"{where}.positives.init must be in (0, 1]")
+        _keys(cfg.hard_negatives, {"mining", "quantile", "weight"}, f"{where}.hard_negatives")
+        mining = _choice(cfg.hard_negatives, "mining", MININGS, f"{where}.hard_negatives")
+        if mining != "none":
+            if not 0.0 < float(cfg.hard_negatives.get("quantile", -1)) <= 1.0:
+                raise ConfigError(f"{where}.hard_negatives.quantile must be in (0, 1]")
+            _choice(cfg.hard_negatives, "weight", ("inverse_dissim",), f"{where}.hard_negatives")
+        _keys(cfg.pseudo_labels, {"init", "update"}, f"{where}.pseudo_labels")
+        _choice(cfg.pseudo_labels, "init", ("prior",), f"{where}.pseudo_labels")
+        _choice(cfg.pseudo_labels, "update", PSEUDO_UPDATES, f"{where}.pseudo_labels")
+        _keys(cfg.prototypes, {"update", "init"}, f"{where}.prototypes")
+        _choice(cfg.prototypes, "update", PROTO_UPDATES, f"{where}.prototypes")
+        _choice(cfg.prototypes, "init", ("zeros",), f"{where}.prototypes")
+        _keys(cfg.dist_loss, {"name"}, f"{where}.dist_loss")
+        _choice(cfg.dist_loss, "name", DIST_LOSSES, f"{where}.dist_loss")
+        _keys(cfg.augment, {"query", "key"}, f"{where}.augment")
+        for view in ("query", "key"):
+            if view not in cfg.augment:
+                raise ConfigError(f"{where}.augment.{view} is required")
+            build_augment(cfg.augment[view], [0.0], [1.0], f"{where}.augment.{view}")
+        _keys(cfg.tuning, {"grid", "select_on", "metric"}, f"{where}.tuning")
+        grid = cfg.tuning.get("grid")
+        _keys(grid, set(GAMMAS), f"{where}.tuning.grid")
+        need = GAMMAS if con != "none" else ("gamma1",)
+        if set(grid) != set(need):
+            raise ConfigError(f"{where}.tuning.grid must list exactly {list(need)}"
+                              + (" (no gamma0 without a contrastive loss)" if con == "none" else ""))
+        for g in need:
+            vals = grid[g]
+            if not isinstance(vals, list) or not vals or any(float(v) < 0 for v in vals):
+                raise ConfigError(f"{where}.tuning.grid.{g} must be a non-empty list of values >= 0")
+        sel = _choice(cfg.tuning, "select_on", ("validation", "none"), f"{where}.tuning")
+        _choice(cfg.tuning, "metric", ("acc",), f"{where}.tuning")
+        if sel == "none" and any(len(grid[g]) > 1 for g in need):
+            raise ConfigError(f"{where}.tuning: a grid of more than one point needs select_on: validation")
+
+    @classmethod
+    def classifier(cls, params, where):
+        c = super().classifier(params, where)
+        if c is None:
+            raise ConfigError(f"{where}: wconpu needs model.classifier ({{name: linear, shared_encoder: true}})")
+        if c.name != "linear" or c.shared_encoder is not True:
+            raise ConfigError(f"{where}: wconpu implements the linear classifier on the shared encoder only")
+        return c
+
+    @classmethod
+    def check_train(cls, cfg: WConPUConfig, train: TrainConfig, where: str = "params") -> None:
+        if train.augment is not None:
+            raise ConfigError(f"{where}.train.augment: wconpu draws its views from pu_method.augment")
+        if train.batch_size < 2:
+            raise ConfigError(f"{where}.train.batch_size must be >= 2 for wconpu")
+
+    @classmethod
+    def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+            device="cpu", classifier=None, projector: nn.Module | None = None):
+        cls.check(cfg)
+        cls.check_train(cfg, train)
+        cls.needs_binary_pu(data, "wconpu")
+        if projector is None:
+            raise ConfigError("wconpu needs params.model.projector (the query encoder's projection head)")
+        prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
+        head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
+        head = seeded_head(backbone.out_dim, 2, head_seed)
+        initial = {"backbone": copy.deepcopy(backbone.state_dict()), "projector": copy.deepcopy(projector.state_dict()),
+                   "head": copy.deepcopy(head.state_dict())}
+        con = cfg.con_loss["name"] != "none"
+        grid = cfg.tuning["grid"]
+        names = [g for g in GAMMAS if g in grid]
+        points = [dict(zip(names, map(float, vals))) for vals in itertools.product(*(grid[g] for g in names))]
+        validate = cfg.tuning["select_on"] == "validation"
+        val_rows = None
+        if validate:
+            frac = (data.validation or {}).get("fraction")
+            if frac is None:
+                raise ConfigError("wconpu tuning.select_on: validation needs params.data.validation.fraction")
+            val_rows = clean_validation_rows(data.y_true, float(frac), np.random.default_rng(holdout_seed))
+        runs = []
+        for point in points:
+            backbone.load_state_dict(initial["backbone"])
+            projector.load_state_dict(initial["projector"])
+            head.load_state_dict(initial["head"])
+            gammas = {"gamma0": point.get("gamma0", 0.0), "gamma1": point["gamma1"]}
+            out = _train_one(cfg, backbone, projector, head, train, data, prior, gammas, con, order_seed, aug_seed,
+                             device)
+            net = nn.Sequential(backbone, head).eval()
+            val_acc = None
+            if val_rows is not None:
+                logits = _logits(net, data.x_train, val_rows, data, device)
+                val_acc = 100.0 * float((logits.argmax(1) == data.y_true[val_rows]).float().mean())
+            test_logits = _logits(net, data.x_test, torch.arange(data.x_test.shape[0]), data, device)
+            metrics = evaluate_scores(test_logits[:, 1] - test_logits[:, 0], data.y_test, 2)
+            metrics["time"] = out["minutes_per_epoch"]
+            runs.append({"gammas": point, "val_acc": val_acc, "metrics": metrics, "history": out})
+        best = max(range(len(runs)), key=lambda i: (runs[i]["val_acc"] if validate else 0.0, -i))
+        chosen = runs[best]
+        hist = chosen["history"]
+        info = {
+            "risk": "WConPU: L_class + gamma0 L_con + gamma1 L_dis (004 Eq. 28)",
+            "prior_used": prior, "prior_source": source,
+            "selected": chosen["gammas"], "selected_val_acc": chosen["val_acc"],
+            "grid": [{"gammas": r["gammas"], "val_acc": r["val_acc"], "test_acc": r["metrics"]["acc"]} for r in runs],
+            "validation_used": validate, "n_validation": int(len(val_rows)) if val_rows is not None else 0,
+            "con_loss": cfg.con_loss["name"], "hard_negatives": cfg.hard_negatives.get("mining"),
+            "pseudo_label_update": cfg.pseudo_labels["update"], "prototype_update": cfg.prototypes["update"],
+            "dist_loss": cfg.dist_loss["name"], "queue": cfg.queue, "momentum": cfg.momentum,
+            "temperature": cfg.temperature, "alpha": cfg.alpha,
+            **{k: v for k, v in hist.items() if k != "minutes_per_epoch"},
+            "minutes_per_epoch": hist["minutes_per_epoch"],
+        }
+        return chosen["metrics"], info
+
+
+def clean_validation_rows(y_true: torch.Tensor, fraction: float, rng: np.random.Generator) -> torch.Tensor:
+    """Sorted training rows of the clean validation set (004 Sec. 6.1: '10% of the training
+    examples'): ``round(fraction * n)`` rows (at least 1), stratified by the true label with
+    the per-class counts split by largest remainder, drawn with ``rng``."""
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"params.data.validation.fraction must be in (0, 1), got {fraction}")
+    y = y_true.numpy()
+    total = max(1, int(np.floor(fraction * len(y) + 0.5)))
+    classes = np.unique(y)
+    quota = np.array([fraction * (y == c).sum() for c in classes])
+    counts = np.floor(quota).astype(int)
+    for i in np.argsort(-(quota - counts), kind="stable")[:total - counts.sum()]:
+        counts[i] += 1
+    rows = [rng.choice(np.nonzero(y == c)[0], k, replace=False) for c, k in zip(classes, counts)]
+    return torch.from_numpy(np.sort(np.concatenate(rows))).long()
+
+
+def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, device) -> torch.Tensor:
+    return predict(lambda k: net(to_float(x[rows[k]].to(device), data.mean, data.std)), len(rows))
+
+
+def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
+               data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int, aug_seed: int,
+               device) -> dict:
+    """One WConPU training run (Algorithm 1) with fixed gamma0 / gamma1; trains the modules in place."""
+    backbone.to(device), projector.to(device), head.to(device)
+    query_net = nn.ModuleDict({"backbone": backbone, "projector": projector, "head": head})
+    key_backbone, key_projector = copy.deepcopy(backbone), copy.deepcopy(projector)
+    for p in itertools.chain(key_backbone.parameters(), key_projector.parameters()):
+        p.requires_grad_(False)
+    q_params = list(backbone.parameters()) + list(projector.parameters())
+    k_params = list(key_backbone.parameters()) + list(key_projector.parameters())
+    aug_q = build_augment(cfg.augment["query"], data.mean, data.std, "pu_method.augment.query")
+    aug_k = build_augment(cfg.augment["key"], data.mean, data.std, "pu_method.augment.key")
+    gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+    lam, n = cfg.momentum, data.x_train.shape[0]
+    observed = data.observed.clone()
+    emb_dim = projector.out_dim
+    state = {
+        "tau": torch.tensor(float(cfg.positives["init"])),
+        "p_tilde": torch.full((2,), float(cfg.positives["init"])),
+        "protos": torch.zeros(2, emb_dim, device=device),
+        "s": W.init_pseudo_labels(observed, prior),
+        "queue_k": torch.zeros(0, emb_dim, device=device),
+        "queue_pred": torch.zeros(0, dtype=torch.long, device=device),
+        "queue_conf": torch.zeros(0, device=device),
+    }
+    mining = cfg.hard_negatives.get("mining", "none")
+    bs = min(train.batch_size, n)
+    epoch_batches = {"n": len(batches(n, bs, torch_generator(0), drop_last=True, min_size=2))}
+    opt = build_optimizer(train.optimizer, query_net)
+    sched = build_scheduler(train.schedule, opt, epoch_batches["n"], train.epochs)
+    trainer = Trainer([query_net], opt, sched, "wconpu")
+    hist: dict[str, list] = {"loss": [], "l_class": [], "l_con": [], "l_dis": [], "n_hard_per_anchor": [],
+                             "n_peers_per_anchor": [], "pseudo_label_acc": [], "tau": [], "epoch_seconds": []}
+    t_epoch = {"t0": 0.0}
+
+    def batch_iter(epoch: int):
+        yield from batches(n, bs, gen, drop_last=True, min_size=2)
+
+    def step(idx: torch.Tensor, epoch: int) -> Step:
+        x = data.x_train[idx].to(device)
+        o = observed[idx].to(device)
+        feats = backbone(aug_q(x, aug_gen))
+        logits = head(feats)
+        q = F.normalize(projector(feats), dim=1)
+        probs = logits.softmax(1).detach()
+        conf, pred = probs.max(1)
+        state["tau"], state["p_tilde"] = W.sat_update(state["tau"], state["p_tilde"], probs.cpu(), lam)
+        thresholds = W.sat_thresholds(state["tau"], state["p_tilde"]).to(device)
+        if cfg.prototypes["update"] == "moving_average":
+            state["protos"] = W.update_prototypes(state["protos"], q, pred, lam)
+        nearest = W.nearest_prototype(q.detach(), state["protos"])
+        if cfg.pseudo_labels["update"] == "prototype":
+            state["s"][idx] = W.update_pseudo_labels(state["s"][idx], nearest.cpu(), o.cpu(), cfg.alpha)
+        l_class = W.soft_cross_entropy(logits, state["s"][idx].to(device))
+        if cfg.dist_loss["name"] == "dist_pu":
+            l_dis = W.label_distribution_loss(logits.softmax(1)[:, 1], o, prior)
+        else:
+            l_dis = W.unlabeled_negative_ce(logits, o)
+        extra = {}
+        if con:
+            with torch.no_grad():
+                k = F.normalize(key_projector(key_backbone(aug_k(x, aug_gen))), dim=1)
+            b = q.shape[0]
+            qk, qp, qc = state["queue_k"], state["queue_pred"], state["queue_conf"]
+            pool = torch.cat([q, k, qk])
+            pool_pred = torch.cat([pred, pred, qp])
+            pool_conf = torch.cat([conf, conf, qc])
+            pool_lab_query = torch.cat([o == 1, torch.zeros(b + len(qk), dtype=torch.bool, device=device)])
+            positives = W.positive_peer_mask(o, pred, pool_pred, pool_conf, pool_lab_query, thresholds)
+            hard = torch.zeros_like(positives)
+            weight = torch.ones(positives.shape, device=device)
+            if mining != "none" and len(qk):
+                dis = W.dissim(q.detach(), qk)
+                if mining == "prototype":
+                    q_lab, k_lab = nearest, W.nearest_prototype(qk, state["protos"])
+                else:
+                    q_lab, k_lab = pred, qp
+                hard[:, 2 * b:] = W.hard_negative_mask(dis, q_lab, k_lab, float(cfg.hard_negatives["quantile"]))
+                weight[:, 2 * b:] = W.hard_negative_weight(dis)
+            l_con = W.weighted_contrastive_loss(q, pool, positives, hard, weight, cfg.temperature)
+            extra = {"n_hard": hard.sum(1).float().mean().detach(), "n_peers": positives.sum(1).float().mean().detach()}
+
+            def after() -> dict:
+                W.momentum_update_(k_params, q_params, lam)
+                state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
+                state["queue_pred"] = torch.cat([pred, state["queue_pred"]])[:cfg.queue]
+                state["queue_conf"] = torch.cat([conf, state["queue_conf"]])[:cfg.queue]
+                return {}
+        else:
+            l_con, after = logits.sum() * 0.0, None
+        loss = W.wconpu_objective(l_class, l_con, l_dis, gammas["gamma0"], gammas["gamma1"])
+        return Step(loss, weight=len(idx), after_backward=after,
+                    extra={"l_class": l_class.detach(), "l_con": l_con.detach(), "l_dis": l_dis.detach(), **extra})
+
+    def start_epoch(epoch: int) -> None:
+        t_epoch["t0"] = time.perf_counter()
+
+    @torch.no_grad()
+    def recompute_prototypes() -> None:
+        query_net.eval()
+        rows = torch.arange(n)
+        feats = predict(lambda kk: backbone(to_float(data.x_train[rows[kk]].to(device), data.mean, data.std)), n)
+        emb = F.normalize(projector(feats.to(device)), dim=1)
+        pred = head(feats.to(device)).argmax(1)
+        for c in (0, 1):
+            if bool((pred == c).any()):
+                state["protos"][c] = F.normalize(emb[pred == c].mean(0), dim=0)
+
+    def end_epoch(stats) -> None:
+        if cfg.prototypes["update"] == "recompute_epoch":
+            recompute_prototypes()
+        hist["epoch_seconds"].append(time.perf_counter() - t_epoch["t0"])
+        steps = max(1, stats.steps)
+        hist["loss"].append(stats.mean)
+        for key in ("l_class", "l_con", "l_dis"):
+            hist[key].append(stats.sums.get(key, 0.0) / steps)
+        hist["n_hard_per_anchor"].append(stats.sums.get("n_hard", 0.0) / steps)
+        hist["n_peers_per_anchor"].append(stats.sums.get("n_peers", 0.0) / steps)
+        unl = observed == 0
+        hist["pseudo_label_acc"].append(
+            100.0 * float((state["s"][unl].argmax(1) == data.y_true[unl]).float().mean()) if bool(unl.any()) else None)
+        hist["tau"].append(float(state["tau"]))
+
+    trainer.run(train.epochs, batch_iter, step, start_epoch=start_epoch, end_epoch=end_epoch)
+    key_backbone.cpu(), key_projector.cpu()
+    secs = hist["epoch_seconds"]
+    hist["minutes_per_epoch"] = (sum(secs) / len(secs) / 60.0) if secs else 0.0
+    hist["final_train_loss"] = hist["loss"][-1] if hist["loss"] else None
+    return hist
