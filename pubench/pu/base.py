@@ -43,6 +43,8 @@ class PUMethod(Unit):
     #: metrics that measure wall-clock time (e.g. WConPU's ``time``, minutes per epoch):
     #: the only ones that differ between two runs of the same seed
     wall_clock_metrics: ClassVar[tuple[str, ...]] = ()
+    #: ``info`` entries that are wall-clock measurements (left out when runs are compared)
+    wall_clock_info: ClassVar[tuple[str, ...]] = ()
     #: what every result's ``info.pu_method`` holds (a method may add more)
     info_keys: ClassVar[tuple[str, ...]] = ("risk", "prior_used", "prior_source")
 

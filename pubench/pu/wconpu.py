@@ -104,6 +104,7 @@ class WConPU(PUMethod):
     classifier_config = WConPUClassifierConfig
     uses_projector = True
     wall_clock_metrics = ("time",)
+    wall_clock_info = ("epoch_seconds", "minutes_per_epoch")
     test_config = {
         "momentum": 0.9, "temperature": 0.1, "queue": 64, "alpha": 0.9,
         "con_loss": {"name": "weighted_hard_negative"}, "positives": {"threshold": "sat", "init": 0.5},
@@ -291,9 +292,13 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
     epoch_batches = {"n": len(batches(n, bs, torch_generator(0), drop_last=True, min_size=2))}
     opt = build_optimizer(train.optimizer, query_net)
     sched = build_scheduler(train.schedule, opt, epoch_batches["n"], train.epochs)
-    trainer = Trainer([query_net], opt, sched, "wconpu")
     hist: dict[str, list] = {"loss": [], "l_class": [], "l_con": [], "l_dis": [], "n_hard_per_anchor": [],
                              "n_peers_per_anchor": [], "pseudo_label_acc": [], "tau": [], "epoch_seconds": []}
+    # what a checkpoint must hold besides the query network: the key network, the queue,
+    # prototypes, thresholds and pseudo labels (read through `state`), the generators
+    trainer = Trainer([query_net], opt, sched, "wconpu",
+                      state={"order": gen, "augment": aug_gen, "key_backbone": key_backbone,
+                             "key_projector": key_projector, "wconpu": state, "history": hist})
     t_epoch = {"t0": 0.0}
 
     def batch_iter(epoch: int):
