@@ -33,10 +33,8 @@ job's record is written (ok or failed); only an interrupted job keeps it.
 from __future__ import annotations
 
 import copy
-import os
 import random
 import shutil
-import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +44,7 @@ import numpy as np
 import torch
 
 from pubench.train.encoder_cache import code_fingerprint
+from pubench.utils.io import atomic_write
 
 FORMAT = 1
 FOLDER = ".checkpoints"
@@ -111,17 +110,7 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ files
 def atomic_save(payload: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: torch.save(payload, f), binary=True)
 
 
 class Session:

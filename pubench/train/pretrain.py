@@ -196,12 +196,7 @@ class SimCLR(Framework):
 
 
 def framework_class(cfg: dict, where: str = "pretrain.framework") -> type[Framework]:
-    if not isinstance(cfg, dict) or "name" not in cfg:
-        raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
-    try:
-        return FRAMEWORKS.get(cfg["name"])
-    except KeyError as exc:
-        raise ConfigError(f"{where}.name: {exc}") from None
+    return FRAMEWORKS.named(cfg, where)
 
 
 def build_framework(cfg: dict, encoder, projector, where: str = "pretrain.framework"):

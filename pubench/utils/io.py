@@ -7,19 +7,22 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Callable
 
 TMP_PREFIX = ".tmp-"
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to a temp file in the same folder, fsync it, then rename over ``path``."""
+def atomic_write(path: str | Path, write: Callable[[IO], None], *, binary: bool = False, prefix: str = TMP_PREFIX
+                 ) -> Path:
+    """Call ``write(f)`` on a temp file in ``path``'s folder, fsync it, then rename it over
+    ``path``; the temp file goes if anything fails (a killed writer's is removed by
+    :func:`remove_stale_temps`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -27,6 +30,11 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` atomically (:func:`atomic_write`)."""
+    return atomic_write(path, lambda f: f.write(text))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
