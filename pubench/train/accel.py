@@ -11,9 +11,11 @@ Spec keys (both optional; absent = today's behaviour, so no existing spec change
 * ``pretrain.compile`` / ``train.compile``: ``true`` compiles every trained module in place
   (``nn.Module.compile``) before the first epoch. Off by default.
 
-The task opens :func:`job_scope` around a job's training with those two values; every
-:class:`pubench.train.loop.Trainer` inside reads them (:func:`current`), so the pre-training,
-the downstream classifiers and every PU method get them without their own plumbing. A
+The image tasks open :func:`job_scope` around a job's training, and a :func:`stage_scope`
+with those two values around the stage they belong to (the pre-training; a PU method's
+training); every :class:`pubench.train.loop.Trainer` inside reads them (:func:`current`), so
+the PU methods get them without their own plumbing (the downstream classifiers after a
+pre-training run in fp32, eager). A
 trainer on a CUDA device also puts its convolutional modules in ``channels_last`` memory
 format (:func:`prepare_modules`); on the CPU nothing changes (the CPU results stay bit for bit
 those of the float32 contiguous code). :func:`data_on_device` moves a uint8 training tensor

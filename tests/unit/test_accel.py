@@ -208,3 +208,31 @@ def test_on_cuda_bf16_pretraining_runs_and_records_gpu_figures():
     assert info["device_name"] == torch.cuda.get_device_name()
     assert info["peak_memory"]["kind"] == "torch.cuda.max_memory_allocated" and info["peak_memory"]["bytes"] > 0
     assert info["channels_last"] is True
+
+
+# ------------------------------------------------------------------ benchmarks/gpu_step.py
+def load_gpu_step():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_step.py"
+    spec = importlib.util.spec_from_file_location("gpu_step", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_gpu_step_says_one_line_and_exits_0_without_cuda(capsys):
+    assert load_gpu_step().main([]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "no CUDA device" in out[0]
+
+
+def test_gpu_step_small_on_the_cpu_reports_images_per_second_and_the_ratio(capsys):
+    assert load_gpu_step().main(["--device", "cpu", "--small", "--rounds", "1", "--frameworks", "simclr", "moco"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(("simclr", "moco"))]
+    assert [r[0] for r in rows] == ["simclr", "moco"]
+    for _, model_s, step_s, ratio, images_per_s in rows:
+        assert float(step_s) > 0 and float(ratio) == pytest.approx(float(step_s) / float(model_s), abs=2e-3)
+        assert float(images_per_s) == pytest.approx(16 / float(step_s), rel=0.01)
