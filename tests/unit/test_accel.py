@@ -120,7 +120,7 @@ def test_the_trainer_records_its_throughput_in_the_job():
     assert name == "pretrain info_nce"
     # 24 images, batch 8, drop_last: 3 steps of 8 images per epoch, 2 epochs
     assert entry["examples"] == 2 * 24 and hist["steps"] == 6
-    assert entry["seconds"] > 0 and entry["examples_per_s"] == pytest.approx(48 / entry["seconds"], rel=0.01)
+    assert entry["seconds"] > 0 and 48 / entry["examples_per_s"] == pytest.approx(entry["seconds"], abs=1e-3)
     assert entry["compile"] is False
 
 
@@ -234,5 +234,5 @@ def test_gpu_step_small_on_the_cpu_reports_images_per_second_and_the_ratio(capsy
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(("simclr", "moco"))]
     assert [r[0] for r in rows] == ["simclr", "moco"]
     for _, model_s, step_s, ratio, images_per_s in rows:
-        assert float(step_s) > 0 and float(ratio) == pytest.approx(float(step_s) / float(model_s), abs=2e-3)
+        assert float(step_s) > 0 and float(ratio) == pytest.approx(float(step_s) / float(model_s), rel=0.01)  # printed rounded
         assert float(images_per_s) == pytest.approx(16 / float(step_s), rel=0.01)
