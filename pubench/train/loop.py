@@ -139,6 +139,8 @@ class Trainer:
         settings = accel.current()
         device = accel.module_device(self.modules)
         accel.prepare_modules(self.modules, device, settings.compile)
+        # modules the steps run without training them (MoCo's key encoder): the same memory format
+        accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=False)
         examples, seconds = 0.0, 0.0
         callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]
         for cb in callbacks:

@@ -236,3 +236,15 @@ def test_gpu_step_small_on_the_cpu_reports_images_per_second_and_the_ratio(capsy
     for _, model_s, step_s, ratio, images_per_s in rows:
         assert float(step_s) > 0 and float(ratio) == pytest.approx(float(step_s) / float(model_s), rel=0.01)  # printed rounded
         assert float(images_per_s) == pytest.approx(16 / float(step_s), rel=0.01)
+
+
+@needs_cuda
+def test_on_cuda_a_trainer_formats_its_modules_and_the_modules_in_its_state():
+    trained, key = conv_encoder(0).cuda(), conv_encoder(1).cuda()
+    trainer = Trainer([trained], torch.optim.SGD(trained.parameters(), lr=0.1), state={"key_encoder": key})
+    x = torch.zeros(4, 3, 8, 8, device="cuda")
+    with accel.job_scope():
+        trainer.run(1, lambda e: [torch.arange(4)], lambda idx, e: Step(trained(x).sum() + key(x).sum().detach(),
+                                                                         weight=len(idx)))
+    for net in (trained, key):
+        assert net[0].weight.is_contiguous(memory_format=torch.channels_last)
