@@ -6,8 +6,8 @@ Spec keys (both optional; absent = today's behaviour, so no existing spec change
 * ``pretrain.precision`` / ``train.precision``: ``fp32`` (default) or ``bf16``. ``bf16``
   runs each step's forward pass and objective under ``torch.autocast(dtype=bfloat16)`` on
   the job's device (backward and the optimizer step stay outside, in the parameters'
-  float32). The papers print no precision; their code releases train in float32, so
-  ``fp32`` is the default and the record says which one ran (``info.accelerator``).
+  float32). None of the papers (000-004) mentions a precision (no mixed precision,
+  fp16 or bf16), so ``fp32``, PyTorch's default, is the default and the record says which one ran (``info.accelerator``).
 * ``pretrain.compile`` / ``train.compile``: ``true`` compiles every trained module in place
   (``nn.Module.compile``) before the first epoch. Off by default.
 
@@ -199,7 +199,7 @@ def determinism() -> dict[str, Any]:
 
 def job_info(settings: Settings, device: torch.device | str) -> dict[str, Any]:
     """What ``info.accelerator`` of a job's record holds (module docstring); each trainer's
-    throughput entry says its precision (absent key: fp32, what the papers' code used)."""
+    throughput entry says its precision (fp32 unless the spec says bf16)."""
     device = torch.device(device)
     return {"device_name": device_name(device), "peak_memory": peak_memory(device),
             "throughput": dict(settings.throughput), "channels_last": device.type == "cuda",
