@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from pubench.pu import risks as R
+from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network
 from pubench.train.loop import Step, Trainer, batches, has_batchnorm
@@ -158,11 +159,12 @@ def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: di
     the steps use (e.g. ``mix``'s generator), for checkpoints."""
     aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
     aug_gen = torch_generator(aug_seed)
+    x_train = accel.data_on_device(data.x_train, device)
 
     def forward(rows):
-        xb = data.x_train[rows].to(device)
+        xb = x_train[rows].to(device)
         x = aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
-        return model(x if mix is None else mix(x, rows))
+        return model(accel.input_format(x if mix is None else mix(x, rows)))
 
     opt = build_optimizer(optimizer, model)
     steps = max(1, -(-len(targets.rows) // batch_size))

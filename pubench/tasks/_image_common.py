@@ -278,5 +278,12 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
     return Prepared(data=data, split=split, pretrain_x=pre_x, pretrain_observed=pre_obs, info=info)
 
 
-def run_info_common() -> dict:
-    return {"device": str(device()), "torch_threads": torch.get_num_threads()}
+def run_info_common(accelerator=None) -> dict:
+    """The run's device and threads; with the job's :class:`pubench.train.accel.Settings`,
+    also ``accelerator``: device name, peak memory, throughput, determinism flags."""
+    out = {"device": str(device()), "torch_threads": torch.get_num_threads()}
+    if accelerator is not None:
+        from pubench.train import accel
+
+        out["accelerator"] = accel.job_info(accelerator, device())
+    return out

@@ -26,7 +26,7 @@ from pubench.tasks._image_common import (
     run_info_common,
 )
 from pubench.tasks.base import TASKS, Task
-from pubench.train import DOWNSTREAM, encoder_cache
+from pubench.train import DOWNSTREAM, accel, encoder_cache
 from pubench.train.pretrain import (
     LossCall,
     PretrainConfig,
@@ -66,7 +66,7 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
     dev = device()
     enc_seed, proj_seed, pre_seed, down_seed, global_seed = sub_seeds(seeds["init"], 5)
     info: dict[str, Any] = dict(prepared.info)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), accel.job_scope() as accelerator:
         torch.manual_seed(global_seed)  # anything that still draws from the global RNG (dropout)
         encoder, projector = build_models(
             pre_cfg.framework, lambda ch, s: build_encoder(model_cfg, ch, s),
@@ -94,7 +94,7 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
         pretrain={k: v for k, v in hist.items() if k != "epochs_run"},
         downstream={"name": down_cfg.name, **down_info},
         seconds={"pretrain": round(t1 - t0, 2), "downstream": round(t2 - t1, 2)},
-        **run_info_common(),
+        **run_info_common(accelerator),
     )
     return {"metrics": metrics, "info": info}
 

@@ -34,6 +34,7 @@ from pubench.tasks._image_common import (
 from pubench.tasks.base import TASKS, Task
 from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_PARAMS, run_contrastive
 from pubench.tasks.contrastive_probe import validate as validate_contrastive
+from pubench.train import accel
 from pubench.train.loop import TrainConfig, check_loop_config
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.seeding import sub_seeds
@@ -67,12 +68,13 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
     dev = device()
     enc_seed, run_seed, global_seed, proj_seed = sub_seeds(seeds["init"], 4)
     info: dict[str, Any] = dict(prepared.info)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), accel.job_scope() as accelerator:
         torch.manual_seed(global_seed)
         backbone = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
         extra = {"projector": build_projector(model_cfg, backbone.out_dim, proj_seed).to(dev)} if unit.uses_projector else {}
         t0 = time.perf_counter()
-        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier, **extra)
+        with accel.stage_scope(train.precision, train.compile, "params.train"):
+            metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier, **extra)
         t1 = time.perf_counter()
     if method_info.get("validation_used") and "validation" in info:
         info["validation"] = dict(info["validation"], used=True,
@@ -80,7 +82,7 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
     if unit.wall_clock_metrics:
         info["wall_clock_metrics"] = list(unit.wall_clock_metrics)
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
-                seconds={"train": round(t1 - t0, 2)}, **run_info_common())
+                seconds={"train": round(t1 - t0, 2)}, **run_info_common(accelerator))
     return {"metrics": metrics, "info": info}
 
 

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from pubench.errors import JobInterrupted
-from pubench.train import checkpoint
+from pubench.train import accel, checkpoint
 from pubench.train.augment import build_augment
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
@@ -136,6 +136,12 @@ class Trainer:
                                        f"({exc}); deleted: the next run starts this stage over") from exc
                 history = [EpochStats(**h) for h in saved["history"]]
                 first = saved["epoch"]
+        settings = accel.current()
+        device = accel.module_device(self.modules)
+        accel.prepare_modules(self.modules, device, settings.compile)
+        # modules the steps run without training them (MoCo's key encoder): the same memory format
+        accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=False)
+        examples, seconds = 0.0, 0.0
         callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]
         for cb in callbacks:
             cb.begin(self, epochs, first)
@@ -150,7 +156,8 @@ class Trainer:
                     m.train()
                 total, weight, steps, sums = 0.0, 0, 0, {}
                 for batch in batches(epoch):
-                    s = step(batch, epoch)
+                    with accel.autocast(device, settings.precision):
+                        s = step(batch, epoch)
                     out = self.optimize(s, epoch)
                     total += out.pop("value") * s.weight
                     weight += s.weight
@@ -159,6 +166,7 @@ class Trainer:
                         sums[k] = sums.get(k, 0.0) + v
                 stats = EpochStats(epoch, total / max(1, weight), sums, steps, time.perf_counter() - t0)
                 history.append(stats)
+                examples, seconds = examples + weight, seconds + stats.seconds
                 if end_epoch is not None:
                     end_epoch(stats)
                 for cb in callbacks:
@@ -171,6 +179,8 @@ class Trainer:
         finally:
             if session is not None:
                 session.in_loop -= 1
+            if seconds > 0:
+                accel.record_throughput(self.desc, examples, seconds)
             for cb in callbacks:
                 cb.end(self)
         return history
@@ -284,6 +294,8 @@ class TrainConfig:
     optimizer: dict
     schedule: dict = field(default_factory=lambda: {"name": "constant"})
     augment: dict | None = None         # training views (default: none)
+    precision: str | None = None        # fp32 (absent) or bf16 autocast: pubench.train.accel
+    compile: bool | None = None         # torch.compile the trained modules (absent: off)
 
 
 def check_loop_config(cfg, where: str) -> None:
@@ -295,3 +307,5 @@ def check_loop_config(cfg, where: str) -> None:
     schedule_config(cfg.schedule, f"{where}.schedule")
     if cfg.augment is not None:
         build_augment(cfg.augment, [0.0], [1.0], f"{where}.augment")
+    accel.check_precision(getattr(cfg, "precision", None), f"{where}.precision")
+    accel.check_compile(getattr(cfg, "compile", None), f"{where}.compile")

@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from pubench.losses import LOSSES, logits_form
+from pubench.train import accel
 from pubench.train.augment import build_augment
 from pubench.train.base import FRAMEWORKS, Framework
 from pubench.train.loop import Step, Trainer, batches
@@ -71,6 +72,8 @@ class PretrainConfig:
     schedule: dict = field(default_factory=lambda: {"name": "constant"})
     augment: dict = field(default_factory=lambda: {"name": "simclr"})
     eval_at_epoch: int | None = None   # stop after this many epochs (schedule still spans `epochs`)
+    precision: str | None = None       # fp32 (absent) or bf16 autocast: pubench.train.accel
+    compile: bool | None = None        # torch.compile the trained modules (absent: off)
 
 
 # ------------------------------------------------------------------ scheduled loss params
@@ -221,6 +224,8 @@ def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> Lo
         raise ConfigError(f"pretrain.eval_at_epoch must be in [0, epochs = {cfg.epochs}], got {cfg.eval_at_epoch}")
     optimizer_config(cfg.optimizer, "pretrain.optimizer")
     schedule_config(cfg.schedule, "pretrain.schedule")
+    accel.check_precision(cfg.precision, "pretrain.precision")
+    accel.check_compile(cfg.compile, "pretrain.compile")
     build_augment(cfg.augment, [0.0], [1.0], "pretrain.augment")
     if "name" not in cfg.framework or cfg.framework["name"] not in FRAMEWORKS:
         raise ConfigError(f"pretrain.framework: unknown framework {cfg.framework.get('name')!r} "
@@ -240,7 +245,7 @@ def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, ob
 
     def step(idx: torch.Tensor, epoch: int) -> Step:
         xb = x[idx].to(device)
-        views = [aug(xb, aug_gen) for _ in range(framework.views_per_image)]
+        views = [accel.input_format(aug(xb, aug_gen)) for _ in range(framework.views_per_image)]
         if framework.negatives == "logits":
             pos, neg, mask = framework.logits(views, idx.to(device), loss.kwargs(epoch)["temperature"])
             return Step(loss.on_logits(pos, neg, mask, epoch), weight=len(idx), after_backward=framework.after_step)
@@ -279,11 +284,12 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
 
-    step = pretrain_step(framework, loss, aug, x, observed, aug_gen, device)
+    step = pretrain_step(framework, loss, aug, accel.data_on_device(x, device), observed, aug_gen, device)
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
-    epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state).run(
-        run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
+    with accel.stage_scope(cfg.precision, cfg.compile, "pretrain"):
+        epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state).run(
+            run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
     history["loss"] = [e.mean for e in epochs]
     history["steps"] = sum(e.steps for e in epochs)
     history["epochs_run"] = len(epochs)
