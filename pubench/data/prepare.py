@@ -47,6 +47,9 @@ EXPECTED_SIZES = {
     "cifar100": {"train": 50000, "test": 10000},
     "stl10": {"train": 5000, "test": 8000, "unlabeled": 100000},
     "svhn": {"train": 73257, "test": 26032},
+    # fast.ai's README: imagenette2 9,469 / 3,925, imagewoof2 9,025 / 3,929 (train / val)
+    "imagewoof_imagenette": {"train": 18494, "val": 7854},
+    "alzheimer_kaggle": {"train": 5121, "test": 1279},  # 004 Table I: n_U 5,121, 1,279 test
 }
 
 # SST-2 (GLUE tsv) for the text track: sha256 from ../shared/data/MANIFEST.md.

@@ -1,0 +1,172 @@
+"""Folder image loaders (imagenet, imagewoof_imagenette, alzheimer_kaggle): tiny generated
+JPEG / PNG files in each release's real layout, labels, resizing, the cache and offline misses."""
+
+import numpy as np
+import pytest
+import torch
+
+from pubench.data import DATASETS
+from pubench.data import images as im
+from pubench.data.image_folders import fit_image
+from pubench.data.images import availability, cache_path, load_images
+from pubench.data.splits import resolve_labels
+
+
+def write_image(path, rgb, size=(8, 8), fmt="JPEG", gray=False):
+    """A flat image of colour ``rgb`` (w x h = ``size``); ``gray``: mode L."""
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w, h = size
+    arr = np.empty((h, w, 3), dtype=np.uint8)
+    arr[:] = rgb
+    img = Image.fromarray(arr)
+    img = img.convert("L") if gray else img
+    img.save(path, format=fmt, **({"quality": 100} if fmt == "JPEG" else {}))
+
+
+def close(actual, expected, tol=3):
+    return bool((actual.int() - torch.as_tensor(expected).int()).abs().max() <= tol)
+
+
+# ---------------------------------------------------------------------------- fit_image
+def test_short_side_center_crop_keeps_the_centre():
+    from PIL import Image
+
+    arr = np.zeros((8, 16, 3), dtype=np.uint8)  # h 8, w 16: left quarter red, centre green, right quarter blue
+    arr[:, :4] = (255, 0, 0)
+    arr[:, 4:12] = (0, 255, 0)
+    arr[:, 12:] = (0, 0, 255)
+    out = np.asarray(fit_image(Image.fromarray(arr), "short_side_center_crop", 8))
+    assert out.shape == (8, 8, 3) and (out == (0, 255, 0)).all()  # the central square, no resize needed
+    out = np.asarray(fit_image(Image.fromarray(arr), "short_side_center_crop", 4))
+    assert out.shape == (4, 4, 3) and (out[:, 1:3] == (0, 255, 0)).all()  # halved (8 x 4), then the centre
+    assert (out[:, 0, 0] > 0).all() and (out[:, 3, 2] > 0).all()  # the edges blend in red / blue: low-pass filtered
+    up = np.asarray(fit_image(Image.fromarray(arr[:, 4:12]), "short_side_center_crop", 16))
+    assert up.shape == (16, 16, 3)
+    gray = Image.fromarray(np.full((5, 7), 77, dtype=np.uint8))
+    assert np.asarray(fit_image(gray, "native", None)).shape == (5, 7, 3)
+    with pytest.raises(ValueError, match="resize mode"):
+        fit_image(gray, "stretch", 4)
+
+
+# ---------------------------------------------------------------------------- imagenet
+def fake_imagenet(root, per_class: dict[int, int], val: dict[int, int]):
+    wnids = [f"n{10000000 + 7 * i:08d}" for i in range(im.IMAGENET_CLASSES)]
+    for w in wnids:
+        (root / "imagenet" / "train" / w).mkdir(parents=True, exist_ok=True)
+    for split, counts in (("train", per_class), ("val", val)):
+        for cls, n in counts.items():
+            for k in range(n):
+                write_image(root / "imagenet" / split / wnids[cls] / f"{wnids[cls]}_{k}.JPEG", (cls % 256, 10 * k, 200),
+                            size=(10 + k, 8))
+    return wnids
+
+
+def test_imagenet_folder_ids_are_the_sorted_wnids(tmp_path, monkeypatch):
+    monkeypatch.setitem(im.DATASETS_BY_NAME["imagenet"].params, "size", 6)
+    wnids = fake_imagenet(tmp_path, {0: 2, 151: 3, 268: 1, 999: 2}, {151: 1, 500: 2})
+    train = load_images("imagenet", "train", tmp_path)
+    assert train.classes == wnids and train.x.shape == (8, 3, 6, 6)
+    assert train.y.tolist() == [0, 0, 151, 151, 151, 268, 999, 999]
+    assert close(train.x[2, :, 3, 3], (151, 0, 200))  # the colour survives the resize and crop
+    val = load_images("imagenet", "val", tmp_path)
+    assert val.y.tolist() == [151, 500, 500] and val.classes == wnids
+    lab = resolve_labels({"positive": list(range(151, 269))}, train.classes)
+    assert lab["positive"] == list(range(151, 269))
+    assert cache_path("imagenet", "train", tmp_path).is_file()
+
+
+def test_imagenet_needs_all_1000_wnid_folders(tmp_path):
+    write_image(tmp_path / "imagenet" / "train" / "n01440764" / "a.JPEG", (1, 2, 3))
+    write_image(tmp_path / "imagenet" / "val" / "n01440764" / "a.JPEG", (1, 2, 3))
+    with pytest.raises(ValueError, match="1000"):
+        load_images("imagenet", "train", tmp_path)
+
+
+# ---------------------------------------------------------------------------- imagewoof / imagenette
+def fake_woof_nette(root, n=2, fmt="JPEG"):
+    for release, wnids, colour in (("imagenette2", im.IMAGENETTE_WNIDS, 30), ("imagewoof2", im.IMAGEWOOF_WNIDS, 220)):
+        for split in ("train", "val"):
+            for w in wnids:
+                for k in range(n if split == "train" else 1):
+                    write_image(root / release / split / w / f"{w}_{k}.{fmt}", (colour, colour, colour), size=(12, 9),
+                                fmt=fmt, gray=(k == 1))
+        (root / release / f"noisy_{release[:-1]}.csv").write_text("path,noisy_labels_0,is_valid\n")
+
+
+def test_imagewoof_imagenette_labels_by_release(tmp_path, monkeypatch):
+    monkeypatch.setitem(im.DATASETS_BY_NAME["imagewoof_imagenette"].params, "size", 8)
+    fake_woof_nette(tmp_path)
+    train = load_images("imagewoof_imagenette", "train", tmp_path)
+    assert train.classes == ["imagenette", "imagewoof"] and train.x.shape == (40, 3, 8, 8)
+    assert train.y.tolist() == [0] * 20 + [1] * 20
+    assert close(train.x[train.y == 0], 30) and close(train.x[train.y == 1], 220)  # grayscale files -> 3 channels
+    val = load_images("imagewoof_imagenette", "val", tmp_path)
+    assert val.y.tolist() == [0] * 10 + [1] * 10
+    lab = resolve_labels({"positive": ["imagewoof"], "negative": ["imagenette"]}, train.classes)
+    assert lab == {"positive": [1], "negative": [0]}
+
+
+def test_imagewoof_imagenette_rejects_a_foreign_class_folder(tmp_path):
+    fake_woof_nette(tmp_path, n=1)
+    write_image(tmp_path / "imagewoof2" / "train" / "n99999999" / "x.JPEG", (0, 0, 0))
+    with pytest.raises(ValueError, match="imagewoof2"):
+        load_images("imagewoof_imagenette", "train", tmp_path)
+
+
+def test_imagewoof_imagenette_miss_names_both_releases(tmp_path):
+    fake_woof_nette(tmp_path)
+    import shutil
+
+    shutil.rmtree(tmp_path / "imagewoof2" / "val")
+    assert availability("imagewoof_imagenette", "train", tmp_path) is None
+    msg = availability("imagewoof_imagenette", "val", tmp_path)
+    assert str(tmp_path / "imagewoof2" / "val") in msg and "imagenette2/val" not in msg and "imagewoof2.tgz" in msg
+    with pytest.raises(FileNotFoundError, match="imagewoof2"):
+        load_images("imagewoof_imagenette", "val", tmp_path)
+
+
+# ---------------------------------------------------------------------------- alzheimer
+def fake_alzheimer(base, counts=(2, 1, 3, 2), fmt="JPEG", suffix="jpg"):
+    for c, (cls, n) in enumerate(zip(im.ALZHEIMER_CLASSES, counts)):
+        for split in ("train", "test"):
+            for k in range(n):
+                write_image(base / split / cls / f"{cls}_{k}.{suffix}", (40 * c,) * 3, size=(6, 7), fmt=fmt, gray=True)
+
+
+@pytest.mark.parametrize("folder", ["alzheimer", "Alzheimer_s Dataset"])
+def test_alzheimer_folders_native_size(tmp_path, folder):
+    fake_alzheimer(tmp_path / folder, fmt="PNG", suffix="png")
+    train = load_images("alzheimer_kaggle", "train", tmp_path)
+    assert train.classes == im.ALZHEIMER_CLASSES and train.x.shape == (8, 3, 7, 6)
+    assert train.y.tolist() == [0, 0, 1, 2, 2, 2, 3, 3]
+    assert close(train.x[train.y == 2], 80, tol=0)  # PNG: lossless
+    lab = resolve_labels({"positive": ["MildDemented", "ModerateDemented", "VeryMildDemented"]}, train.classes)
+    assert lab["positive"] == [0, 1, 3]
+    assert len(load_images("alzheimer_kaggle", "test", tmp_path)) == 8
+
+
+def test_alzheimer_mixed_sizes_fail_with_the_file(tmp_path):
+    fake_alzheimer(tmp_path / "alzheimer")
+    write_image(tmp_path / "alzheimer" / "train" / "NonDemented" / "zz.jpg", (0, 0, 0), size=(9, 9))
+    with pytest.raises(ValueError, match="zz.jpg"):
+        load_images("alzheimer_kaggle", "train", tmp_path)
+
+
+# ---------------------------------------------------------------------------- offline misses
+@pytest.mark.parametrize("name, expect", [
+    ("imagenet", ["imagenet/train/", "no public download", "ImageFolder"]),
+    ("imagewoof_imagenette", ["imagenette2/train/", "imagewoof2/train/", "imagenette2.tgz"]),
+    ("alzheimer_kaggle", ["alzheimer/train/", "Alzheimer_s Dataset/train/", "Kaggle"]),
+])
+def test_offline_miss_names_the_folders(tmp_path, name, expect):
+    assert name in DATASETS.names()
+    with pytest.raises(FileNotFoundError) as e:
+        load_images(name, "train", tmp_path)
+    msg = str(e.value)
+    for part in expect + [str(tmp_path), "Jobs never download"]:
+        assert part in msg, (part, msg)
+    assert availability(name, "train", tmp_path) == msg
+    (tmp_path / name.split("_")[0] / "train").mkdir(parents=True)  # an empty folder is still a miss
+    assert availability(name, "train", tmp_path) is not None
