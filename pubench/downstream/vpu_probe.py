@@ -120,7 +120,7 @@ class VPUProbe(Downstream):
             "loss_per_epoch": [e.mean for e in history],
             "var_loss_per_epoch": [e.sums["var_loss"] / max(1, e.steps) for e in history],
             "reg_loss_per_epoch": [e.sums["reg_loss"] / max(1, e.steps) for e in history],
-            "final_train_loss": history[-1].mean if history else None, "features": int(encoder.out_dim),
+            "final_train_risk": history[-1].mean if history else None, "features": int(encoder.out_dim),
             "standardize": standardize, "prior_used": None, "prior_source": "not used (prior-free)",
         }
         return metrics, info

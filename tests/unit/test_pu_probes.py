@@ -14,7 +14,7 @@ from pubench.pu.vpu import vpu_objective, vpu_scores
 from pubench.train import DOWNSTREAM
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
-from tests.unit.test_probe import FlatEncoder, _data, _run
+from tests.unit.test_probe import _data, _run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
