@@ -170,3 +170,29 @@ def test_offline_miss_names_the_folders(tmp_path, name, expect):
     assert availability(name, "train", tmp_path) == msg
     (tmp_path / name.split("_")[0] / "train").mkdir(parents=True)  # an empty folder is still a miss
     assert availability(name, "train", tmp_path) is not None
+
+
+# ---------------------------------------------------------------------------- through a task
+def test_imagenet_ii_runs_through_contrastive_probe_with_the_fig14_variants(tmp_path, monkeypatch):
+    """ImageNet-II's catalogue labels (class names) on the generated folders, resized by the
+    task, pre-training and the vpu_probe / nnpu_mixup_probe downstream units of fig14-pupl."""
+    from pubench.tasks import TASKS
+    from tests.unit.test_image_tasks import SEEDS, _params
+
+    monkeypatch.setitem(im.DATASETS_BY_NAME["imagewoof_imagenette"].params, "size", 16)
+    monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
+    fake_woof_nette(tmp_path, n=3)
+    data = {"dataset": "imagewoof_imagenette", "labels": {"positive": ["imagewoof"], "negative": ["imagenette"]},
+            "train_split": "train", "test_split": "val", "input_size": [3, 12, 12], "prior": 0.5,
+            "split": {"kind": "pu", "scheme": "case_control", "n_labeled": 8, "n_unlabeled": 20,
+                      "unlabeled_prior": 0.5}}
+    for downstream in ({"name": "vpu_probe", "lam": 0.03, "mix_alpha": 0.3},
+                       {"name": "nnpu_mixup_probe", "risk": "nnpu", "loss": "sigmoid",
+                        "mixup": {"mode": "separate_positive_and_unlabeled", "alpha": 1.0}}):
+        p = _params(data=data)
+        p["model"]["backbone"]["input_size"] = 12
+        p["pretrain"].update(epochs=1, batch_size=8, augment={"name": "crop", "scale": [0.7, 1.0]})
+        p["downstream"] = {**downstream, "epochs": 2, "batch_size": 4, "optimizer": {"name": "adam", "lr": 0.01}}
+        out = TASKS.get("contrastive_probe").run(p, SEEDS)
+        assert out["info"]["n_test"] == 20 and "resized (16, 16) -> (12, 12)" in out["info"]["data_source"]["train"]
+        assert out["info"]["split"]["counts"]["n_labeled"] == 8 and 0 <= out["metrics"]["acc"] <= 100
