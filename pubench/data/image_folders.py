@@ -83,3 +83,35 @@ def decode_images(files: Iterable[tuple[Path, int]], mode: str, size: int | None
     if x is None:
         raise ValueError(f"{desc}: no image files ({', '.join(IMAGE_SUFFIXES)}) in the class folders")
     return x, labels
+
+
+def link_sample(src: Path, dst: Path, files: list[Path]) -> None:
+    """``dst/<name>`` for each file: a symbolic link to it (a copy where links fail)."""
+    import shutil
+
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        target = dst / f.name
+        if target.exists() or target.is_symlink():
+            continue
+        try:
+            target.symlink_to(f.resolve())
+        except OSError:
+            shutil.copy2(f, target)
+
+
+def build_class_subset(src: Path, dst: Path, classes: list[str], per_class: list[int | None], seed: int) -> int:
+    """Fill ``dst/<class>/`` with a seeded uniform sample of ``per_class[i]`` images of
+    ``src/<class_i>/`` (None: all of them), as links; every class folder is created, also
+    where the sample is empty. Returns the number of images placed."""
+    rng = np.random.default_rng(seed)
+    placed = 0
+    for cls, k in zip(classes, per_class):
+        folder = src / cls
+        files = image_files(folder) if folder.is_dir() else []
+        if k is not None and len(files) > k:
+            files = [files[i] for i in sorted(rng.choice(len(files), k, replace=False))]
+        (dst / cls).mkdir(parents=True, exist_ok=True)
+        link_sample(folder, dst / cls, files)
+        placed += len(files)
+    return placed

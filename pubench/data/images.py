@@ -125,6 +125,7 @@ class ImageDataset(Dataset):
     prepare_splits: tuple[str, ...] = ("train", "test")
     archive: tuple[str, str] | None = None  # torchvision archive (file name, md5) prepare can unpack
     download: Callable[[Path], None] | None = None  # online only, used by prepare
+    build: Callable[[Path, Path], str] | None = None  # prepare --from DIR: build the folders from DIR (a subset)
     url: str | None = None
     how_to_get: str = ""
     params: dict = field(default_factory=dict)  # preprocessing parameters (part of the cache hash)
@@ -279,6 +280,43 @@ def _imagenet_reader(root: Path, split: str):
     x, y = decode_images(labeled_files(folder, present, {c: classes.index(c) for c in present}),
                          ds.params["resize"], ds.params["size"], f"decode imagenet {split}")
     return x, y, classes
+
+
+# ImageNet-I's pool (003 Sec. 9.2: "a subset of dog (P) vs non-dog (N) images sampled from
+# ImageNet-1k"): per class, a seeded sample of the training images, dogs (ids 151-268)
+# IMAGENET_I_POOL["dog"] each, the other classes IMAGENET_I_POOL["other"]; val: every dog
+# image, IMAGENET_I_POOL["val_other"] of each other class. Sized for the figures' largest
+# draws (n_U 20,000 at pi 0.9 + n_L 10,000 = 28,000 dogs <= 30,680; 18,000 non-dogs at pi 0.1
+# <= 22,050; a balanced test of the 5,900 dog val images draws 5,900 of 8,820 others).
+IMAGENET_DOGS = range(151, 269)
+IMAGENET_I_POOL = {"dog": 260, "other": 25, "val_other": 10, "seed": 0}
+
+
+def _imagenet_source(source: Path, split: str) -> Path | None:
+    for cand in (source / "imagenet" / split, source / split):
+        if cand.is_dir() and len([c for c in cand.iterdir() if c.is_dir()]) == IMAGENET_CLASSES:
+            return cand
+    return None
+
+
+def _imagenet_build(source: Path, root: Path) -> str:
+    """``pubench prepare imagenet --from DIR``: links ImageNet-I's pool (IMAGENET_I_POOL) of
+    the full ILSVRC-2012 folders DIR/{train,val}/<wnid>/ (or DIR/imagenet/...) into
+    <root>/imagenet/."""
+    from pubench.data.image_folders import build_class_subset, class_folders
+
+    src_train, src_val = _imagenet_source(source, "train"), _imagenet_source(source, "val")
+    if src_train is None or src_val is None:
+        return (f"{source} has no ILSVRC-2012 folders train/ and val/ with {IMAGENET_CLASSES} wnid folders "
+                "each (torchvision ImageFolder layout)")
+    wnids = class_folders(src_train)
+    dog = [i in IMAGENET_DOGS for i in range(len(wnids))]
+    pool = IMAGENET_I_POOL
+    n_train = build_class_subset(src_train, root / "imagenet" / "train", wnids,
+                                 [pool["dog"] if d else pool["other"] for d in dog], pool["seed"])
+    n_val = build_class_subset(src_val, root / "imagenet" / "val", wnids,
+                               [None if d else pool["val_other"] for d in dog], pool["seed"] + 1)
+    return f"linked ImageNet-I's pool: {n_train:,} train and {n_val:,} val images"
 
 
 IMAGENETTE_WNIDS = ("n01440764", "n02102040", "n02979186", "n03000684", "n03028079", "n03394916", "n03417042",
@@ -482,11 +520,14 @@ _ALL: list[ImageDataset] = [
         source="ImageNet-1k (ILSVRC-2012) in ImageFolder layout, every image found under imagenet/<split>/<wnid>/; "
                "shorter side to 224 (PIL bilinear), centre crop 224 x 224",
         prepare_splits=("train", "val"),
-        how_to_get="ImageNet has no public download (image-net.org needs an account). Place the ILSVRC-2012 images "
-                   "in torchvision's ImageFolder layout, <root>/imagenet/{train,val}/<wnid>/*.JPEG, with all 1000 "
-                   "wnid folders under train/ (the sorted wnids are the class ids; a subset may leave folders "
-                   "empty). Every image found is decoded and held in memory at 3 x 224 x 224 (150 KB each: the "
-                   "full train split needs 193 GB), so place the subset a spec needs",
+        build=_imagenet_build,
+        how_to_get="ImageNet has no public download (image-net.org needs an account). Run `pubench prepare imagenet "
+                   "--from DIR` with DIR the ILSVRC-2012 images in torchvision's ImageFolder layout "
+                   "(DIR/{train,val}/<wnid>/*.JPEG): it links ImageNet-I's seeded pool (260 images of each dog "
+                   "class, 25 of each other class; val: every dog image, 10 of each other class) into "
+                   "<root>/imagenet/{train,val}/<wnid>/. Or place a subset there yourself, with all 1000 wnid "
+                   "folders under train/ (the sorted wnids are the class ids; folders may be empty): every image "
+                   "found is held in memory at 3 x 224 x 224 (150 KB each; the full train split needs 193 GB)",
         params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')"},
     ),
     ImageDataset(

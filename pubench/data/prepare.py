@@ -178,6 +178,12 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
             if state != "missing":
                 problems.append(state)
     missing = [f for f in files if f.find(root) is None]
+    build_note = None
+    if missing and not check_only and source is not None and ds.build is not None:
+        build_note = ds.build(source, root)  # a subset of the --from folders (e.g. ImageNet-I's pool)
+        missing = [f for f in files if f.find(root) is None]
+        if not missing:
+            actions.append("built")
     if missing and not check_only and ds.archive:
         fn, md5 = ds.archive
         for cand in ([source / fn] if source else []) + [root / fn]:
@@ -196,6 +202,7 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
         return "error", "checksum mismatch: " + "; ".join(problems)
     if missing:
         why = ds.how_to_get if not check_only else f"{ds.how_to_get} (--check copies nothing)"
+        why = f"{why} ({build_note})" if build_note else why
         return "missing", f"{ds.title}: {why}. Missing: {_short([str(root / f.path) for f in missing])}"
     # every file in place: load each split (builds the cache) and count the images
     sizes = []
@@ -212,6 +219,8 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
     detail = ", ".join(sizes) + (" (checksums ok)" if any(f.md5 or f.sha256 for f in files) else "")
     if ds.name == "cifar10_jpeg":
         detail += "; lossy JPEG copy: reduced tier only"
+    if build_note:
+        detail += f"; {build_note}"
     return status, detail
 
 

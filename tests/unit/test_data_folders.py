@@ -196,3 +196,44 @@ def test_imagenet_ii_runs_through_contrastive_probe_with_the_fig14_variants(tmp_
         out = TASKS.get("contrastive_probe").run(p, SEEDS)
         assert out["info"]["n_test"] == 20 and "resized (16, 16) -> (12, 12)" in out["info"]["data_source"]["train"]
         assert out["info"]["split"]["counts"]["n_labeled"] == 8 and 0 <= out["metrics"]["acc"] <= 100
+
+
+# ---------------------------------------------------------------------------- prepare: ImageNet-I's pool
+def test_prepare_imagenet_links_the_imagenet_i_pool(tmp_path, monkeypatch):
+    from pubench.data import prepare as prep
+
+    src, root = tmp_path / "ilsvrc", tmp_path / "root"
+    wnids = [f"n{10000000 + 7 * i:08d}" for i in range(im.IMAGENET_CLASSES)]
+    for w in wnids:
+        (src / "train" / w).mkdir(parents=True)
+        (src / "val" / w).mkdir(parents=True)
+    for cls, n in ((150, 4), (151, 5), (200, 2), (268, 4), (269, 4)):
+        for k in range(n):
+            for split in ("train", "val"):
+                write_image(src / split / wnids[cls] / f"{k}.JPEG", (cls % 256, 0, 0))
+    monkeypatch.setitem(im.IMAGENET_I_POOL, "dog", 3)
+    monkeypatch.setitem(im.IMAGENET_I_POOL, "other", 2)
+    monkeypatch.setitem(im.IMAGENET_I_POOL, "val_other", 1)
+    monkeypatch.setitem(im.DATASETS_BY_NAME["imagenet"].params, "size", 4)
+    rows = {n: (status, detail) for n, status, detail in prep.prepare_rows(["imagenet"], src, root, download=False)}
+    status, detail = rows["imagenet"]
+    assert status == "copied" and "12 train and 13 val" in detail and "train 12, val 13" in detail, detail
+    linked = sorted((root / "imagenet" / "train" / wnids[151]).iterdir())
+    assert len(linked) == 3 and all(p.is_symlink() and p.resolve().parent == src / "train" / wnids[151] for p in linked)
+    assert len(list((root / "imagenet" / "train").iterdir())) == 1000  # every wnid folder, most of them empty
+    train = load_images("imagenet", "train", root)
+    assert sorted(set(train.y.tolist())) == [150, 151, 200, 268, 269] and len(train) == 2 + 3 + 2 + 3 + 2
+    assert train.y.tolist().count(200) == 2  # a dog class with fewer images than the pool size: all of them
+    val = load_images("imagenet", "val", root)  # every dog image, val_other of the others
+    assert len(val) == 1 + 5 + 2 + 4 + 1
+    again = {n: s for n, s, _ in prep.prepare_rows(["imagenet"], src, root, download=False)}
+    assert again["imagenet"] == "present"
+
+
+def test_prepare_imagenet_from_a_folder_without_ilsvrc_says_so(tmp_path):
+    from pubench.data import prepare as prep
+
+    (tmp_path / "src" / "train" / "n01440764").mkdir(parents=True)
+    rows = {n: (s, d) for n, s, d in prep.prepare_rows(["imagenet"], tmp_path / "src", tmp_path / "root",
+                                                         download=False)}
+    assert rows["imagenet"][0] == "missing" and "has no ILSVRC-2012 folders" in rows["imagenet"][1]
