@@ -528,7 +528,8 @@ _ALL: list[ImageDataset] = [
                    "<root>/imagenet/{train,val}/<wnid>/. Or place a subset there yourself, with all 1000 wnid "
                    "folders under train/ (the sorted wnids are the class ids; folders may be empty): every image "
                    "found is held in memory at 3 x 224 x 224 (150 KB each; the full train split needs 193 GB)",
-        params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')"},
+        params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')",
+                "pool": IMAGENET_I_POOL},  # a new pool is a new cache
     ),
     ImageDataset(
         name="imagewoof_imagenette", title="Imagewoof (label 1) + Imagenette (label 0)", splits=("train", "val"),
