@@ -1,7 +1,8 @@
 """Image data sets as uint8 tensors, read offline from the data root (issue 5).
 
 Registered in :data:`pubench.data.DATASETS`: ``mnist``, ``fashion_mnist``, ``cifar10``,
-``cifar10_jpeg``, ``cifar100``, ``stl10``, ``svhn``. Each entry is an
+``cifar10_jpeg``, ``cifar100``, ``stl10``, ``svhn``, and the folder sets ``imagenet``,
+``imagewoof_imagenette``, ``alzheimer_kaggle`` (readers in :mod:`pubench.data.image_folders`). Each entry is an
 :class:`ImageDataset`, a callable ``(split, root=None) -> ImageSet``;
 :func:`load_images` is the same by name.
 
@@ -16,6 +17,9 @@ Where the files are looked for, under the data root ``root`` (``$PUBENCH_DATA``,
 ``stl10``          ``stl10_binary/{train,test}_{X,y}.bin``, ``unlabeled_X.bin``, ``class_names.txt``
 ``svhn``           ``svhn/{train,test,extra}_32x32.mat`` (or ``<root>/*_32x32.mat``)
 ``cifar10_jpeg``   ``cifar10-jpeg/{train,test}.npz`` (the lossy JPEG copy of ``../shared/data``)
+``imagenet``       ``imagenet/{train,val}/<wnid>/*.JPEG`` (all 1000 wnid folders under ``train/``)
+``imagewoof_...``  ``imagenette2/{train,val}/<wnid>/``, ``imagewoof2/{train,val}/<wnid>/`` (fast.ai)
+``alzheimer_...``  ``alzheimer/{train,test}/<class>/*.jpg`` (or Kaggle's ``Alzheimer_s Dataset/``)
 =================  ===========================================================================
 
 Loading never downloads: an offline miss raises :class:`FileNotFoundError` naming the
@@ -26,9 +30,12 @@ files to place, where, and the ``pubench prepare`` command that fills them
 :data:`CACHE_VERSION`); later loads read that file (well under a second). Delete
 ``<root>/processed/`` to rebuild.
 
-Splits: ``train`` and ``test`` everywhere; ``stl10`` also ``unlabeled`` (100,000 images,
+Splits: ``train`` and ``test`` (``train`` and ``val`` for ``imagenet`` and
+``imagewoof_imagenette``, their release's names); ``stl10`` also ``unlabeled`` (100,000 images,
 label ``-1`` = unknown) and ``train+unlabeled``; ``svhn`` also ``extra``. Class ids are
-torchvision's (0-based; SVHN's digit 0 is class 0, STL-10's labels shifted to 0..9).
+torchvision's (0-based; SVHN's digit 0 is class 0, STL-10's labels shifted to 0..9;
+ImageNet's the sorted wnids; ``imagewoof_imagenette`` 0 = Imagenette, 1 = Imagewoof;
+``alzheimer_kaggle`` the sorted class folders).
 """
 
 from __future__ import annotations
@@ -93,11 +100,12 @@ class FileSpec:
     alternatives: tuple[str, ...] = ()  # other relative paths under the root that also do
     sources: tuple[str, ...] = ()  # relative paths in a ``--from`` folder (besides ``path``)
     unpack_gz: bool = False  # prepare also writes the gunzipped file next to it (torchvision's layout)
+    folder: bool = False  # a folder of class sub-folders (ImageFolder layout), not a file
 
     def find(self, root: Path) -> Path | None:
         for rel in (self.path, *self.alternatives):
             p = root / rel
-            if p.is_file():
+            if (p.is_dir() and any(c.is_dir() for c in p.iterdir())) if self.folder else p.is_file():
                 return p
         return None
 
@@ -117,6 +125,7 @@ class ImageDataset(Dataset):
     prepare_splits: tuple[str, ...] = ("train", "test")
     archive: tuple[str, str] | None = None  # torchvision archive (file name, md5) prepare can unpack
     download: Callable[[Path], None] | None = None  # online only, used by prepare
+    build: Callable[[Path, Path], str] | None = None  # prepare --from DIR: build the folders from DIR (a subset)
     url: str | None = None
     how_to_get: str = ""
     params: dict = field(default_factory=dict)  # preprocessing parameters (part of the cache hash)
@@ -245,6 +254,108 @@ def _jpeg_reader(root: Path, split: str):
     return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2))), labels.astype(np.int64), classes
 
 
+def _found_folder(name: str, split: str, root: Path, rel: str) -> Path:
+    """The folder of ``split`` whose path (or alternative) is ``rel``, as found under ``root``."""
+    (spec,) = [f for f in DATASETS_BY_NAME[name].split_files(split) if f.path == rel]
+    return spec.find(root)
+
+
+IMAGENET_CLASSES = 1000
+
+
+def _imagenet_reader(root: Path, split: str):
+    from pubench.data.image_folders import class_folders, decode_images, labeled_files
+
+    ds = DATASETS_BY_NAME["imagenet"]
+    classes = class_folders(root / "imagenet" / "train")
+    if len(classes) != IMAGENET_CLASSES:
+        raise ValueError(f"{root / 'imagenet' / 'train'} has {len(classes)} class folders; ImageNet-1k has "
+                         f"{IMAGENET_CLASSES} (keep every wnid folder, also where a subset leaves it empty: the "
+                         "sorted wnids are the class ids 0-999)")
+    folder = _found_folder("imagenet", split, root, f"imagenet/{split}")
+    present = class_folders(folder)
+    unknown = sorted(set(present) - set(classes))
+    if unknown:
+        raise ValueError(f"{folder}: class folders {unknown[:5]} are not among the wnids of imagenet/train")
+    x, y = decode_images(labeled_files(folder, present, {c: classes.index(c) for c in present}),
+                         ds.params["resize"], ds.params["size"], f"decode imagenet {split}")
+    return x, y, classes
+
+
+# ImageNet-I's pool (003 Sec. 9.2: "a subset of dog (P) vs non-dog (N) images sampled from
+# ImageNet-1k"): per class, a seeded sample of the training images, dogs (ids 151-268)
+# IMAGENET_I_POOL["dog"] each, the other classes IMAGENET_I_POOL["other"]; val: every dog
+# image, IMAGENET_I_POOL["val_other"] of each other class. Sized for the figures' largest
+# draws (n_U 20,000 at pi 0.9 + n_L 10,000 = 28,000 dogs <= 30,680; 18,000 non-dogs at pi 0.1
+# <= 22,050; a balanced test of the 5,900 dog val images draws 5,900 of 8,820 others).
+IMAGENET_DOGS = range(151, 269)
+IMAGENET_I_POOL = {"dog": 260, "other": 25, "val_other": 10, "seed": 0}
+
+
+def _imagenet_source(source: Path, split: str) -> Path | None:
+    for cand in (source / "imagenet" / split, source / split):
+        if cand.is_dir() and len([c for c in cand.iterdir() if c.is_dir()]) == IMAGENET_CLASSES:
+            return cand
+    return None
+
+
+def _imagenet_build(source: Path, root: Path) -> str:
+    """``pubench prepare imagenet --from DIR``: links ImageNet-I's pool (IMAGENET_I_POOL) of
+    the full ILSVRC-2012 folders DIR/{train,val}/<wnid>/ (or DIR/imagenet/...) into
+    <root>/imagenet/."""
+    from pubench.data.image_folders import build_class_subset, class_folders
+
+    src_train, src_val = _imagenet_source(source, "train"), _imagenet_source(source, "val")
+    if src_train is None or src_val is None:
+        return (f"{source} has no ILSVRC-2012 folders train/ and val/ with {IMAGENET_CLASSES} wnid folders "
+                "each (torchvision ImageFolder layout)")
+    wnids = class_folders(src_train)
+    dog = [i in IMAGENET_DOGS for i in range(len(wnids))]
+    pool = IMAGENET_I_POOL
+    n_train = build_class_subset(src_train, root / "imagenet" / "train", wnids,
+                                 [pool["dog"] if d else pool["other"] for d in dog], pool["seed"])
+    n_val = build_class_subset(src_val, root / "imagenet" / "val", wnids,
+                               [None if d else pool["val_other"] for d in dog], pool["seed"] + 1)
+    return f"linked ImageNet-I's pool: {n_train:,} train and {n_val:,} val images"
+
+
+IMAGENETTE_WNIDS = ("n01440764", "n02102040", "n02979186", "n03000684", "n03028079", "n03394916", "n03417042",
+                    "n03425413", "n03445777", "n03888257")
+IMAGEWOOF_WNIDS = ("n02086240", "n02087394", "n02088364", "n02089973", "n02093754", "n02096294", "n02099601",
+                   "n02105641", "n02111889", "n02115641")
+
+
+def _woof_nette_reader(root: Path, split: str):
+    from pubench.data.image_folders import class_folders, decode_images, labeled_files
+
+    ds = DATASETS_BY_NAME["imagewoof_imagenette"]
+    files = []
+    for label, (release, wnids) in enumerate((("imagenette2", IMAGENETTE_WNIDS), ("imagewoof2", IMAGEWOOF_WNIDS))):
+        folder = _found_folder(ds.name, split, root, f"{release}/{split}")
+        present = class_folders(folder)
+        if sorted(present) != sorted(wnids):
+            raise ValueError(f"{folder}: class folders {present}, expected the 10 wnids of {release} {sorted(wnids)}")
+        files += labeled_files(folder, present, dict.fromkeys(present, label))
+    x, y = decode_images(files, ds.params["resize"], ds.params["size"], f"decode imagewoof_imagenette {split}")
+    return x, y, ["imagenette", "imagewoof"]
+
+
+ALZHEIMER_CLASSES = ["MildDemented", "ModerateDemented", "NonDemented", "VeryMildDemented"]
+
+
+def _alzheimer_reader(root: Path, split: str):
+    from pubench.data.image_folders import class_folders, decode_images, labeled_files
+
+    ds = DATASETS_BY_NAME["alzheimer_kaggle"]
+    folder = _found_folder(ds.name, split, root, f"alzheimer/{split}")
+    present = class_folders(folder)
+    if present != ALZHEIMER_CLASSES:
+        raise ValueError(f"{folder}: class folders {present}, expected {ALZHEIMER_CLASSES}")
+    x, y = decode_images(labeled_files(folder, ALZHEIMER_CLASSES), ds.params["resize"], ds.params["size"],
+                         f"decode alzheimer_kaggle {split}")
+    return x, y, list(ALZHEIMER_CLASSES)
+
+
 # ---------------------------------------------------------------------------- downloads (prepare, online only)
 def _tv_download(cls_name: str, sub: str = "", splits: tuple[str, ...] = ()):
     def download(root: Path) -> None:
@@ -257,6 +368,17 @@ def _tv_download(cls_name: str, sub: str = "", splits: tuple[str, ...] = ()):
                 cls(str(target), split=s, download=True)
         else:
             cls(str(target), download=True)
+
+    return download
+
+
+def _fastai_download(archives: tuple[tuple[str, str | None], ...]):
+    def download(root: Path) -> None:
+        from torchvision.datasets.utils import download_and_extract_archive
+
+        for url, md5 in archives:
+            if not (root / url.rsplit("/", 1)[1][:-len(".tgz")]).is_dir():
+                download_and_extract_archive(url, str(root), md5=md5)
 
     return download
 
@@ -391,6 +513,56 @@ _ALL: list[ImageDataset] = [
         how_to_get=f"{_OFFLINE}. Place train_32x32.mat and test_32x32.mat in <root>/svhn/, "
                    "or run `pubench prepare svhn` online",
     ),
+    ImageDataset(
+        name="imagenet", title="ImageNet-1k (ILSVRC-2012) folder subset", splits=("train", "val"),
+        files={s: (FileSpec(f"imagenet/{s}", folder=True),) for s in ("train", "val")},
+        reader=_imagenet_reader,
+        source="ImageNet-1k (ILSVRC-2012) in ImageFolder layout, every image found under imagenet/<split>/<wnid>/; "
+               "shorter side to 224 (PIL bilinear), centre crop 224 x 224",
+        prepare_splits=("train", "val"),
+        build=_imagenet_build,
+        how_to_get="ImageNet has no public download (image-net.org needs an account). Run `pubench prepare imagenet "
+                   "--from DIR` with DIR the ILSVRC-2012 images in torchvision's ImageFolder layout "
+                   "(DIR/{train,val}/<wnid>/*.JPEG): it links ImageNet-I's seeded pool (260 images of each dog "
+                   "class, 25 of each other class; val: every dog image, 10 of each other class) into "
+                   "<root>/imagenet/{train,val}/<wnid>/. Or place a subset there yourself, with all 1000 wnid "
+                   "folders under train/ (the sorted wnids are the class ids; folders may be empty): every image "
+                   "found is held in memory at 3 x 224 x 224 (150 KB each; the full train split needs 193 GB)",
+        params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')",
+                "pool": IMAGENET_I_POOL},  # a new pool is a new cache
+    ),
+    ImageDataset(
+        name="imagewoof_imagenette", title="Imagewoof (label 1) + Imagenette (label 0)", splits=("train", "val"),
+        files={s: (FileSpec(f"imagenette2/{s}", folder=True), FileSpec(f"imagewoof2/{s}", folder=True))
+               for s in ("train", "val")},
+        reader=_woof_nette_reader,
+        source="fast.ai Imagenette / Imagewoof, full-size releases imagenette2.tgz and imagewoof2.tgz (folder "
+               "labels; the noisy-label csv is not used); class 0 = every Imagenette image, 1 = every Imagewoof "
+               "image; shorter side to 224 (PIL bilinear), centre crop 224 x 224",
+        download=_fastai_download((
+            ("https://s3.amazonaws.com/fast-ai-imageclas/imagenette2.tgz", "fe2fc210e6bb7c5664d602c3cd71e612"),
+            ("https://s3.amazonaws.com/fast-ai-imageclas/imagewoof2.tgz", None))),
+        url="https://s3.amazonaws.com/fast-ai-imageclas/imagenette2.tgz",
+        prepare_splits=("train", "val"),
+        how_to_get=f"{_OFFLINE}. Unpack fast.ai's full-size releases imagenette2.tgz (1.5 GB) and imagewoof2.tgz "
+                   "(1.3 GB) from https://s3.amazonaws.com/fast-ai-imageclas/ under the data root "
+                   "(<root>/imagenette2/{train,val}/<wnid>/*.JPEG, <root>/imagewoof2/...), or run "
+                   "`pubench prepare imagewoof_imagenette` online",
+        params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')"},
+    ),
+    ImageDataset(
+        name="alzheimer_kaggle", title="Alzheimer's Dataset (4 class of images), Kaggle", splits=("train", "test"),
+        files={s: (FileSpec(f"alzheimer/{s}", folder=True, alternatives=(f"Alzheimer_s Dataset/{s}",)),)
+               for s in ("train", "test")},
+        reader=_alzheimer_reader,
+        source="Kaggle 'Alzheimer's Dataset (4 class of images)' (tourist55), folder labels MildDemented, "
+               "ModerateDemented, NonDemented, VeryMildDemented; grayscale MRI slices replicated to 3 channels, "
+               "native size (176 x 208)",
+        how_to_get=f"{_OFFLINE}; Kaggle needs an account, so there is no download. Unzip the Kaggle archive "
+                   "and place its train/ and test/ folders as <root>/alzheimer/{train,test}/<class>/*.jpg (the "
+                   "archive's own <root>/Alzheimer_s Dataset/{train,test}/ also works)",
+        params={"resize": "native", "size": None, "decoder": "PIL convert('RGB')"},
+    ),
 ]
 DATASETS_BY_NAME: dict[str, ImageDataset] = {d.name: d for d in _ALL}
 for _d in _ALL:
@@ -413,7 +585,10 @@ def _dataset(name: str) -> ImageDataset:
 
 
 def missing_message(ds: ImageDataset, split: str, root: Path, missing: list[FileSpec]) -> str:
-    files = ", ".join(str(root / f.path) + (f" (or {root / f.alternatives[0]})" if f.alternatives else "")
+    slash = {True: "/ (a folder of class folders)", False: ""}
+    files = ", ".join(str(root / f.path) + slash[f.folder]
+                      + (f" (or {root / f.alternatives[0]}/)" if f.alternatives and f.folder
+                         else f" (or {root / f.alternatives[0]})" if f.alternatives else "")
                       for f in missing)
     return (f"{ds.title} ({ds.name}) {split} split not found under the data root {root} "
             f"($PUBENCH_DATA, default ./data): place {files}. {ds.how_to_get}. "

@@ -47,6 +47,9 @@ EXPECTED_SIZES = {
     "cifar100": {"train": 50000, "test": 10000},
     "stl10": {"train": 5000, "test": 8000, "unlabeled": 100000},
     "svhn": {"train": 73257, "test": 26032},
+    # fast.ai's README: imagenette2 9,469 / 3,925, imagewoof2 9,025 / 3,929 (train / val)
+    "imagewoof_imagenette": {"train": 18494, "val": 7854},
+    "alzheimer_kaggle": {"train": 5121, "test": 1279},  # 004 Table I: n_U 5,121, 1,279 test
 }
 
 # SST-2 (GLUE tsv) for the text track: sha256 from ../shared/data/MANIFEST.md.
@@ -175,6 +178,12 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
             if state != "missing":
                 problems.append(state)
     missing = [f for f in files if f.find(root) is None]
+    build_note = None
+    if missing and not check_only and source is not None and ds.build is not None:
+        build_note = ds.build(source, root)  # a subset of the --from folders (e.g. ImageNet-I's pool)
+        missing = [f for f in files if f.find(root) is None]
+        if not missing:
+            actions.append("built")
     if missing and not check_only and ds.archive:
         fn, md5 = ds.archive
         for cand in ([source / fn] if source else []) + [root / fn]:
@@ -193,6 +202,7 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
         return "error", "checksum mismatch: " + "; ".join(problems)
     if missing:
         why = ds.how_to_get if not check_only else f"{ds.how_to_get} (--check copies nothing)"
+        why = f"{why} ({build_note})" if build_note else why
         return "missing", f"{ds.title}: {why}. Missing: {_short([str(root / f.path) for f in missing])}"
     # every file in place: load each split (builds the cache) and count the images
     sizes = []
@@ -209,6 +219,8 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
     detail = ", ".join(sizes) + (" (checksums ok)" if any(f.md5 or f.sha256 for f in files) else "")
     if ds.name == "cifar10_jpeg":
         detail += "; lossy JPEG copy: reduced tier only"
+    if build_note:
+        detail += f"; {build_note}"
     return status, detail
 
 

@@ -55,17 +55,10 @@ class ProbeConfig:
     gamma: float = 1.0
     augment: dict | None = None    # training views (default: none)
     standardize: bool | None = None  # linear_probe: z-score the features (default true); finetune: not applicable
-    mixup: dict | None = None      # not implemented (nnPU with MixUp)
-    lam: float | None = None       # not implemented (vPU)
-    mix_alpha: float | None = None  # not implemented (vPU)
 
 
 def check_probe(cfg: ProbeConfig, where: str) -> None:
     """The checks of a probe / fine-tuning config that types cannot say."""
-    if cfg.risk == "vpu" or cfg.lam is not None or cfg.mix_alpha is not None:
-        raise ConfigError(f"{where}: the variational PU risk (vpu; lam, mix_alpha) is not implemented")
-    if cfg.mixup is not None:
-        raise ConfigError(f"{where}.mixup: MixUp in the downstream risk is not implemented")
     if cfg.risk not in RISKS:
         raise ConfigError(f"{where}.risk: {cfg.risk!r} is not one of {RISKS}")
     check_loop_config(cfg, where)
@@ -110,6 +103,12 @@ class RiskClassifier(Downstream):
 @DOWNSTREAM.register("linear_probe")
 class LinearProbe(RiskClassifier):
     @classmethod
+    def feature_mix(cls, cfg: ProbeConfig, targets: Targets, seed: int, device):
+        """``mix(features, rows)`` applied to every training batch of features, or None
+        (``nnpu_mixup_probe`` mixes them)."""
+        return None
+
+    @classmethod
     def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, device="cpu"):
         targets, settings, info = cls.targets_and_risk(cfg, data)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
@@ -134,6 +133,13 @@ class LinearProbe(RiskClassifier):
             @torch.no_grad()
             def features(rows):
                 return (encoder(aug(data.x_train[rows].to(device), aug_gen)) - shift_d) / scale_d
+        mix = cls.feature_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
+        if mix is not None:
+            unmixed = features
+
+            def features(rows):
+                return mix(unmixed(rows), rows)
+            state = {**state, **mix.checkpoint_state}
         hist = fit_head(head, features, cfg.optimizer, cfg.schedule, targets, settings, cfg.epochs, cfg.batch_size,
                         order_seed, f"linear probe ({cfg.risk})", state)
         test_feats = (encode(encoder, data.x_test, data.mean, data.std, device) - shift) / scale

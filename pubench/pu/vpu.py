@@ -10,6 +10,7 @@ does; every training choice is in the spec. The loss terms are
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +109,30 @@ def vpu_rows(observed: torch.Tensor, scheme: str, fraction: float, gen: torch.Ge
     else:
         train_x, val_x = train_u, val_u
     return {"train_p": train_p, "train_x": train_x, "val_p": val_p, "val_x": val_x}
+
+
+def vpu_objective(model: Callable[[torch.Tensor], torch.Tensor], xp: torch.Tensor, xu: torch.Tensor, mu: float,
+                  partner: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """vPU's training objective on one batch (Chen et al. 2020a: L_var + lam * the MixUp
+    regularizer; as the released code): ``(loss, L_var, regularizer)``. ``model`` maps inputs
+    to one logit, ``log Phi = logsigmoid``; positives and data sample go through it in one
+    call (one BatchNorm batch, as the code); each ``xu[i]`` is mixed with ``xp[partner[i]]``
+    with coefficient ``mu`` (the caller draws ``mu ~ Beta(a, a)`` and the permutation).
+    Shared by the PU method ``vpu`` and the downstream ``vpu_probe``."""
+    bs = xp.shape[0]
+    out = F.logsigmoid(model(torch.cat([xp, xu])).reshape(-1))
+    log_phi_p, log_phi_u = out[:bs], out[bs:]
+    var_loss = R.vpu_variational_loss(log_phi_u, log_phi_p)
+    x_mix, target = R.vpu_mixup(xu, xp[partner], log_phi_u.exp(), mu)
+    reg = R.vpu_mixup_regularizer(F.logsigmoid(model(x_mix).reshape(-1)), target)
+    return var_loss + lam * reg, var_loss, reg
+
+
+def vpu_scores(log_phi_eval: torch.Tensor, log_phi_sample: torch.Tensor) -> torch.Tensor:
+    """vPU's decision scores (released code): positive iff ``Phi(x) / max Phi > 1/2``, the
+    maximum over the training data sample; the score is ``log Phi(x) - log max Phi - log(1/2)``
+    (> 0: positive)."""
+    return log_phi_eval.reshape(-1) - float(log_phi_sample.max()) - math.log(0.5)
 
 
 @PU_METHODS.register("vpu")
@@ -223,14 +248,10 @@ class VPU(PUMethod):
         def step(batch, epoch: int) -> Step:
             p_idx, x_idx = batch
             xp, xu = inputs(train_p[p_idx]), inputs(train_x[x_idx])
-            out = F.logsigmoid(model(torch.cat([xp, xu])).reshape(-1))
-            log_phi_p, log_phi_u = out[:bs], out[bs:]
-            var_loss = R.vpu_variational_loss(log_phi_u, log_phi_p)
             mu = float(mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
             partner = torch.randperm(bs, generator=gen).to(device)
-            x_mix, target = R.vpu_mixup(xu, xp[partner], log_phi_u.exp(), mu)
-            reg = R.vpu_mixup_regularizer(F.logsigmoid(model(x_mix).reshape(-1)), target)
-            return Step(var_loss + cfg.lam * reg, extra={"var_loss": var_loss.detach(), "reg_loss": reg.detach()})
+            loss, var_loss, reg = vpu_objective(model, xp, xu, mu, partner, cfg.lam)
+            return Step(loss, extra={"var_loss": var_loss.detach(), "reg_loss": reg.detach()})
 
         def end_epoch(stats: EpochStats) -> None:
             hist["loss"].append(stats.mean)
@@ -249,9 +270,9 @@ class VPU(PUMethod):
         if best["state"] is not None:
             model.load_state_dict(best["state"])
         selected = best["epoch"] if validate else (train.epochs - 1 if train.epochs else None)
-        log_max = float(log_phi(data.x_train, train_x).max())
-        test_idx = torch.arange(data.x_test.shape[0])
-        scores = log_phi(data.x_test, test_idx) - log_max - math.log(0.5)
+        log_phi_sample = log_phi(data.x_train, train_x)
+        log_max = float(log_phi_sample.max())
+        scores = vpu_scores(log_phi(data.x_test, torch.arange(data.x_test.shape[0])), log_phi_sample)
         metrics = evaluate_scores(scores, data.y_test, 2)
         single = data.pu_scheme == "single_training_set"
         opt = trainer.optimizer

@@ -212,7 +212,9 @@ def test_balanced_test_sampling(fake_data):
     (lambda p: p["data"].update(subset={"train": 1}), "subset"),
     (lambda p: p["data"].update(pretrain_split="train+unlabeled"), "pretrain_split"),
     (lambda p: p["pretrain"].update(eval_at_epoch=5), "eval_at_epoch"),
-    (lambda p: p["downstream"].update(risk="vpu", lam=0.03), "not implemented"),
+    (lambda p: p["downstream"].update(risk="vpu"), "risk"),
+    (lambda p: p["downstream"].update(lam=0.03), "unknown key 'lam'"),
+    (lambda p: p["downstream"].update(name="nnpu_mixup_probe"), "mixup"),
     (lambda p: p["data"].update(test_sampling="stratified"), "test_sampling"),
 ])
 def test_param_errors(fake_data, mutate, match):

@@ -180,10 +180,7 @@ def test_deep_merge_does_not_mutate():
 #: (table, error) of the cells whose config a task rejects on purpose: features the code
 #: does not implement yet. Any other rejection is a spec error (a typo, a stale key) and
 #: fails here; an entry that no longer matches a rejection must be removed.
-REJECTED_ON_PURPOSE = {
-    ("fig14-pupl", "ConfigError: params.downstream: the variational PU risk (vpu; lam, mix_alpha) is not implemented"),
-    ("fig14-pupl", "ConfigError: params.downstream.mixup: MixUp in the downstream risk is not implemented"),
-}
+REJECTED_ON_PURPOSE: set[tuple[str, str]] = set()
 
 
 def test_every_tier_cell_is_runnable_or_says_why():
