@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pubench.pu.vpu import FullBatches, vpu_objective, vpu_rows, vpu_scores
+from pubench.pu.vpu import paired_batches, vpu_objective, vpu_rows, vpu_scores
 from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, feature_standardizer, seeded_head
 from pubench.train.loop import Step, Trainer
@@ -88,9 +88,7 @@ class VPUProbe(Downstream):
         sched = build_scheduler(cfg.schedule, opt, iters, cfg.epochs)
 
         def batches(epoch: int):
-            p_stream, x_stream = FullBatches(len(train_p), bs, gen), FullBatches(len(train_x), bs, gen)
-            for _ in range(iters):
-                yield p_stream.next(), x_stream.next()
+            return paired_batches(len(train_p), len(train_x), bs, iters, gen)
 
         def step(batch, epoch: int) -> Step:
             p_idx, x_idx = batch

@@ -74,6 +74,14 @@ class FullBatches:
         return torch.cat([torch.randperm(self.n, generator=self.gen) for _ in range(reps)])[:self.size]
 
 
+def paired_batches(n_p: int, n_x: int, size: int, iters: int, gen: torch.Generator):
+    """``iters`` pairs (positive rows, data-sample rows) of ``size`` each, drawn from two
+    independent shuffled streams restarted at each call (vPU's epoch)."""
+    p_stream, x_stream = FullBatches(n_p, size, gen), FullBatches(n_x, size, gen)
+    for _ in range(iters):
+        yield p_stream.next(), x_stream.next()
+
+
 def vpu_rows(observed: torch.Tensor, scheme: str, fraction: float, gen: torch.Generator) -> dict:
     """Training-example rows vPU uses, as train / validation parts.
 
@@ -240,10 +248,7 @@ class VPU(PUMethod):
             hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
 
         def batches(epoch: int):
-            # P and data-sample batches from independent shuffled streams, restarted every epoch
-            p_stream, x_stream = FullBatches(len(train_p), bs, gen), FullBatches(len(train_x), bs, gen)
-            for _ in range(iters):
-                yield p_stream.next(), x_stream.next()
+            return paired_batches(len(train_p), len(train_x), bs, iters, gen)
 
         def step(batch, epoch: int) -> Step:
             p_idx, x_idx = batch
