@@ -31,9 +31,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
 
+from framework_step import framework_block  # noqa: E402  the CPU benchmark's framework settings
 from pubench.models import build_backbone
 from pubench.models.heads import projection_head
 from pubench.train import accel
@@ -47,14 +49,6 @@ TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}
 #: (backbone, projector hidden / out, batch, negatives, images): table1-pucl's paper tier, and --small
 PAPER = ({"name": "resnet50", "cifar_stem": True}, (512, 128), 256, 4096, 50000)
 SMALL = ({"name": "resnet18_cifar", "width": 0.125}, (16, 8), 16, 64, 256)
-
-
-def framework_block(name: str, negatives: int) -> dict:
-    if name == "moco":
-        return {"name": "moco", "queue": negatives, "momentum": 0.99, "bn_splits": 8}
-    if name == "cmc":
-        return {"name": "cmc", "negatives": negatives, "bank_momentum": 0.5}
-    return {"name": "simclr"}
 
 
 def sync(device: torch.device) -> None:
