@@ -11,6 +11,7 @@ interrupted run exits with 130 (SIGINT) or 143 (SIGTERM).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -253,21 +254,29 @@ def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
         checkpoint_every=getattr(args, "checkpoint_every", None))
 
 
+def _quiet_jobs_when_asked(command):
+    """``--no-progress`` also silences the epoch progress inside jobs: worker processes
+    inherit ``PUBENCH_PROGRESS=0``."""
+
+    @functools.wraps(command)
+    def wrapped(args) -> int:
+        if not getattr(args, "no_progress", False):
+            return command(args)
+        previous = os.environ.get("PUBENCH_PROGRESS")
+        os.environ["PUBENCH_PROGRESS"] = "0"
+        try:
+            return command(args)
+        finally:
+            if previous is None:
+                os.environ.pop("PUBENCH_PROGRESS", None)
+            else:
+                os.environ["PUBENCH_PROGRESS"] = previous
+
+    return wrapped
+
+
+@_quiet_jobs_when_asked
 def cmd_run(args) -> int:
-    if not args.no_progress:
-        return _cmd_run(args)
-    previous = os.environ.get("PUBENCH_PROGRESS")
-    os.environ["PUBENCH_PROGRESS"] = "0"  # also the epoch progress inside jobs (worker processes inherit it)
-    try:
-        return _cmd_run(args)
-    finally:
-        if previous is None:
-            os.environ.pop("PUBENCH_PROGRESS", None)
-        else:
-            os.environ["PUBENCH_PROGRESS"] = previous
-
-
-def _cmd_run(args) -> int:
     from pubench import numerics
     from pubench.executors import EXECUTORS
     from pubench.jobs import expand
@@ -564,6 +573,7 @@ def cmd_crossref(args) -> int:
     return 0
 
 
+@_quiet_jobs_when_asked
 def cmd_verify(args) -> int:
     from pubench import numerics
     from pubench.verify import render_verification, verify
@@ -776,7 +786,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=_bounded_int("--jobs", 1, 64), default=1, help="local worker processes")
     s.add_argument("--sigmas", type=_positive_float("--sigmas"), default=2.0,
                    help="'within spread' means |rerun - stored| <= sigmas x the cell's seed std (default 2)")
-    s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--no-progress", action="store_true",
+                   help="no progress bars or progress lines (also none from inside the rerun jobs)")
     s.set_defaults(fn=cmd_verify)
 
     s = sub.add_parser("compare", help="compare this result store with a baseline store, cell by cell "

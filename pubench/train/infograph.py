@@ -61,6 +61,7 @@ from pubench.losses import LOSSES, logits_form
 from pubench.losses.base import hyperparameters, with_logits_form
 from pubench.models.gin import GraphBatch, prepare_batch
 from pubench.train.loop import EpochStats, Step, Trainer
+from pubench.utils.config import ConfigError
 
 LOG2 = math.log(2.0)
 
@@ -165,29 +166,32 @@ class LocalGlobalObjective:
         """``measure: JSD`` (InfoGraph's own objective) or ``loss: {name, <hyperparameters>}``
         (a pubench estimator in its logits form), exactly one of them, on ``score``."""
         if score not in SCORES:
-            raise ValueError(f"params.pretrain.score: expected one of {SCORES}, got {score!r}")
+            raise ConfigError(f"params.pretrain.score: expected one of {SCORES}, got {score!r}")
         if (loss is None) == (measure is None):
-            raise ValueError("params.pretrain: give exactly one of 'measure' (InfoGraph's JSD) and 'loss'")
+            raise ConfigError("params.pretrain: give exactly one of 'measure' (InfoGraph's JSD) and 'loss'")
         if measure is not None:
             if measure != MEASURE:
-                raise ValueError(f"params.pretrain.measure: only {MEASURE!r} is implemented, got {measure!r}")
+                raise ConfigError(f"params.pretrain.measure: only {MEASURE!r} is implemented, got {measure!r}")
             return cls(JSD, score)
         if not isinstance(loss, dict) or "name" not in loss:
-            raise ValueError(f"params.pretrain.loss: expected a mapping with 'name', got {loss!r}")
+            raise ConfigError(f"params.pretrain.loss: expected a mapping with 'name', got {loss!r}")
         name = loss["name"]
         hyper = {k: v for k, v in loss.items() if k != "name"}
         if name not in LOSSES or logits_form(name) is None:
-            raise ValueError(f"params.pretrain.loss.name: {name!r} declares no logits form; one of {with_logits_form()}")
+            raise ConfigError(f"params.pretrain.loss.name: {name!r} declares no logits form; one of {with_logits_form()}")
         expected = loss_hyperparameters(name)
         if set(hyper) != expected:
             missing, unknown = sorted(expected - set(hyper)), sorted(set(hyper) - expected)
-            raise ValueError(f"params.pretrain.loss ({name}): missing {missing}, unknown {unknown}")
+            raise ConfigError(f"params.pretrain.loss ({name}): missing {missing}, unknown {unknown}")
         for k, v in hyper.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"params.pretrain.loss.{k}: expected a number, got {v!r}")
+                raise ConfigError(f"params.pretrain.loss.{k}: expected a number, got {v!r}")
         obj = cls(name, score, {k: float(v) for k, v in hyper.items()})
         # validate the values once on a dummy batch (ranges are checked by the estimators)
-        obj.loss(torch.zeros(2), torch.zeros(2, 2), torch.tensor([[False, True], [True, False]]))
+        try:
+            obj.loss(torch.zeros(2), torch.zeros(2, 2), torch.tensor([[False, True], [True, False]]))
+        except ValueError as exc:
+            raise ConfigError(f"params.pretrain.loss ({name}): {exc}") from exc
         return obj
 
     @property

@@ -1,6 +1,8 @@
 """The command line: listing, showing, and one-line errors for bad input."""
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -120,3 +122,17 @@ def test_schema_prints_the_committed_json_schema(capsys):
     printed = json.loads(capsys.readouterr().out)
     committed = json.loads((Path(__file__).resolve().parents[2] / "experiments" / "spec.schema.json").read_text())
     assert printed == committed and printed["title"].startswith("pubench spec")
+
+
+@pytest.mark.parametrize("command", ["cmd_run", "cmd_verify"])
+def test_no_progress_silences_progress_inside_jobs_and_restores_the_environment(command, monkeypatch):
+    from pubench import cli
+
+    seen = []
+    monkeypatch.setenv("PUBENCH_PROGRESS", "1")
+    wrapped = cli._quiet_jobs_when_asked(lambda args: seen.append(os.environ.get("PUBENCH_PROGRESS")) or 0)
+    assert wrapped(argparse.Namespace(no_progress=True)) == 0
+    assert wrapped(argparse.Namespace(no_progress=False)) == 0
+    assert seen == ["0", "1"] and os.environ["PUBENCH_PROGRESS"] == "1"
+    # both commands that run jobs go through it
+    assert getattr(cli, command).__wrapped__ is not None

@@ -17,6 +17,7 @@ from torch import nn
 import pubench.data.graphs as G
 from pubench.losses import logits_form
 from pubench.models import BACKBONES
+from pubench.utils.config import ConfigError
 from pubench.models.gin import GINEncoder
 from pubench.train import infograph as IG
 from pubench.train.svm_eval import svm_cv
@@ -286,7 +287,7 @@ def test_own_graph_is_never_a_negative():
     ({"score": "dot", "measure": "JSD", "loss": {"name": "info_nce", "temperature": 1.0}}, "exactly one"),
 ])
 def test_objective_validation(cfg, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ConfigError, match=match):
         IG.LocalGlobalObjective.from_config(**cfg)
 
 
