@@ -22,7 +22,7 @@ from pubench.report.checks import claim_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import BOLD_MARK, blocks
-from pubench.report.stats import pair_text
+from pubench.report.stats import pair_text, significance_mark
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                 "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
@@ -85,12 +85,17 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> tuple[str, int]:
         spread = "" if s.std is None else f" \\pm {_num(s.std, f)}"  # a single seed has no std
         ours = f"${_num(s.mean, f)}{spread}$ ({s.n})"
         ours_chars = len(format(s.mean, f)) + (len(format(s.std, f)) + 3 if s.std is not None else 0) + 4
+    mark = significance_mark(res, row, col, metric)  # ours, beside the paper's (below)
+    if mark:
+        ours, ours_chars = f"{ours} {escape_tex(mark)}", ours_chars + 2
     if r is None:  # the paper registers no number for this cell
         return ours, int(ours_chars * _PT_PER_CHAR["small"])
     paper = "--" if r.mean is None else format(r.mean, f)
     paper = f"${_num(r.mean, f)}$" if "e" in paper else paper
     if r.mark == BOLD_MARK and r.mean is not None:
         paper = f"\\textbf{{{format(r.mean, f)}}}"
+    elif r.mark:
+        paper = f"{paper} {escape_tex(r.mark)}"
     delta = "" if d is None else f"; ${_num(d, '+' + f)}$"
     below_chars = 2 + (len(format(r.mean, f)) if r.mean is not None else 2) + (len(format(d, "+" + f)) + 2 if d else 0)
     width = max(ours_chars * _PT_PER_CHAR["small"], below_chars * _PT_PER_CHAR["scriptsize"])

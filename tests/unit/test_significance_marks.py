@@ -7,6 +7,7 @@ from scipy.stats import ttest_rel
 
 from pubench.registry import get_spec
 from pubench.report.collect import CellStats, TableResult
+from pubench.report.latex import render_latex
 from pubench.report.markdown import render_markdown
 from pubench.report.stats import significance_mark
 
@@ -41,6 +42,8 @@ def test_mark_when_the_paired_one_sided_test_is_significant():
     md = render_markdown(res)
     assert "95.34 ± 0.11 (5) ✓ / 95.64 ± 0.12 ✓" in md                        # ours beside the paper's
     assert "✓: '✓ denotes that our WConPU" in md
+    tex = render_latex(res)                                                  # LaTeX: both marks as \surd
+    assert r"$95.34 \pm 0.11$ (5) \ensuremath{\surd}}{(95.64 \ensuremath{\surd}; $-0.30$)" in tex
 
 
 def test_no_mark_against_the_claimed_direction_or_without_pairing():
