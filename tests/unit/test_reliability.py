@@ -265,6 +265,46 @@ def test_core_slots_never_exceed_the_cores(tmp_path):
     assert peak[0] == 2
 
 
+def _listdir(folder: Path) -> list[str]:
+    return os.listdir(folder) if folder.is_dir() else []
+
+
+def test_core_slots_serve_waiters_first_come_first_served(tmp_path):
+    """A job that waits for a core gets it before any job that started waiting later (a short
+    `verify` beside a `--jobs 2` run must not lose every race to the run's next job)."""
+    order, lock = [], threading.Lock()
+
+    def waiter(name):
+        with hold_cores(1, folder=tmp_path, total=2, poll_s=0.005):
+            with lock:
+                order.append(name)
+            time.sleep(0.05)
+
+    with hold_cores(2, folder=tmp_path, total=2):
+        threads = []
+        for name in "abcdef":
+            threads.append(threading.Thread(target=waiter, args=(name,)))
+            threads[-1].start()
+            deadline = time.time() + 10  # the next waiter arrives once this one holds a ticket
+            while len([n for n in _listdir(tmp_path / "queue") if not n.startswith(".")]) < len(threads):
+                assert time.time() < deadline
+                time.sleep(0.001)
+    for t in threads:
+        t.join()
+    # two cores: a waiter is served at most one place after its turn (the two freed slots race)
+    assert sorted(order) == list("abcdef")
+    assert all(abs(order.index(n) - i) <= 1 for i, n in enumerate("abcdef")), order
+    assert not [n for n in os.listdir(tmp_path / "queue")]  # tickets removed
+
+
+def test_a_dead_waiters_ticket_does_not_block_the_queue(tmp_path):
+    (tmp_path / "queue").mkdir()
+    (tmp_path / "queue" / f"{0:020d}-00000001-deadbeef").write_text("")  # older, nobody holds it
+    with hold_cores(1, folder=tmp_path, total=2, poll_s=0.005) as n:
+        assert n == 1
+    assert not os.listdir(tmp_path / "queue")
+
+
 def test_core_slots_off(monkeypatch, tmp_path):
     monkeypatch.setenv("PUBENCH_CORE_SLOTS", "off")
     with hold_cores(4) as n:
