@@ -53,10 +53,7 @@ def _ticket(folder: Path) -> Iterator[str]:
         try:
             yield name
         finally:
-            try:
-                os.unlink(queue / name)
-            except FileNotFoundError:
-                pass
+            (queue / name).unlink(missing_ok=True)
     finally:
         os.close(fd)
 
@@ -75,10 +72,7 @@ def _first_in_queue(queue: Path, mine: str) -> bool:
         except BlockingIOError:
             return False  # an older waiter is alive
         else:
-            try:
-                os.unlink(queue / name)
-            except FileNotFoundError:
-                pass
+            (queue / name).unlink(missing_ok=True)  # its owner died waiting
         finally:
             os.close(fd)
     return True
