@@ -11,6 +11,7 @@ for P3Mix-E, mixed mean-teacher predictions t_i:
 Candidate pool: the k examples of largest H(sigmoid(z)), ties by index.
 Marginal pseudo-negatives: unlabeled i with 1 - gamma < p_i < gamma.
 P3Mix-C labels: 1 if labeled or p_i >= gamma, else 0.
+MixPUL (Wei et al. 2020): see the section at the end.
 """
 
 from __future__ import annotations
@@ -62,3 +63,34 @@ def marginal(probs, labeled, gamma: float) -> list[bool]:
 
 def corrected(probs, labeled, gamma: float) -> list[float]:
     return [1.0 if labeled[i] or p >= gamma else 0.0 for i, p in enumerate(probs)]
+
+
+# ------------------------------------------------------------------ MixPUL
+# Supervised MixUp: lam mean_i BCE(z_i, a_i) + (1 - lam) mean_i BCE(z_i, b_i), BCE(z, y) =
+#   -(y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))).
+# ICT target: sigmoid(lam t_i + (1 - lam) t_perm(i)) (mixed logits) or
+#   lam sigmoid(t_i) + (1 - lam) sigmoid(t_perm(i)) (mixed probabilities).
+# Consistency: mean_i (sigmoid(z_i) - m_i)^2.
+def _bce(z: float, y: float) -> float:
+    p = _sigmoid(z)
+    return -(y * math.log(p) + (1.0 - y) * math.log(1.0 - p))
+
+
+def mixup_cross_entropy(logits, y_a, y_b, lam: float) -> float:
+    a = _mean([_bce(z, y) for z, y in zip(logits, y_a)])
+    b = _mean([_bce(z, y) for z, y in zip(logits, y_b)])
+    return lam * a + (1.0 - lam) * b
+
+
+def ict_target(teacher_logits, perm, lam: float, mode: str) -> list[float]:
+    out = []
+    for i, j in enumerate(perm):
+        if mode == "mixed_teacher_logits":
+            out.append(_sigmoid(lam * teacher_logits[i] + (1.0 - lam) * teacher_logits[j]))
+        else:
+            out.append(lam * _sigmoid(teacher_logits[i]) + (1.0 - lam) * _sigmoid(teacher_logits[j]))
+    return out
+
+
+def interpolation_consistency(mixed_logits, target) -> float:
+    return _mean([(_sigmoid(z) - m) ** 2 for z, m in zip(mixed_logits, target)])
