@@ -36,7 +36,7 @@ The official code (changchunli/P3Mix) is not in the reference index; the details
 random, ``lam = max(lam, 1 - lam)``, the weighted loss and the per-epoch teacher) follow
 two public reimplementations in the index that agree on them; see the specs' decisions.
 Model selection: the model after the last epoch (no validation set, no test peeking).
-The network: the backbone + a linear layer with one logit (the reimplementations use two
+The network: the backbone + a linear layer with one logit (one reimplementation uses two
 softmax outputs: the same function class); positive iff the logit > 0.
 """
 
