@@ -138,3 +138,21 @@ def test_config_checks():
     with pytest.raises(ConfigError, match="pretrain_epochs"):
         unit.check_train(cfg, build_config(TrainConfig, {"epochs": 5, "batch_size": 8,
                                                          "optimizer": {"name": "adam", "lr": 0.01}}), "params")
+
+
+def test_table3_pupl_mixpul_cells():
+    from pubench.registry import get_spec
+
+    s = get_spec("table3-pupl")
+    unit = PU_METHODS.get("mixpul")
+    p = s.resolve("paper", "MixPUL (1)", "F-MNIST-II")["params"]
+    cfg = unit.config(p["pu_method"], "pu_method")
+    unit.check(cfg)
+    train = build_config(TrainConfig, p["train"])
+    unit.check_train(cfg, train, "params")
+    assert (cfg.pretrain_epochs, train.epochs) == (90, 140) and cfg.consistency_target == "mixed_teacher_logits"
+    for col, epochs, pretrain in (("F-MNIST-I", 20, 13), ("CIFAR-I", 5, 3)):
+        r = s.resolve("reduced", "MixPUL (1)", col)["params"]
+        assert (r["train"]["epochs"], r["pu_method"]["pretrain_epochs"]) == (epochs, pretrain)
+    r = s.resolve("smoke", "MixPUL (1)", "F-MNIST-I")["params"]
+    unit.check_train(unit.config(r["pu_method"], "pu_method"), build_config(TrainConfig, r["train"]), "params")

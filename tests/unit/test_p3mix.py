@@ -210,3 +210,22 @@ def test_config_checks():
         build_config(e.config_cls, {"name": "p3mix_e", **BASE})
     with pytest.raises(ConfigError):    # and P3Mix-C takes none of them
         build_config(unit.config_cls, {"name": "p3mix_c", **BASE, **ELR})
+
+
+def test_table3_pupl_p3mix_cells():
+    from pubench.registry import get_spec
+
+    s = get_spec("table3-pupl")
+    for row, name in (("P3mix-c (1)", "p3mix_c"), ("P3mix-e (1)", "p3mix_e")):
+        p = s.resolve("paper", row, "CIFAR-I")["params"]
+        unit = PU_METHODS.get(name)
+        cfg = unit.config(p["pu_method"], "pu_method")
+        unit.check(cfg)
+        assert (cfg.gamma, cfg.top_k, cfg.start_hmix) == (0.6, 100, 10)
+        assert p["train"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "betas": [0.5, 0.99], "weight_decay": 0.0005}
+        assert p["data"]["split"]["n_labeled"] == 1000
+        r = s.resolve("reduced", row, "F-MNIST-I")["params"]
+        assert r["pu_method"]["top_k"] == 17 and r["pu_method"]["start_hmix"] == 1 and r["train"]["epochs"] == 20
+        r = s.resolve("reduced", row, "CIFAR-II")["params"]
+        assert r["pu_method"]["top_k"] == 8 and r["train"]["epochs"] == 5
+    assert s.resolve("paper", "P3mix-e (1)", "STL-I")["params"]["pu_method"]["elr_weight"] == 3.0
