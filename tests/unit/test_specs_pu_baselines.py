@@ -14,7 +14,8 @@ from pubench.utils.config import build_config
 WIRED = {
     "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn", "RP": "rank_pruning",
                       "aPU": "apu", "PiCO": "pico"},
-    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn", "RP": "rank_pruning"},
+    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn", "RP": "rank_pruning",
+                    "aPU": "apu", "PiCO": "pico"},
     "table3-pupl": {"nnPU† (MixUp) (1)": "nnpu_mixup", "RP (2)": "rank_pruning"},
 }
 
@@ -96,3 +97,7 @@ def test_table2_wconpu_apu_and_pico_rows():
     assert reduced["pu_method"]["queue"] == 1024 and reduced["pu_method"]["augment"]["key"]["num_ops"] == 1
     assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 40
     assert spec.resolve("reduced", "aPU", "CIFAR-10")["params"]["train"]["optimizer"]["name"] == "adam"
+    # table4-pupl reruns 004's experiment: the same aPU / PiCO configs
+    t4 = get_spec("table4-pupl")
+    for row, col, col4 in (("aPU", "SVHN", "SVHN-I"), ("PiCO", "CIFAR-10", "CIFAR-III"), ("PiCO", "Alzheimer", "Alzheimer")):
+        assert t4.resolve("paper", row, col4)["params"] == spec.resolve("paper", row, col)["params"]
