@@ -74,8 +74,10 @@ def candidate_mask(observed: torch.Tensor) -> torch.Tensor:
 
 def candidate_pseudo_labels(probs: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
     """``argmax_{j in Y_i} z_ij`` (PiCO Sec. 3.2: the classifier's prediction within the
-    candidate set; the labels of the contrastive positives and of the prototype update)."""
-    return (probs * candidate_mask(observed).to(probs.dtype)).argmax(1)
+    candidate set; the labels of the contrastive positives and of the prototype update).
+    A labeled positive's only candidate is 1, also when its z_i1 underflows to 0 (where the
+    code's ``argmax(z * Y)`` would tie and return 0)."""
+    return torch.where(observed == 1, torch.ones_like(observed), probs.argmax(1))
 
 
 def prototype_pseudo_labels(q: torch.Tensor, prototypes: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:

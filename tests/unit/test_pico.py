@@ -40,6 +40,8 @@ def test_pseudo_labels_stay_in_the_candidate_set(seed):
     assert labels.tolist() == naive.pseudo_labels(probs.tolist(), o.tolist())
     assert bool((labels[o == 1] == 1).all())                # labeled positives: candidates {1}
     assert torch.equal(labels[o == 0], probs[o == 0].argmax(1))
+    # a labeled positive stays 1 even when its positive-class probability underflows
+    assert P.candidate_pseudo_labels(torch.tensor([[1.0, 0.0]]), torch.tensor([1])).tolist() == [1]
 
 
 @pytest.mark.parametrize("seed", range(4))
