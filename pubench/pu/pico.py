@@ -1,7 +1,8 @@
 """PiCO (Wang et al. 2022, "PiCO: Contrastive Label Disambiguation for Partial Label
 Learning", ICLR), PU_METHODS ``pico``, as paper 004 runs it on PU data (Sec. 6.1: 'we
 incorporate L_dis into PiCO to make it adaptable to PU conditions'). Reimplemented from
-the paper; the released code (hbzju/PiCO, ``train.py``, ``model.py``,
+the paper (its updates are named here by their formulas, not by equation numbers, which
+we could not check against the ICLR text here); the released code (hbzju/PiCO, ``train.py``, ``model.py``,
 ``utils/utils_loss.py``) was read for the hyperparameters and the order of the updates.
 
 PU data as partial labels: a labeled positive has the candidate set {1}, an unlabeled
@@ -14,17 +15,17 @@ iteration, on a weak (query) and a strong (key) view of the mini-batch:
    labeled positive, the classifier's prediction for an unlabeled example;
 2. the prototype prediction ``argmax_{j in Y_i} q_i^T mu_j`` with the prototypes before
    this batch (:func:`prototype_pseudo_labels`), then the prototypes moved towards the
-   batch's queries by their pseudo labels (PiCO Eq. 7, example by example:
+   batch's queries by their pseudo labels (PiCO's prototype update ``mu_c := Normalize(gamma mu_c + (1 - gamma) q_i)``, example by example:
    :func:`pubench.pu.wconpu_terms.update_prototypes`);
 3. from ``prototype_start_epoch`` on: the pseudo targets ``s_i := phi s_i + (1 - phi)
-   onehot(prototype prediction)`` (PiCO Eq. 9; :func:`pubench.pu.wconpu_terms.
+   onehot(prototype prediction)`` (PiCO's pseudo-target update; :func:`pubench.pu.wconpu_terms.
    update_pseudo_labels`, labeled positives stay [0, 1]) with ``phi`` decayed linearly over
    the epochs (:func:`pseudo_target_momentum`), and the contrastive loss with positives =
-   the pool entries of the same pseudo label (PiCO Eq. 4-5, SupCon over ``[q, k, queue]``:
+   the pool entries of the same pseudo label (PiCO's contrastive loss and positive set, SupCon over ``[q, k, queue]``:
    :func:`pubench.pu.wconpu_terms.weighted_contrastive_loss` without hard negatives);
    before it (warm-up): MoCo's loss, the own key against the queue (:func:`moco_loss`);
 4. one step on ``L_cls + w_cont L_cont + w_dis L_dis`` (:func:`pico_objective`):
-   ``L_cls`` the cross-entropy with the pseudo targets (PiCO Eq. 8 / 004 Eq. 19),
+   ``L_cls`` the cross-entropy with the pseudo targets (PiCO's classification loss, 004 Eq. 19),
    ``L_dis`` 004's Eq. 27 (:func:`pubench.pu.wconpu_terms.label_distribution_loss`); then
    the key encoder's momentum update and the enqueue of the keys with their pseudo labels.
 
@@ -81,7 +82,7 @@ def candidate_pseudo_labels(probs: torch.Tensor, observed: torch.Tensor) -> torc
 
 
 def prototype_pseudo_labels(q: torch.Tensor, prototypes: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
-    """``argmax_{j in Y_i} q_i^T mu_j`` (PiCO Eq. 9's one-hot target; the code: argmax of
+    """``argmax_{j in Y_i} q_i^T mu_j`` (the one-hot target of PiCO's pseudo-target update; the code: argmax of
     ``softmax(q mu^T) * Y``): 1 for a labeled positive, the nearest prototype for an
     unlabeled example (ties to class 0, as zero prototypes at the start)."""
     nearest = W.nearest_prototype(q, prototypes)
@@ -89,13 +90,13 @@ def prototype_pseudo_labels(q: torch.Tensor, prototypes: torch.Tensor, observed:
 
 
 def pseudo_target_momentum(epoch: int, epochs: int, start: float, end: float) -> float:
-    """``phi`` of PiCO Eq. 9 in ``epoch`` (0-based) of ``epochs``: linear from ``start`` to
+    """``phi`` of PiCO's pseudo-target update ``s := phi s + (1 - phi) z`` in ``epoch`` (0-based) of ``epochs``: linear from ``start`` to
     ``end`` (the released code's ``conf_ema_range`` 0.95, 0.8)."""
     return start + (end - start) * epoch / epochs
 
 
 def positive_pool_mask(labels: torch.Tensor, pool_labels: torch.Tensor) -> torch.Tensor:
-    """PiCO Eq. 5's positive set ``P(x_i) = {k' in A(x_i) : y'_k = y'_i}`` over the pool
+    """PiCO's positive set ``P(x_i) = {k' in A(x_i) : y'_k = y'_i}`` over the pool
     ``[q_1..q_b, k_1..k_b, queue]``, (b, 2b + m) bool; never the anchor's own query (column
     i), always its own key (column b + i: the same pseudo label)."""
     b = labels.shape[0]
@@ -124,7 +125,7 @@ def pico_objective(l_cls: torch.Tensor, l_cont: torch.Tensor, l_dis: torch.Tenso
 class PiCOConfig:
     name: str
     momentum: float                 # key encoder (the code's moco_m: 0.999)
-    prototype_momentum: float       # gamma of Eq. 7 (proto_m: 0.99)
+    prototype_momentum: float       # gamma of the prototype update (proto_m: 0.99)
     temperature: float              # of L_cont (0.07)
     queue: int                      # (moco_queue: 8192)
     contrastive_weight: float       # lambda (loss_weight: 0.5)
