@@ -69,7 +69,7 @@ def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def purr_terms(scores: torch.Tensor, labeled: torch.Tensor, unlabeled_train: torch.Tensor,
                unlabeled_test: torch.Tensor, train_prior: float, test_prior: float, loss="sigmoid"
                ) -> dict[str, torch.Tensor]:
-    """PURR's three risk terms (Hammoudeh & Lowd 2020, Sec. 4.2; module docstring):
+    """PURR's three risk terms (Hammoudeh & Lowd 2020, its recursive risk; module docstring):
     ``n_plus`` = R_n^+, ``n_minus`` = R_n^-, ``te_p_plus`` = R_te-p^+ = R_{U_te}^+ -
     max(0, R_n^+). ``labeled`` / ``unlabeled_train`` / ``unlabeled_test``: bool masks over
     the scores (the two unlabeled masks may be the same rows: no shift)."""
