@@ -12,8 +12,10 @@ from pubench.train.loop import TrainConfig
 from pubench.utils.config import build_config
 
 WIRED = {
-    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn", "RP": "rank_pruning"},
-    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn", "RP": "rank_pruning"},
+    "table2-wconpu": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUBN": "pubn", "RP": "rank_pruning",
+                      "aPU": "apu", "PiCO": "pico"},
+    "table4-pupl": {"PUSB": "pusb", "ImbPU": "imbpu", "Dist-PU": "dist_pu", "PUbN": "pubn", "RP": "rank_pruning",
+                    "aPU": "apu", "PiCO": "pico"},
     "table3-pupl": {"nnPU† (MixUp) (1)": "nnpu_mixup", "RP (2)": "rank_pruning"},
 }
 
@@ -56,7 +58,7 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
     # the reduced tier: the CIFAR-10 cells of the implemented baselines only
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP", "WConPU")}
+    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP", "aPU", "PiCO", "WConPU")}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
@@ -77,3 +79,25 @@ def test_table3_pupl_rank_pruning_row():
     assert spec.resolve("paper", "RP (2)", "STL-I")["params"]["pu_method"] == {"name": "rank_pruning", "cv_folds": 3}
     reduced = spec.resolve("reduced", "RP (2)", "CIFAR-II")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 240
+
+
+def test_table2_wconpu_apu_and_pico_rows():
+    spec = get_spec("table2-wconpu")
+    assert spec.resolve("paper", "aPU", "SVHN")["params"]["pu_method"] == {
+        "name": "apu", "estimator": "purr", "loss": "sigmoid", "gamma": 1.0}
+    pico = spec.resolve("paper", "PiCO", "CIFAR-10")["params"]
+    assert pico["model"]["projector"] == {"layers": 2, "hidden": "features", "out": 128}
+    pm = pico["pu_method"]
+    assert (pm["momentum"], pm["prototype_momentum"], pm["temperature"], pm["queue"]) == (0.999, 0.99, 0.07, 8192)
+    assert pm["contrastive_weight"] == 0.5 and pm["pseudo_target_momentum"] == [0.95, 0.8]
+    assert pm["dist_loss"] == {"name": "dist_pu", "weight": 1.0} and pico["train"]["epochs"] == 800
+    assert spec.resolve("paper", "PiCO", "Alzheimer")["params"]["pu_method"]["queue"] == 4096
+    assert spec.resolve("paper", "PiCO", "Alzheimer")["params"]["train"]["batch_size"] == 8
+    reduced = spec.resolve("reduced", "PiCO", "CIFAR-10")["params"]
+    assert reduced["pu_method"]["queue"] == 1024 and reduced["pu_method"]["augment"]["key"]["num_ops"] == 1
+    assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 40
+    assert spec.resolve("reduced", "aPU", "CIFAR-10")["params"]["train"]["optimizer"]["name"] == "adam"
+    # table4-pupl reruns 004's experiment: the same aPU / PiCO configs
+    t4 = get_spec("table4-pupl")
+    for row, col, col4 in (("aPU", "SVHN", "SVHN-I"), ("PiCO", "CIFAR-10", "CIFAR-III"), ("PiCO", "Alzheimer", "Alzheimer")):
+        assert t4.resolve("paper", row, col4)["params"] == spec.resolve("paper", row, col)["params"]
