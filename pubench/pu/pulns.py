@@ -28,15 +28,21 @@ reading of them, written down in docs/tasks.md and the spec; what we chose:
   together (their state holds ``c_N`` as it stood at the start of the batch: one forward
   pass per batch instead of one per example); the selector is updated once per episode,
   at the end of the epoch, with its own Adam (``selector_lr``);
-* ``z`` = the P-vs-U ROC AUC of the classifier on a PU hold-out (``validation_fraction`` of
-  the labeled positives and of the unlabeled examples): no clean negatives exist in a PU
-  problem, and under SCAR the P-vs-U AUC is ``(1 - pi) AUC_PN + pi / 2``, an increasing
-  function of the P-vs-N AUC;
+* ``z`` = Lee & Liu (2003)'s PU criterion ``recall^2 / Pr(f(x) = 1)`` (=
+  ``precision * recall / pi``; :func:`pu_f1_criterion`) of the classifier on a PU hold-out
+  (``validation_fraction`` of the labeled positives and of the unlabeled examples): no
+  clean negatives exist in a PU problem. A ranking metric (the P-vs-U AUC) does not see
+  the threshold and would not penalise taking positives as negatives;
 * ``warmup_epochs`` first train the classifier on P vs all of U (unlabeled as negative),
   then the episodes begin;
-* the classifier's loss in an episode: binary cross-entropy, labeled positives 1 and the
-  selected examples 0, mean over both; the last epoch's classifier predicts (positive iff
-  logit > 0). Prior-free.
+* the classifier's loss (:func:`balanced_bce`): binary cross-entropy, labeled positives 1
+  and the selected examples 0 (all of U in the warm-up), each class's part a mean of its
+  own. With equal class weights the P-vs-U posterior is ``p_P / (p_P + p_U) = 1 / (1 + pi)
+  > 1/2`` on the positives (SCAR), so the intermediate reward favours picking negatives;
+  with the plain (count-weighted) BCE every unlabeled logit is negative after the warm-up
+  and the policy learns to pick every unlabeled example (seen on the toy data of
+  tests/unit/test_pulns.py). The last epoch's classifier predicts (positive iff logit > 0).
+  Prior-free.
 """
 
 from __future__ import annotations
@@ -284,7 +290,7 @@ class PULNS(PUMethod):
             "risk": "PULNS: BCE on P vs selector-chosen negatives, selector by REINFORCE (prior-free)",
             "prior_used": None, "prior_source": "none", "selector": {"layers": cfg.selector.layers,
                                                                      "hidden": cfg.selector.hidden, "in_dim": 3 * dim},
-            "validation_auc_per_epoch": list(baseline["history"]),
+            "validation_criterion_per_epoch": list(baseline["history"]),
             "selected_fraction_per_episode": list(baseline["selected_fraction"]),
             "n_validation": len(val_rows), "final_train_loss": hist[-1].mean if hist else None,
             # the selector's end state in one number (a resumed run must reproduce it too)

@@ -117,7 +117,7 @@ def test_pulns_learns_and_is_deterministic():
     m, info = _run(data)
     assert m["auc"] > 98 and m["acc"] > 90, m
     assert info["prior_used"] is None
-    assert len(info["validation_auc_per_epoch"]) == 8 and len(info["selected_fraction_per_episode"]) == 6
+    assert len(info["validation_criterion_per_epoch"]) == 8 and len(info["selected_fraction_per_episode"]) == 6
     assert all(0.0 < f < 1.0 for f in info["selected_fraction_per_episode"])
     again, again_info = _run(data)
     assert again == m and again_info == info
