@@ -1,0 +1,108 @@
+"""PAN (Hu et al. 2021): its KL-based value against a naive loop, the special cases, the
+gradients each player follows, and the method on tiny data."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pubench.pu import PU_METHODS
+from pubench.pu.pan import fresh_copy, pan_kl_term, pan_step_loss, pan_value
+from pubench.train.loop import TrainConfig
+from pubench.utils.config import ConfigError, build_config
+from tests.reference import naive_pan_pulns as naive
+from tests.unit.test_vpu import RecordingEncoder, _data
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+TOL = 1e-10
+
+
+def _case(seed: int, n: int = 30, frac: float = 0.3):
+    g = torch.Generator().manual_seed(seed)
+    d = 2 * torch.randn(n, generator=g, dtype=torch.float64)
+    c = 2 * torch.randn(n, generator=g, dtype=torch.float64)
+    lab = torch.rand(n, generator=g) < frac
+    return d, c, lab
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lam", [0.0, 1e-4, 0.5, 3.0])
+def test_pan_value_matches_naive(seed, lam):
+    d, c, lab = _case(seed)
+    got = float(pan_value(d, c, lab, lam))
+    assert got == pytest.approx(naive.pan_value(d.tolist(), c.tolist(), lab.tolist(), lam), abs=TOL)
+    terms = pan_kl_term(d, c)
+    for i in range(len(d)):
+        assert float(terms[i]) == pytest.approx(naive.pan_kl_term(float(d[i]), float(c[i])), abs=TOL)
+
+
+def test_pan_special_cases():
+    d, c, lab = _case(0)
+    # an undecided discriminator (d = 1/2) gives the classifier nothing to follow
+    assert torch.allclose(pan_kl_term(torch.zeros(5, dtype=torch.float64), c[:5]), torch.zeros(5, dtype=torch.float64))
+    # lam = 0: GAN's discriminator value, the P-vs-U log-likelihood
+    ll = float(torch.nn.functional.logsigmoid(d[lab]).mean() + torch.nn.functional.logsigmoid(-d[~lab]).mean())
+    assert float(pan_value(d, c, lab, 0.0)) == pytest.approx(ll, abs=TOL)
+    # a classifier that copies the discriminator: KL(d || c) = 0, the term is -KL(d || 1 - d) <= 0
+    same = pan_kl_term(d, d)
+    ref = [-naive.bernoulli_kl(naive.sigmoid(z), 1 - naive.sigmoid(z)) for z in d.tolist()]
+    assert same.tolist() == pytest.approx(ref, abs=TOL) and bool((same <= 0).all())
+    # no unlabeled example: only E_P[log d]; no labeled one: only the U parts
+    all_p = torch.ones_like(lab)
+    assert float(pan_value(d, c, all_p, 2.0)) == pytest.approx(float(torch.nn.functional.logsigmoid(d).mean()))
+    none_p = torch.zeros_like(lab)
+    assert float(pan_value(d, c, none_p, 1.0)) == pytest.approx(
+        naive.pan_value(d.tolist(), c.tolist(), [False] * len(d), 1.0), abs=TOL)
+    with pytest.raises(ValueError, match="lam"):
+        pan_value(d, c, lab, -1.0)
+    with pytest.raises(ValueError, match="same length"):
+        pan_value(d, c[:-1], lab, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pan_step_loss_gives_each_player_its_gradient(seed):
+    d, c, lab = _case(seed)
+    lam = 0.7
+    d1, c1 = d.clone().requires_grad_(), c.clone().requires_grad_()
+    pan_step_loss(d1, c1, lab, lam).backward()
+    d2, c2 = d.clone().requires_grad_(), c.clone().requires_grad_()
+    pan_value(d2, c2, lab, lam).backward()
+    assert torch.allclose(d1.grad, -d2.grad, atol=1e-12)      # D ascends V
+    assert torch.allclose(c1.grad, c2.grad, atol=1e-12)       # C descends V
+    assert bool((c1.grad[lab] == 0).all())                    # C sees only the unlabeled examples
+
+
+def test_fresh_copy_reinitialises_from_its_seed():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    state = torch.random.get_rng_state()
+    a, b, other = fresh_copy(net, 1), fresh_copy(net, 1), fresh_copy(net, 2)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(a[0].weight, b[0].weight) and not torch.equal(a[0].weight, other[0].weight)
+    assert not torch.equal(a[0].weight, net[0].weight)
+
+
+def _run(data, lam=6e-3, epochs=20, seed=0):
+    unit = PU_METHODS.get("pan")
+    config = build_config(unit.config_cls, {"name": "pan", "lam": lam})
+    train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 64,
+                                       "optimizer": {"name": "adam", "lr": 0.01, "betas": [0.5, 0.999]}})
+    return unit.run(config, RecordingEncoder(), train, data, seed=seed)
+
+
+def test_pan_learns_and_is_deterministic():
+    data = _data(n=400)
+    m, info = _run(data)
+    assert m["auc"] > 95 and m["acc"] > 80, m
+    assert info["prior_used"] is None and info["prior_source"] == "none"
+    again, _ = _run(data)
+    assert again == m
+    _, other = _run(data, seed=1)
+    assert other["final_value"] != info["final_value"]
+
+
+def test_config_checks():
+    unit = PU_METHODS.get("pan")
+    with pytest.raises(ConfigError, match="lam"):
+        build_config(unit.config_cls, {"name": "pan"})
+    with pytest.raises(ConfigError, match="lam"):
+        unit.check(build_config(unit.config_cls, {"name": "pan", "lam": -0.1}))
