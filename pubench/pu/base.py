@@ -68,6 +68,24 @@ class PUMethod(Unit):
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError(f"pu_method {name} needs a binary PU split (data.split.kind: pu)")
 
+    @staticmethod
+    def needs_own_views(train: TrainConfig, name: str, where: str = "params") -> None:
+        """For methods that draw their two augmented views from ``pu_method.augment``."""
+        if train.augment is not None:
+            raise ConfigError(f"{where}.train.augment: {name} draws its views from pu_method.augment")
+        if train.batch_size < 2:
+            raise ConfigError(f"{where}.train.batch_size must be >= 2 for {name}")
+
+    @classmethod
+    def check_two_view_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, projector: nn.Module | None,
+                           name: str) -> None:
+        """The checks of a method with a query encoder's projection head and its own views."""
+        cls.check(cfg)
+        cls.check_train(cfg, train, "params")
+        cls.needs_binary_pu(data, name)
+        if projector is None:
+            raise ConfigError(f"{name} needs params.model.projector (the query encoder's projection head)")
+
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,

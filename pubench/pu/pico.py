@@ -42,8 +42,6 @@ current epoch's ``phi`` and an empty queue (as WConPU).
 
 from __future__ import annotations
 
-import copy
-import itertools
 from dataclasses import dataclass
 
 import torch
@@ -53,6 +51,7 @@ from torch import nn
 from pubench.pu import wconpu_terms as W
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import resolve_prior
+from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
@@ -176,19 +175,12 @@ class PiCO(PUMethod):
 
     @classmethod
     def check_train(cls, cfg: PiCOConfig, train: TrainConfig, where: str = "params") -> None:
-        if train.augment is not None:
-            raise ConfigError(f"{where}.train.augment: pico draws its views from pu_method.augment")
-        if train.batch_size < 2:
-            raise ConfigError(f"{where}.train.batch_size must be >= 2 for pico")
+        cls.needs_own_views(train, "pico", where)
 
     @classmethod
     def run(cls, cfg: PiCOConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None, projector: nn.Module | None = None):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        cls.needs_binary_pu(data, "pico")
-        if projector is None:
-            raise ConfigError("pico needs params.model.projector (the query encoder's projection head)")
+        cls.check_two_view_run(cfg, train, data, projector, "pico")
         use_dis = cfg.dist_loss["name"] == "dist_pu"
         prior, source = resolve_prior(cfg.prior, data.prior, use_dis, "pu_method")
         head_seed, order_seed, aug_seed = sub_seeds(seed, 3)
@@ -212,15 +204,8 @@ class PiCO(PUMethod):
 
 def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
            data: DownstreamData, prior: float | None, order_seed: int, aug_seed: int, device) -> dict:
-    backbone.to(device), projector.to(device), head.to(device)
-    query_net = nn.ModuleDict({"backbone": backbone, "projector": projector, "head": head})
-    key_backbone, key_projector = copy.deepcopy(backbone), copy.deepcopy(projector)
-    for p in itertools.chain(key_backbone.parameters(), key_projector.parameters()):
-        p.requires_grad_(False)
-    q_params = list(backbone.parameters()) + list(projector.parameters())
-    k_params = list(key_backbone.parameters()) + list(key_projector.parameters())
-    aug_q = build_augment(cfg.augment["query"], data.mean, data.std, "pu_method.augment.query")
-    aug_k = build_augment(cfg.augment["key"], data.mean, data.std, "pu_method.augment.key")
+    query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
+        backbone, projector, head, cfg.augment, data, device)
     gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
     n = data.x_train.shape[0]
     observed = data.observed.clone()

@@ -41,6 +41,7 @@ from torch import nn
 from pubench.pu import wconpu_terms as W
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import resolve_prior
+from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
@@ -175,19 +176,12 @@ class WConPU(PUMethod):
 
     @classmethod
     def check_train(cls, cfg: WConPUConfig, train: TrainConfig, where: str = "params") -> None:
-        if train.augment is not None:
-            raise ConfigError(f"{where}.train.augment: wconpu draws its views from pu_method.augment")
-        if train.batch_size < 2:
-            raise ConfigError(f"{where}.train.batch_size must be >= 2 for wconpu")
+        cls.needs_own_views(train, "wconpu", where)
 
     @classmethod
     def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None, projector: nn.Module | None = None):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        cls.needs_binary_pu(data, "wconpu")
-        if projector is None:
-            raise ConfigError("wconpu needs params.model.projector (the query encoder's projection head)")
+        cls.check_two_view_run(cfg, train, data, projector, "wconpu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
         head = seeded_head(backbone.out_dim, 2, head_seed)
@@ -265,15 +259,8 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
                data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int, aug_seed: int,
                device) -> dict:
     """One WConPU training run (Algorithm 1) with fixed gamma0 / gamma1; trains the modules in place."""
-    backbone.to(device), projector.to(device), head.to(device)
-    query_net = nn.ModuleDict({"backbone": backbone, "projector": projector, "head": head})
-    key_backbone, key_projector = copy.deepcopy(backbone), copy.deepcopy(projector)
-    for p in itertools.chain(key_backbone.parameters(), key_projector.parameters()):
-        p.requires_grad_(False)
-    q_params = list(backbone.parameters()) + list(projector.parameters())
-    k_params = list(key_backbone.parameters()) + list(key_projector.parameters())
-    aug_q = build_augment(cfg.augment["query"], data.mean, data.std, "pu_method.augment.query")
-    aug_k = build_augment(cfg.augment["key"], data.mean, data.std, "pu_method.augment.key")
+    query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
+        backbone, projector, head, cfg.augment, data, device)
     gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
     lam, n = cfg.momentum, data.x_train.shape[0]
     observed = data.observed.clone()
