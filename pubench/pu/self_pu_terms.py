@@ -55,16 +55,16 @@ def is_selection_epoch(epoch: int, start: int, stop: int, every: int) -> bool:
     return self_paced_active(epoch, start, stop) and (epoch - start) % every == 0
 
 
-def confident_count(n_unlabeled: int, epoch: int, ramp_epochs: int, selection_ratio: float, top: float) -> int:
-    """How many confident examples of each class are selected after ``epoch``:
-    ``floor(n_U (1 - ratio) min(epoch / ramp_epochs, 1) top)`` (released code ``update_ids``,
-    with ``increasing``: ``ratio`` 0.5 passed by ``update_dataset``, ``ramp_epochs`` 100,
-    ``top`` 0.4 for the first network and 0.6 for the second). The product is taken in
-    this order, as the released code does, so that the floor agrees."""
-    if ramp_epochs < 1 or not 0.0 <= selection_ratio <= 1.0 or not 0.0 <= top <= 1.0:
-        raise ValueError("ramp_epochs must be >= 1, selection_ratio and top in [0, 1]")
-    fraction = min(epoch / ramp_epochs, 1)
-    return int(n_unlabeled * (1 - selection_ratio) * fraction * top)
+def confident_count(n_unlabeled: int, epoch: int, ramp_epochs: int, pace: float) -> int:
+    """How many confident examples of each class are selected after ``epoch`` (0-based):
+    ``floor(n_U pace min(epoch / ramp_epochs, 1))``. The released code (``update_ids`` with
+    ``increasing``) computes ``floor(n_U (1 - ratio) min(epoch / 100, 1) top)`` with ``ratio``
+    0.5 (passed by ``update_dataset``) and ``top`` 0.4 / 0.6 for its two networks: ``pace``
+    = ``(1 - ratio) top`` = 0.2 / 0.3, the "Pace1 = 0.2, Pace2 = 0.3" that 003 (App. B.2)
+    quotes from Li et al. (2022)."""
+    if ramp_epochs < 1 or not 0.0 <= pace <= 0.5:
+        raise ValueError(f"ramp_epochs must be >= 1 and pace in [0, 0.5], got {ramp_epochs}, {pace}")
+    return int(n_unlabeled * pace * min(epoch / ramp_epochs, 1))
 
 
 def select_confident(prob: torch.Tensor, labeled: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -80,13 +80,17 @@ def test_selection_schedule_of_the_released_code():
     epochs = [e for e in range(200) if T.is_selection_epoch(e, 10, 50, 10)]
     assert epochs == [10, 20, 30, 40]
     assert [T.self_paced_active(e, 10, 50) for e in (9, 10, 49, 50)] == [False, True, True, False]
-    # floor(n_U (1 - 0.5) min(epoch / 100, 1) top), by hand
-    assert T.confident_count(10000, 10, 100, 0.5, 0.4) == 200
-    assert T.confident_count(10000, 40, 100, 0.5, 0.6) == 1200
-    assert T.confident_count(10000, 150, 100, 0.5, 0.4) == 2000
-    assert T.confident_count(7, 10, 100, 0.5, 0.4) == 0
-    counts = [T.confident_count(49000, e, 100, 0.5, 0.6) for e in range(0, 130, 10)]
-    assert counts == sorted(counts) and counts[-1] == counts[-3] == int(49000 * 0.5 * 1 * 0.6)
+    # floor(n_U pace min(epoch / 100, 1)), by hand; pace = (1 - 0.5) top of the released code
+    assert T.confident_count(10000, 10, 100, 0.2) == 200
+    assert T.confident_count(10000, 40, 100, 0.3) == 1200
+    assert T.confident_count(10000, 150, 100, 0.2) == 2000
+    assert T.confident_count(7, 10, 100, 0.2) == 0
+    counts = [T.confident_count(49000, e, 100, 0.3) for e in range(0, 130, 10)]
+    assert counts == sorted(counts) and counts[-1] == counts[-3] == int(49000 * 0.3)
+    for n, e in [(49000, 10), (49000, 40), (10000, 30), (12345, 20)]:   # the released code's floor
+        assert T.confident_count(n, e, 100, 0.3) == int(n * (1 - 0.5) * min(e / 100, 1) * 0.6)
+    with pytest.raises(ValueError):
+        T.confident_count(100, 10, 100, 0.6)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -233,3 +237,120 @@ def test_consistency_loss_ramp_and_ema():
     teacher.weight.data.copy_(w_t)
     T.ema_update(teacher, student, 0.5, 3)            # a = min(0.75, 0.5)
     assert torch.allclose(teacher.weight, 0.5 * w_t + 0.5 * w_s)
+
+
+# ------------------------------------------------------------------ the method
+
+
+SMALL = {"pace1": 0.2, "pace2": 0.3, "pace_ramp_epochs": 2, "self_paced_start": 1, "self_paced_stop": 3,
+         "self_paced_every": 1, "confident_loss": "entropy", "meta_lr": 0.001, "entropy_budget": 0.0625,
+         "ema_start": 2, "ema_decay": 0.999, "consistency": 0.3, "consistency_offset": 0, "consistency_rampup": 2,
+         "mutual_alpha": 0.1, "reported_network": "teacher_1", "loss": "sigmoid", "beta": 0.0, "gamma": 1.0}
+
+
+def _run_small(epochs: int = 4, **over):
+    from pubench.pu import PU_METHODS
+    from pubench.train.loop import TrainConfig
+    from tests.unit.test_contracts import TinyEncoder, pu_data
+
+    unit = PU_METHODS.get("self_pu")
+    cfg = unit.config({"name": "self_pu", **SMALL, **over}, "pu_method")
+    train = TrainConfig(epochs=epochs, batch_size=16, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 5e-3},
+                        schedule={"name": "cosine"})
+    data = pu_data()
+    torch.manual_seed(0)
+    return unit.run(cfg, TinyEncoder(2), train, data, seed=7), data
+
+
+def test_self_pu_trains_selects_on_schedule_and_reports_the_last_epoch():
+    (metrics, info), data = _run_small()
+    n_u = int((data.observed == 0).sum())
+    # selections after epochs 1 and 2 (start 1, stop 3, every 1), networks 1 then 2
+    want = [2 * T.confident_count(n_u, e, 2, pace) for e in (1, 2) for pace in (0.2, 0.3)]
+    assert info["selected_per_selection"] == want and want[0] > 0
+    assert all(0 <= a <= 1 for a in info["selection_accuracy"])
+    assert set(info["last_epoch_acc"]) == {"student_1", "student_2", "teacher_1", "teacher_2"}
+    assert metrics["acc"] == info["last_epoch_acc"]["teacher_1"]
+    assert all(math.isfinite(v) for v in metrics.values())
+    assert len(info["loss_per_epoch"]) == 4 and info["model_selection"] == "the last epoch's model"
+
+
+def test_self_pu_resumes_bit_for_bit_after_the_confident_sets_exist(tmp_path, monkeypatch):
+    from pubench.errors import JobInterrupted
+    from pubench.train import checkpoint
+    from pubench.train.loop import Progress
+    import signal
+
+    whole = _run_small()[0]
+    original = Progress.epoch_end
+
+    def epoch_end(self, trainer, stats, epochs):
+        original(self, trainer, stats, epochs)
+        if stats.epoch == 2:         # confident sets selected twice, mean teachers on
+            assert checkpoint.request_stop(signal.SIGTERM)
+
+    with monkeypatch.context() as m:
+        m.setattr(Progress, "epoch_end", epoch_end)
+        with checkpoint.activate(checkpoint.Session(tmp_path, 0)):
+            with pytest.raises(JobInterrupted):
+                _run_small()
+    with checkpoint.activate(checkpoint.Session(tmp_path, 0)) as session:
+        resumed = _run_small()[0]
+    assert session.resumed and session.resumed[0]["epoch"] == 3
+    assert whole[0] == resumed[0] and str(whole[1]) == str(resumed[1])
+
+
+def test_self_pu_refuses_bad_settings():
+    from pubench.pu import PU_METHODS
+    from pubench.utils.config import ConfigError
+
+    unit = PU_METHODS.get("self_pu")
+    for bad in ({"pace1": 0.7}, {"confident_loss": "soft"}, {"reported_network": "best"},
+                {"self_paced_stop": 0}, {"ema_decay": 1.5}):
+        with pytest.raises(ConfigError):
+            unit.check(unit.config({"name": "self_pu", **SMALL, **bad}, "pu_method"))
+
+
+def test_noisy_order_interleaves_one_positive_with_its_share_of_unlabeled():
+    from pubench.pu.self_pu import noisy_order
+
+    pos, unl = torch.tensor([100, 101, 102]), torch.arange(11)
+    order = noisy_order(pos, unl, torch.Generator().manual_seed(0))
+    assert len(order) == 3 * (1 + 11 // 3)
+    blocks = order.reshape(3, 4)
+    assert sorted(blocks[:, 0].tolist()) == [100, 101, 102]
+    assert set(blocks[:, 1:].reshape(-1).tolist()) < set(range(11)) and len(set(blocks[:, 1:].reshape(-1).tolist())) == 9
+
+
+def test_fresh_copy_redraws_weights_and_leaves_the_global_rng():
+    from pubench.pu.self_pu import fresh_copy
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
+    state = torch.random.get_rng_state()
+    a, b = fresh_copy(net, 5), fresh_copy(net, 5)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(a[0].weight, b[0].weight) and not torch.equal(a[0].weight, net[0].weight)
+
+
+def test_one_optimizer_over_both_students_equals_one_each():
+    torch.manual_seed(0)
+    nets = [nn.Linear(3, 1), nn.Linear(3, 1)]
+    twins = [copy_module(n) for n in nets]
+    joint = torch.optim.Adam(nn.ModuleList(nets).parameters(), lr=0.1, weight_decay=5e-3)
+    apart = [torch.optim.Adam(t.parameters(), lr=0.1, weight_decay=5e-3) for t in twins]
+    x = torch.randn(8, 3)
+    for k in (0, 1, 1, 0, 0, 1):
+        joint.zero_grad(set_to_none=True)
+        nets[k](x).pow(2).mean().backward()
+        joint.step()
+        apart[k].zero_grad(set_to_none=True)
+        twins[k](x).pow(2).mean().backward()
+        apart[k].step()
+    for n, t in zip(nets, twins):
+        assert all(torch.equal(p, q) for p, q in zip(n.parameters(), t.parameters()))
+
+
+def copy_module(m):
+    import copy
+
+    return copy.deepcopy(m)
