@@ -148,9 +148,16 @@ class SelfPU(PUMethod):
             raise ConfigError(f"{where}.prior must be in (0, 1)")
 
     @classmethod
+    def check_train(cls, cfg: SelfPUConfig, train: TrainConfig, where: str = "params") -> None:
+        if cfg.reported_network.startswith("teacher") and cfg.ema_start >= train.epochs:
+            raise ConfigError(f"{where}: pu_method.reported_network {cfg.reported_network} is a mean teacher, which "
+                              f"starts at epoch ema_start ({cfg.ema_start}) >= train.epochs ({train.epochs})")
+
+    @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
         cls.check(cfg)
+        cls.check_train(cfg, train)
         cls.needs_binary_pu(data, "self_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
