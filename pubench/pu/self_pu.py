@@ -98,7 +98,9 @@ def chunks(order: torch.Tensor, batch_size: int, min_size: int) -> list[torch.Te
 
 def fresh_copy(module: nn.Module, seed: int) -> nn.Module:
     """A copy of ``module`` with every layer's parameters drawn afresh (``reset_parameters``)
-    from ``seed``; the global random state is left alone."""
+    from ``seed``; the global random state is left alone. The released code builds its two
+    networks independently; a backbone with its own initialisation (the ResNets' Kaiming
+    fan-out convolutions) gets PyTorch's default layer initialisation for the second one."""
     out = copy.deepcopy(module)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -185,7 +187,9 @@ class SelfPU(PUMethod):
         # confident sets (rows, pseudo label 1/0) of each network; the mean-teacher step count
         sets: dict[str, torch.Tensor] = {}
         ema = {"steps": 0}
-        hist: dict[str, list] = {"loss": [], "selected": [], "selection_accuracy": []}
+        # per epoch: student 1's mean (weighted) nnPU risk over its noisy batches (the only steps
+        # given a weight); per selection: the selected count and its accuracy on the true labels
+        hist: dict[str, list] = {"student_1_risk": [], "selected": [], "selection_accuracy": []}
 
         def inputs(rows):
             xb = data.x_train[rows].to(device)
@@ -283,7 +287,7 @@ class SelfPU(PUMethod):
 
         def end_epoch(stats):
             follow(stats.epoch)
-            hist["loss"].append(stats.mean)
+            hist["student_1_risk"].append(stats.mean)
             if T.is_selection_epoch(stats.epoch, cfg.self_paced_start, cfg.self_paced_stop, cfg.self_paced_every):
                 select(stats.epoch)
 
@@ -301,8 +305,8 @@ class SelfPU(PUMethod):
             "prior_used": prior, "prior_source": source, "surrogate_loss": cfg.loss, "beta": cfg.beta,
             "gamma": cfg.gamma, "reported_network": cfg.reported_network, "last_epoch_acc": last_acc,
             "model_selection": "the last epoch's model",
-            "loss_per_epoch": hist["loss"], "selected_per_selection": hist["selected"],
+            "student_1_risk_per_epoch": hist["student_1_risk"], "selected_per_selection": hist["selected"],
             "selection_accuracy": hist["selection_accuracy"],
-            "final_train_risk": hist["loss"][-1] if hist["loss"] else None,
+            "final_train_risk": hist["student_1_risk"][-1] if hist["student_1_risk"] else None,
         }
         return metrics, info

@@ -96,7 +96,7 @@ def confident_set_loss(logits: torch.Tensor, pseudo_positive: torch.Tensor, kind
     if kind == "entropy":
         return entropy_per_example(z).mean()
     if kind == "cross_entropy":
-        return F.binary_cross_entropy_with_logits(z, pseudo_positive.reshape(-1).to(z.dtype))
+        return F.binary_cross_entropy_with_logits(z, pseudo_positive.reshape(-1).to(device=z.device, dtype=z.dtype))
     raise ValueError(f"kind must be entropy or cross_entropy, got {kind!r}")
 
 

@@ -272,7 +272,7 @@ def test_self_pu_trains_selects_on_schedule_and_reports_the_last_epoch():
     assert set(info["last_epoch_acc"]) == {"student_1", "student_2", "teacher_1", "teacher_2"}
     assert metrics["acc"] == info["last_epoch_acc"]["teacher_1"]
     assert all(math.isfinite(v) for v in metrics.values())
-    assert len(info["loss_per_epoch"]) == 4 and info["model_selection"] == "the last epoch's model"
+    assert len(info["student_1_risk_per_epoch"]) == 4 and info["model_selection"] == "the last epoch's model"
 
 
 def test_self_pu_resumes_bit_for_bit_after_the_confident_sets_exist(tmp_path, monkeypatch):
