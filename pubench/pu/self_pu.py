@@ -42,6 +42,7 @@ from pubench.pu import self_pu_terms as T
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import resolve_prior
 from pubench.pu.risks import SURROGATES
+from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm, predict
@@ -193,7 +194,7 @@ class SelfPU(PUMethod):
 
         def inputs(rows):
             xb = data.x_train[rows].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
+            return accel.input_format(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
 
         def teacher_on(epoch):
             return epoch >= cfg.ema_start
@@ -272,8 +273,8 @@ class SelfPU(PUMethod):
             for k in range(2):
                 scorer = teachers[k] if teacher_on(epoch) else students[k]
                 scorer.eval()
-                prob = torch.sigmoid(predict(lambda idx: scorer(to_float(data.x_train[idx].to(device), data.mean,
-                                                                         data.std)), n).reshape(-1))
+                prob = torch.sigmoid(predict(lambda idx: scorer(accel.input_format(to_float(
+                    data.x_train[idx].to(device), data.mean, data.std))), n).reshape(-1))
                 count = T.confident_count(len(unlabeled_rows), epoch, cfg.pace_ramp_epochs, paces[k])
                 pos, neg = T.select_confident(prob, labeled, count)
                 rows = torch.cat([pos, neg])
