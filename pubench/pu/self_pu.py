@@ -232,10 +232,14 @@ class SelfPU(PUMethod):
                     yield "noisy", k, b
 
         def consistency(k, x, z, epoch):
-            if not teacher_on(epoch) or cfg.consistency == 0:
+            if not teacher_on(epoch):
                 return z.new_zeros(())
+            # the teacher runs in train mode on every batch, also when the weight is 0: its
+            # batch-norm statistics follow its own weights, as in the released code
             with torch.no_grad():
                 zt = teachers[k](x).reshape(-1)
+            if cfg.consistency == 0:
+                return z.new_zeros(())
             weight = cfg.consistency * T.consistency_ramp(epoch - cfg.consistency_offset, cfg.consistency_rampup)
             return weight * T.consistency_loss(z, zt)
 
