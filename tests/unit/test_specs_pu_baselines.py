@@ -58,7 +58,7 @@ def test_table2_wconpu_baseline_settings():
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
     # the reduced tier: the CIFAR-10 cells of the implemented baselines only
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP", "aPU", "PiCO", "WConPU")}
+    assert running == {(r, "CIFAR-10") for r in ("PUSB", "ImbPU", "Dist-PU", "PUBN", "RP", "aPU", "PiCO", "Self-PU", "WConPU")}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
@@ -101,3 +101,32 @@ def test_table2_wconpu_apu_and_pico_rows():
     t4 = get_spec("table4-pupl")
     for row, col, col4 in (("aPU", "SVHN", "SVHN-I"), ("PiCO", "CIFAR-10", "CIFAR-III"), ("PiCO", "Alzheimer", "Alzheimer")):
         assert t4.resolve("paper", row, col4)["params"] == spec.resolve("paper", row, col)["params"]
+
+
+def test_self_pu_rows():
+    """Self-PU: the released code's settings (VITA-Group/Self-PU), its 200-epoch schedule
+    stretched to 004's 800 epochs, 003's paces; every reduced / smoke config fits its epochs."""
+    released = {"pace1": 0.2, "pace2": 0.3, "pace_ramp_epochs": 100, "self_paced_start": 10, "self_paced_stop": 50,
+                "self_paced_every": 10, "ema_start": 50, "meta_lr": 1.0e-3, "entropy_budget": 0.0625,
+                "mutual_alpha": 0.1, "consistency": 0.0, "reported_network": "teacher_1", "loss": "sigmoid"}
+    punce = get_spec("table2-punce").resolve("paper", "AllConv SelfPU", "n_P=1k")["params"]
+    assert all(punce["pu_method"][k] == v for k, v in released.items())
+    assert punce["train"] == {"epochs": 200, "batch_size": 256, "schedule": {"name": "cosine"},
+                              "optimizer": {"name": "adam", "lr": 5.0e-4, "weight_decay": 5.0e-3}}
+    pupl3 = get_spec("table3-pupl").resolve("paper", "Self-PU† (1)", "CIFAR-I")["params"]
+    assert all(pupl3["pu_method"][k] == v for k, v in released.items()) and pupl3["train"]["epochs"] == 200
+    for sid, row, col in (("table2-wconpu", "Self-PU", "SVHN"), ("table4-pupl", "Self-PU†", "CIFAR-III")):
+        p = get_spec(sid).resolve("paper", row, col)["params"]
+        assert p["train"]["epochs"] == 800
+        assert {k: p["pu_method"][k] for k in ("self_paced_start", "self_paced_stop", "self_paced_every",
+                                               "pace_ramp_epochs", "ema_start")} == {
+            "self_paced_start": 40, "self_paced_stop": 200, "self_paced_every": 40, "pace_ramp_epochs": 400,
+            "ema_start": 200}
+    for sid, tier, row, col in (("table2-wconpu", "reduced", "Self-PU", "CIFAR-10"),
+                                ("table3-pupl", "reduced", "Self-PU† (1)", "F-MNIST-I"),
+                                ("table3-pupl", "reduced", "Self-PU† (1)", "CIFAR-II"),
+                                ("table3-pupl", "smoke", "Self-PU† (1)", "CIFAR-I")):
+        p = get_spec(sid).resolve(tier, row, col)["params"]
+        epochs, m = p["train"]["epochs"], p["pu_method"]
+        assert m["self_paced_start"] >= 1 and m["self_paced_stop"] <= epochs and m["ema_start"] < epochs
+    assert get_spec("table2-punce").unavailable_reason("reduced", "AllConv SelfPU", "n_P=1k")

@@ -99,7 +99,8 @@ def test_table3_values():
     assert cell(s, "RP (2)", "Mean").note
     # dispatch: baselines carry pu_method, contrastive rows pretrain + downstream
     p = s.resolve("paper", "Self-PU† (1)", "F-MNIST-I")["params"]
-    assert p["pu_method"] == {"name": "self_pu", "pace1": 0.2, "pace2": 0.3} and "pretrain" not in p
+    assert p["pu_method"]["name"] == "self_pu" and "pretrain" not in p
+    assert (p["pu_method"]["pace1"], p["pu_method"]["pace2"]) == (0.2, 0.3)     # 003 App. B.2
     assert p["model"]["backbone"]["name"] == "lenet5" and p["data"]["prior"] == 0.3
     p = s.resolve("paper", "puNCE(puPL)† (2)", "STL-II")["params"]
     assert "pu_method" not in p and p["pretrain"]["loss"]["prior"] == 0.49

@@ -193,4 +193,4 @@ def test_table3_variants_and_reduced_tier():
         assert all(s.unavailable_reason(tier, r, c) is None for r, c in s.cells())
     t2s = get_spec("table2-wconpu")
     assert {c for c in t2s.cells() if t2s.unavailable_reason("reduced", *c) is None} == {
-        (r, "CIFAR-10") for r in ("RP", "PUSB", "PUBN", "ImbPU", "Dist-PU", "aPU", "PiCO", "WConPU")}
+        (r, "CIFAR-10") for r in ("RP", "PUSB", "PUBN", "ImbPU", "Dist-PU", "aPU", "PiCO", "Self-PU", "WConPU")}
