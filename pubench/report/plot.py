@@ -1,7 +1,7 @@
 """PNG plots for figure specs: one panel per column group, one line per row.
 
-A panel's x-axis comes from its column names: ``alpha=0.9`` or ``(a) n_P=10k`` give the
-point ``x = 0.9`` / ``10000`` on an axis named ``alpha`` / ``n_P`` (a leading panel tag
+A panel's x-axis comes from its column names: ``alpha=0.9``, ``(a) n_P=10k`` or ``gamma=0.1, epoch=25`` give
+the points ``0.9``, ``10000``, ``25`` on axes named ``alpha``, ``n_P``, ``epoch`` (a leading panel tag
 such as ``(a)`` is dropped; ``k`` / ``M`` scale by 1e3 / 1e6), with ticks labelled as the
 columns write the values. Geometric grids (``n_P = 1k, 3k, 10k``, ``N = 16 .. 512``) are
 drawn on a log axis, evenly spaced ones (epochs, alpha) on a linear one. Columns without
@@ -34,7 +34,8 @@ def axis_values(cols: list[str]) -> tuple[list[float], str | None, list[str] | N
         except ValueError:
             xs = None
         if xs is not None:
-            return xs, found[0].group("name"), [m.group("value") + m.group("suffix") for m in found]
+            name = found[0].group("name").rsplit(", ", 1)[-1]  # 'gamma=0.1, epoch=25': the axis is epoch
+            return xs, name, [m.group("value") + m.group("suffix") for m in found]
     return list(range(len(cols))), None, None
 
 

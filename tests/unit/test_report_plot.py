@@ -12,6 +12,8 @@ def test_axis_values_reads_panel_tag_name_and_magnitude_suffix():
     assert ticks == ["1k", "3k", "10k"]
     assert axis_values(["alpha=0.5", "alpha=1.0"]) == ([0.5, 1.0], "alpha", ["0.5", "1.0"])
     assert axis_values(["(c) epoch=10", "(c) epoch=100"])[:2] == ([10.0, 100.0], "epoch")
+    # a panel's fixed parameter before the last comma is not the axis
+    assert axis_values(["gamma=0.1, epoch=25", "gamma=0.1, epoch=50"])[:2] == ([25.0, 50.0], "epoch")
 
 
 def test_axis_values_falls_back_to_positions():
