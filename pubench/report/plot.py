@@ -2,9 +2,10 @@
 
 A panel's x-axis comes from its column names: ``alpha=0.9``, ``(a) n_P=10k`` or ``gamma=0.1, epoch=25`` give
 the points ``0.9``, ``10000``, ``25`` on axes named ``alpha``, ``n_P``, ``epoch`` (a leading panel tag
-such as ``(a)`` is dropped; ``k`` / ``M`` scale by 1e3 / 1e6), with ticks labelled as the
+such as ``(a)`` and words before the last, e.g. a data set, are dropped; ``k`` / ``M`` scale by 1e3 / 1e6), with ticks labelled as the
 columns write the values. Geometric grids (``n_P = 1k, 3k, 10k``, ``N = 16 .. 512``) are
-drawn on a log axis, evenly spaced ones (epochs, alpha) on a linear one. Columns without
+drawn on a log axis, evenly spaced ones (alpha) and epochs on a linear one; every panel
+spans its whole grid, points or not. Columns without
 a number are drawn at positions. Each panel has its own legend, naming its rows without
 the first word every row of the panel shares (rows ``probe PN``, ``probe uPU`` -> ``PN``,
 ``uPU``), as the papers' legends do.
@@ -22,6 +23,7 @@ from pubench.report.layout import blocks
 
 _NUM = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?P<name>.*?)\s*=\s*(?P<value>[-+0-9.eE]+)(?P<suffix>[kM]?)\s*$")
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
+LINEAR_AXES = {"epoch", "epochs"}  # training time reads linearly, even on a doubling grid
 
 
 def axis_values(cols: list[str]) -> tuple[list[float], str | None, list[str] | None]:
@@ -34,7 +36,8 @@ def axis_values(cols: list[str]) -> tuple[list[float], str | None, list[str] | N
         except ValueError:
             xs = None
         if xs is not None:
-            name = found[0].group("name").rsplit(", ", 1)[-1]  # 'gamma=0.1, epoch=25': the axis is epoch
+            # 'gamma=0.1, epoch=25' and 'CIFAR-hard gamma=0.1': the axis is the last word (epoch, gamma)
+            name = (found[0].group("name").split() or [""])[-1]
             return xs, name, [m.group("value") + m.group("suffix") for m in found]
     return list(range(len(cols))), None, None
 
@@ -97,9 +100,14 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
         if name is None:
             ax.set_xticks(x, b.cols, rotation=45, ha="right", fontsize=7)
         else:
-            if is_geometric(x):
+            lo, hi = min(x), max(x)
+            if is_geometric(x) and name not in LINEAR_AXES:
                 ax.set_xscale("log")
                 ax.minorticks_off()
+                ax.set_xlim(lo / 1.15, hi * 1.15)
+            else:
+                pad = 0.04 * (hi - lo or 1.0)
+                ax.set_xlim(lo - pad, hi + pad)
             ax.set_xticks(x, ticks, fontsize=7)
             ax.set_xlabel(name)
         ax.set_title(b.title or "", fontsize=9)

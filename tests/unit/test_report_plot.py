@@ -14,6 +14,7 @@ def test_axis_values_reads_panel_tag_name_and_magnitude_suffix():
     assert axis_values(["(c) epoch=10", "(c) epoch=100"])[:2] == ([10.0, 100.0], "epoch")
     # a panel's fixed parameter before the last comma is not the axis
     assert axis_values(["gamma=0.1, epoch=25", "gamma=0.1, epoch=50"])[:2] == ([25.0, 50.0], "epoch")
+    assert axis_values(["CIFAR-hard gamma=0.01", "CIFAR-hard gamma=0.25"])[:2] == ([0.01, 0.25], "gamma")
 
 
 def test_axis_values_falls_back_to_positions():
