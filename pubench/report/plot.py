@@ -1,25 +1,68 @@
-"""PNG plots for figure specs: one panel per column group, one line per row."""
+"""PNG plots for figure specs: one panel per column group, one line per row.
+
+A panel's x-axis comes from its column names: ``alpha=0.9``, ``(a) n_P=10k`` or ``gamma=0.1, epoch=25`` give
+the points ``0.9``, ``10000``, ``25`` on axes named ``alpha``, ``n_P``, ``epoch`` (a leading panel tag
+such as ``(a)`` and words before the last, e.g. a data set, are dropped; ``k`` / ``M`` scale by 1e3 / 1e6), with ticks labelled as the
+columns write the values. Geometric grids (``n_P = 1k, 3k, 10k``, ``N = 16 .. 512``) are
+drawn on a log axis, evenly spaced ones (alpha) and epochs on a linear one; every panel
+spans its whole grid, points or not. Columns without
+a number are drawn at positions. Each panel has its own legend, naming its rows without
+the first word every row of the panel shares (rows ``probe PN``, ``probe uPU`` -> ``PN``,
+``uPU``), as the papers' legends do.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from pathlib import Path
 
 from pubench.report.collect import TableResult
 from pubench.report.layout import blocks
 
-_NUM = re.compile(r"=\s*([-+0-9.eE]+)\s*$")
+_NUM = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?P<name>.*?)\s*=\s*(?P<value>[-+0-9.eE]+)(?P<suffix>[kM]?)\s*$")
+_SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
+LINEAR_AXES = {"epoch", "epochs"}  # training time reads linearly, even on a doubling grid
 
 
-def _x(cols: list[str]) -> tuple[list[float], bool]:
-    """Numeric x from column names like ``alpha=0.9``; else positions."""
-    vals = [_NUM.search(c) for c in cols]
-    if all(vals):
+def axis_values(cols: list[str]) -> tuple[list[float], str | None, list[str] | None]:
+    """(x, axis name, tick labels) from column names like ``(a) n_P=1k``; positions,
+    None, None when some column has no number or the names before ``=`` differ."""
+    found = [_NUM.match(c) for c in cols]
+    if cols and all(found) and len({m.group("name") for m in found}) == 1:
         try:
-            return [float(v.group(1)) for v in vals], True
+            xs = [float(m.group("value")) * _SCALE[m.group("suffix")] for m in found]
         except ValueError:
-            pass
-    return list(range(len(cols))), False
+            xs = None
+        if xs is not None:
+            # 'gamma=0.1, epoch=25' and 'CIFAR-hard gamma=0.1': the axis is the last word (epoch, gamma)
+            name = (found[0].group("name").split() or [""])[-1]
+            return xs, name, [m.group("value") + m.group("suffix") for m in found]
+    return list(range(len(cols))), None, None
+
+
+def is_geometric(xs: list[float]) -> bool:
+    """True for a positive grid of 3+ points whose spacing is more even on a log scale
+    than on a linear one (relative spread of the gaps)."""
+    if len(xs) < 3 or min(xs) <= 0 or sorted(xs) != xs:
+        return False
+
+    def unevenness(vals: list[float]) -> float:
+        gaps = [b - a for a, b in zip(vals, vals[1:])]
+        mean = statistics.fmean(gaps)
+        return statistics.pstdev(gaps) / mean if mean > 0 else math.inf
+
+    return unevenness([math.log(x) for x in xs]) < unevenness(xs)
+
+
+def legend_names(rows: list[str]) -> list[str]:
+    """Rows without the first word they all share (``init puNCE``, ``init random`` ->
+    ``puNCE``, ``random``); unchanged when there is none or only one row."""
+    firsts = {r.split(" ", 1)[0] for r in rows}
+    if len(rows) < 2 or len(firsts) != 1 or not all(" " in r for r in rows):
+        return list(rows)
+    return [r.split(" ", 1)[1] for r in rows]
 
 
 def render_plot(res: TableResult, path: str | Path) -> Path:
@@ -32,30 +75,46 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
     fig, axes = plt.subplots(1, len(bl), figsize=(4.2 * len(bl), 3.4), squeeze=False)
     for ax, b in zip(axes[0], bl):
         m = res.spec.metrics[b.metric]
-        x, numeric = _x(b.cols)
-        positive = []
+        x, name, ticks = axis_values(b.cols)
+        curves = []
         for kind, row in b.lines:
             if kind != "row":
                 continue
             pts = [(xi, s.mean, s.std or 0.0) for xi, c in zip(x, b.cols) if (s := res.get(row, c, b.metric))]
+            rep = [(xi, r.mean) for xi, c in zip(x, b.cols)
+                   if (r := res.reported(row, c, b.metric)) and r.mean is not None]
+            if pts or rep:
+                curves.append((row, pts, rep))
+        positive = []
+        for label, (row, pts, rep) in zip(legend_names([c[0] for c in curves]), curves):
+            color = None
             if pts:
                 xs, ys, es = zip(*pts)
-                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=row)
+                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
+                color = line[0].get_color()
                 positive += list(ys)
-                rep = [(xi, r.mean) for xi, c in zip(x, b.cols)
-                       if (r := res.reported(row, c, b.metric)) and r.mean is not None]
-                if rep:
-                    ax.plot(*zip(*rep), ls="--", marker="x", color=line[0].get_color(), label=f"{row} (paper)")
+            if rep:
+                ax.plot(*zip(*rep), ls="--", marker="x", color=color, label=f"{label} (paper)")
         if positive and min(positive) > 0 and max(positive) / min(positive) > 100:
             ax.set_yscale("log")
-        if not numeric:
+        if name is None:
             ax.set_xticks(x, b.cols, rotation=45, ha="right", fontsize=7)
         else:
-            ax.set_xlabel(b.cols[0].split("=")[0])
+            lo, hi = min(x), max(x)
+            if is_geometric(x) and name not in LINEAR_AXES:
+                ax.set_xscale("log")
+                ax.minorticks_off()
+                ax.set_xlim(lo / 1.15, hi * 1.15)
+            else:
+                pad = 0.04 * (hi - lo or 1.0)
+                ax.set_xlim(lo - pad, hi + pad)
+            ax.set_xticks(x, ticks, fontsize=7)
+            ax.set_xlabel(name)
         ax.set_title(b.title or "", fontsize=9)
         ax.set_ylabel(m.label, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+        if curves:
+            ax.legend(fontsize=7)
     fig.suptitle(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}"[:120], fontsize=9)
     fig.tight_layout()
     path = Path(path)
