@@ -17,7 +17,6 @@ from torch import nn
 import pubench.data.graphs as G
 from pubench.losses import logits_form
 from pubench.models import BACKBONES
-from pubench.utils.config import ConfigError
 from pubench.models.gin import GINEncoder
 from pubench.train import infograph as IG
 from pubench.train.svm_eval import svm_cv
