@@ -229,7 +229,7 @@ def test_pu_benchmark_errors(fake_data):
     with pytest.raises(ConfigError, match="either"):
         TASKS.get("pu_benchmark").run({"data": {}, "model": {}}, SEEDS)
     p = {"data": _params()["data"], "model": {"backbone": {"name": "mlp_001"}},
-         "pu_method": {"name": "self_pu"}, "train": {"epochs": 1, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1e-3}}}
+         "pu_method": {"name": "no_such_method"}, "train": {"epochs": 1, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1e-3}}}
     with pytest.raises(ConfigError, match="unknown pu_method"):
         TASKS.get("pu_benchmark").run(p, SEEDS)
     p["pu_method"] = {"name": "upu", "gamma": 2.0}
