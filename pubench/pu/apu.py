@@ -141,8 +141,7 @@ class APU(PUMethod):
     @classmethod
     def run(cls, cfg: APUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, "apu")
+        cls.check_run(cfg, train, data, "apu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"apu needs a class prior in (0, 1), got {prior}")

@@ -77,12 +77,18 @@ class PUMethod(Unit):
             raise ConfigError(f"{where}.train.batch_size must be >= 2 for {name}")
 
     @classmethod
-    def check_two_view_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, projector: nn.Module | None,
-                           name: str) -> None:
-        """The checks of a method with a query encoder's projection head and its own views."""
+    def check_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, name: str) -> None:
+        """What every ``run`` checks first: the method's config, its ``train`` constraints and
+        a binary PU split."""
         cls.check(cfg)
         cls.check_train(cfg, train, "params")
         cls.needs_binary_pu(data, name)
+
+    @classmethod
+    def check_two_view_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, projector: nn.Module | None,
+                           name: str) -> None:
+        """The checks of a method with a query encoder's projection head and its own views."""
+        cls.check_run(cfg, train, data, name)
         if projector is None:
             raise ConfigError(f"{name} needs params.model.projector (the query encoder's projection head)")
 

@@ -169,9 +169,7 @@ class MixPUL(PUMethod):
     @classmethod
     def run(cls, cfg: MixPULConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        cls.needs_binary_pu(data, "mixpul")
+        cls.check_run(cfg, train, data, "mixpul")
         init_seed, order_seed, aug_seed, mix_seed, mine_seed = sub_seeds(seed, 5)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         labeled_all = data.observed == 1

@@ -224,8 +224,7 @@ class P3Mix(PUMethod):
     @classmethod
     def run(cls, cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, cfg.name)
+        cls.check_run(cfg, train, data, cfg.name)
         init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         teacher = cls.make_teacher(cfg, model)

@@ -123,8 +123,7 @@ class PAN(PUMethod):
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, "pan")
+        cls.check_run(cfg, train, data, "pan")
         c_head_seed, d_seed, d_head_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         discriminator = nn.Sequential(fresh_copy(backbone, d_seed), seeded_head(backbone.out_dim, 1, d_head_seed))
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, c_head_seed))

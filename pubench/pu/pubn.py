@@ -78,8 +78,7 @@ class PUbN(PUMethod):
     @classmethod
     def run(cls, cfg: PUbNConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, "pubn")
+        cls.check_run(cfg, train, data, "pubn")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         sigma_head_seed, head_seed, order_seed, aug_seed, sigma_order_seed, sigma_aug_seed = sub_seeds(seed, 6)
         sigma_model = nn.Sequential(copy.deepcopy(backbone), seeded_head(backbone.out_dim, 1, sigma_head_seed)).to(device)

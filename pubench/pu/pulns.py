@@ -182,8 +182,7 @@ class PULNS(PUMethod):
     @classmethod
     def run(cls, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, "pulns")
+        cls.check_run(cfg, train, data, "pulns")
         head_seed, selector_seed, order_seed, aug_seed, action_seed, holdout_seed = sub_seeds(seed, 6)
         head = seeded_head(backbone.out_dim, 1, head_seed)
         model = nn.Sequential(backbone, head).to(device)

@@ -128,8 +128,7 @@ class RankPruning(PUMethod):
     @classmethod
     def run(cls, cfg: RankPruningConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.needs_binary_pu(data, "rank_pruning")
+        cls.check_run(cfg, train, data, "rank_pruning")
         s = data.observed == 1
         if int(s.sum()) < cfg.cv_folds or int((~s).sum()) < cfg.cv_folds:
             raise ValueError(f"rank_pruning needs at least {cfg.cv_folds} labeled and unlabeled examples")

@@ -159,9 +159,7 @@ class SelfPU(PUMethod):
     @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        cls.needs_binary_pu(data, "self_pu")
+        cls.check_run(cfg, train, data, "self_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"self_pu needs a class prior in (0, 1), got {prior}")

@@ -202,9 +202,7 @@ class VPU(PUMethod):
     @classmethod
     def run(cls, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg)
-        cls.check_train(cfg, train)
-        cls.needs_binary_pu(data, "vpu")
+        cls.check_run(cfg, train, data, "vpu")
         init_seed, order_seed, aug_seed, mix_seed, holdout_seed = sub_seeds(seed, 5)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
