@@ -50,6 +50,7 @@ import torch
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.wconpu_terms import momentum_update_
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
@@ -175,8 +176,7 @@ def ema_decay_at(epoch: int, ema_start: int, ema_decay: float) -> float:
 @torch.no_grad()
 def ema_update(teacher: nn.Module, student: nn.Module, decay: float) -> None:
     """``teacher <- decay teacher + (1 - decay) student`` over the parameters."""
-    for t, s in zip(teacher.parameters(), student.parameters(), strict=True):
-        t.mul_(decay).add_(s.detach(), alpha=1.0 - decay)
+    momentum_update_(list(teacher.parameters()), list(student.parameters()), decay)
 
 
 def pu_batches(labeled_rows: torch.Tensor, unlabeled_rows: torch.Tensor, batch_size: int, gen: torch.Generator,

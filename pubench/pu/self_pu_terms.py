@@ -36,6 +36,7 @@ from torch import nn
 from torch.func import functional_call
 
 from pubench.pu.risks import surrogate
+from pubench.pu.wconpu_terms import momentum_update_
 
 # ------------------------------------------------------------------ self-paced selection
 
@@ -243,6 +244,4 @@ def ema_update(teacher: nn.Module, student: nn.Module, decay: float, step: int) 
     """Mean teacher: ``teacher <- a teacher + (1 - a) student`` for every parameter with
     ``a = min(1 - 1 / (step + 1), decay)`` (released code ``update_ema_variables``, called
     once per epoch from ``ema_start`` on, ``decay`` 0.999)."""
-    a = min(1.0 - 1.0 / (step + 1), decay)
-    for t, s in zip(teacher.parameters(), student.parameters()):
-        t.mul_(a).add_(s.detach(), alpha=1.0 - a)
+    momentum_update_(list(teacher.parameters()), list(student.parameters()), min(1.0 - 1.0 / (step + 1), decay))
