@@ -186,3 +186,66 @@ def test_pupl_downstream_names_clusters_by_the_positive_mean(sid):
                 seen += 1
                 assert down["orientation"] == "nearest_positive_mean" and down["normalize"] is True, (tier, row, col)
     assert seen and any("nearest_positive_mean" in d for d in s.decisions)
+
+
+# table4-pupl's baseline rows are 004's Table II rows (003 copies 004's numbers): row -> table2-wconpu row
+TABLE4_TO_TABLE2 = {"uPU†": "uPU", "nnPU†": "nnPU", "RP": "RP", "PUSB": "PUSB", "PUbN": "PUBN", "Self-PU†": "Self-PU",
+                    "aPU": "aPU", "vPU†": "VPU", "ImbPU": "ImbPU", "Dist-PU": "Dist-PU", "PiCO": "PiCO",
+                    "WConPU†": "WConPU"}
+
+
+def test_table4_reduced_tier_is_table2_wconpus():
+    """CIFAR-III is 004's CIFAR-10: every baseline row runs exactly table2-wconpu's reduced config of
+    its method (so the two cannot drift), the puPL rows table3-pupl's reduced pre-training on the
+    same data, and the other columns (data not here) do not run at the reduced or smoke tier."""
+    t4, t2 = get_spec("table4-pupl"), get_spec("table2-wconpu")
+    assert set(TABLE4_TO_TABLE2) == {r for r in t4.rows if "puPL" not in r}
+    for row, row_t2 in TABLE4_TO_TABLE2.items():
+        for tier in ("paper", "reduced"):
+            assert t4.resolve(tier, row, "CIFAR-III")["params"] == t2.resolve(tier, row_t2, "CIFAR-10")["params"], (
+                tier, row)
+    assert t4.resolve("smoke", "WConPU†", "CIFAR-III")["params"] == t2.resolve("smoke", "WConPU", "CIFAR-10")["params"]
+    for tier in ("reduced", "smoke"):
+        running = {c for c in t4.cells() if t4.unavailable_reason(tier, *c) is None}
+        assert running == {(r, "CIFAR-III") for r in t4.rows}, tier
+        assert "SVHN" in t4.unavailable_reason(tier, "PiCO", "SVHN-I")
+        assert "Alzheimer" in t4.unavailable_reason(tier, "puCL(puPL)", "Alzheimer")
+        assert t4.tiers[tier].deviations
+    # the puPL rows: table3-pupl's reduced CIFAR pre-training and puPL, on the baselines' data and backbone
+    base = t4.resolve("reduced", "nnPU†", "CIFAR-III")["params"]
+    t3 = get_spec("table3-pupl").resolve("reduced", "puCL(puPL) (1)", "CIFAR-I")["params"]
+    for row, loss in (("puCL(puPL)", {"name": "supcon_pu", "temperature": 0.5}),
+                      ("puNCE(puPL)†", {"name": "punce", "temperature": 0.5, "prior": 0.4})):
+        p = t4.resolve("reduced", row, "CIFAR-III")["params"]
+        assert "train" not in p and "pu_method" not in p
+        assert p["data"] == base["data"] and p["model"]["backbone"] == base["model"]["backbone"]
+        assert p["pretrain"] == dict(t3["pretrain"], loss=loss)
+        assert p["downstream"] == t3["downstream"] and p["model"]["projector"] == t3["model"]["projector"]
+        smoke = t4.resolve("smoke", row, "CIFAR-III")["params"]
+        assert "train" not in smoke and (smoke["pretrain"]["epochs"], smoke["downstream"]["epochs"]) == (1, 1)
+    # the paper tier is untouched by the tiers: the puPL rows keep 003's recipe
+    paper = t4.resolve("paper", "puCL(puPL)", "CIFAR-III")["params"]
+    assert (paper["pretrain"]["epochs"], paper["pretrain"]["batch_size"], paper["downstream"]["epochs"]) == (300, 1024, 100)
+
+
+def test_table4_reduced_mean_is_not_averaged_over_missing_columns(tmp_path):
+    """The Mean column averages the four dataset columns per seed; at the reduced tier only
+    CIFAR-III runs, so a row gets no Mean (not its CIFAR-III value) and the report prints none."""
+    from pubench.jobs import expand
+    from pubench.report import collect
+    from pubench.report.markdown import render_markdown
+    from pubench.store import ResultStore
+
+    t4 = get_spec("table4-pupl")
+    store = ResultStore(tmp_path)
+    for job in expand(t4, "reduced", 2).jobs:
+        store.write_ok(job, {"acc": 70.0 + job.seed_index}, {}, {})
+    res = collect(t4, "reduced", store)
+    assert res.get("PiCO", "CIFAR-III", "acc").mean == 70.5
+    assert all(res.get(r, "Mean", "acc") is None for r in t4.rows)
+    table_rows = [line.split("|")[1:-1] for line in render_markdown(res).splitlines()
+                  if line.startswith("| PiCO ") or line.startswith("| puCL(puPL) ")]
+    assert len(table_rows) == 2
+    for cells in table_rows:  # CIFAR-III ours / paper's, then SVHN-I, STL-III, Alzheimer, Mean: ours empty
+        assert cells[1].strip().startswith("70.50 ± 0.71 (2)")
+        assert all(c.strip().startswith("— /") for c in cells[2:]), cells

@@ -197,3 +197,33 @@ def test_table3_variants_and_reduced_tier():
     vpu = t2s.resolve("reduced", "VPU", "CIFAR-10")["params"]
     assert vpu["pu_method"]["iterations_per_epoch"] == 8 and vpu["train"]["epochs"] == 5
     assert t2s.resolve("reduced", "nnPU", "CIFAR-10")["params"]["train"] == t2s.resolve("reduced", "uPU", "CIFAR-10")["params"]["train"]
+
+
+@pytest.mark.parametrize("sid, variant, key, value", [
+    ("table4-wconpu", "Pseudo Label-based", "hard_negatives", {"mining": "pseudo_label", "quantile": 0.25, "weight": "inverse_dissim"}),
+    ("table5-wconpu", "Re-compute", "prototypes", {"update": "recompute_epoch", "init": "zeros"}),
+])
+def test_table4_table5_reduced_and_smoke_tiers(sid, variant, key, value):
+    """Tables IV and V at the reduced and smoke tiers: the WConPU row of the CIFAR-10 column runs
+    exactly table3-wconpu's variant V (= table2-wconpu's WConPU|CIFAR-10) and the variant row
+    differs from it only in the key the variant changes; SVHN and STL-10 (no data here) do not run."""
+    s, t3 = get_spec(sid), get_spec("table3-wconpu")
+    for tier in ("reduced", "smoke"):
+        ours = s.resolve(tier, "WConPU", "CIFAR-10")["params"]
+        assert ours == t3.resolve(tier, "V: WConPU", "CIFAR-10")["params"], tier
+        other = s.resolve(tier, variant, "CIFAR-10")["params"]
+        assert other["pu_method"][key] == value and ours["pu_method"][key] != value
+        assert {k: v for k, v in other["pu_method"].items() if k != key} == {
+            k: v for k, v in ours["pu_method"].items() if k != key}
+        assert {k: v for k, v in other.items() if k != "pu_method"} == {k: v for k, v in ours.items() if k != "pu_method"}
+        running = {c for c in s.cells() if s.unavailable_reason(tier, *c) is None}
+        assert running == {(r, "CIFAR-10") for r in s.rows}, tier
+        assert "SVHN" in s.unavailable_reason(tier, variant, "SVHN")
+        assert "STL-10" in s.unavailable_reason(tier, "WConPU", "STL-10")
+        assert s.tiers[tier].deviations
+    assert s.resolve("reduced", "WConPU", "CIFAR-10")["params"] == get_spec("table2-wconpu").resolve(
+        "reduced", "WConPU", "CIFAR-10")["params"]
+    # the paper tier keeps 004's protocol
+    paper = s.resolve("paper", variant, "CIFAR-10")["params"]
+    assert paper["pu_method"][key] == value and paper["train"]["epochs"] == 800
+
