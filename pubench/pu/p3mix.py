@@ -50,10 +50,10 @@ import torch
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
-from pubench.pu.wconpu_terms import momentum_update_
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
+from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds, torch_generator

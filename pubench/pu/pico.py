@@ -56,6 +56,7 @@ from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
+from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -257,7 +258,7 @@ def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.
         loss = pico_objective(l_cls, l_cont, l_dis, cfg.contrastive_weight, dis_weight)
 
         def after() -> dict:
-            W.momentum_update_(k_params, q_params, cfg.momentum)
+            momentum_update_(k_params, q_params, cfg.momentum)
             state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
             state["queue_label"] = torch.cat([labels, state["queue_label"]])[:cfg.queue]
             return {}

@@ -36,7 +36,7 @@ from torch import nn
 from torch.func import functional_call
 
 from pubench.pu.risks import surrogate
-from pubench.pu.wconpu_terms import momentum_update_
+from pubench.train.momentum import momentum_update_
 
 # ------------------------------------------------------------------ self-paced selection
 

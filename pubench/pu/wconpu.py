@@ -46,6 +46,7 @@ from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
+from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -336,7 +337,7 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
             extra = {"n_hard": hard.sum(1).float().mean().detach(), "n_peers": positives.sum(1).float().mean().detach()}
 
             def after() -> dict:
-                W.momentum_update_(k_params, q_params, lam)
+                momentum_update_(k_params, q_params, lam)
                 state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
                 state["queue_pred"] = torch.cat([pred, state["queue_pred"]])[:cfg.queue]
                 state["queue_conf"] = torch.cat([conf, state["queue_conf"]])[:cfg.queue]

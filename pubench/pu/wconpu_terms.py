@@ -19,13 +19,6 @@ import torch.nn.functional as F
 DISSIM_FLOOR = 1e-6
 
 
-@torch.no_grad()
-def momentum_update_(target: list[torch.Tensor], source: list[torch.Tensor], lam: float) -> None:
-    """Eq. 6, in place: ``theta_k := lam theta_k + (1 - lam) theta_q``."""
-    for t, s in zip(target, source):
-        t.mul_(lam).add_(s.detach(), alpha=1.0 - lam)
-
-
 def sat_update(tau: torch.Tensor, p_tilde: torch.Tensor, probs: torch.Tensor, lam: float
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. 9-10 (self-adaptive threshold, FreeMatch): the global threshold

@@ -40,6 +40,7 @@ from torch import nn
 
 from pubench.train.base import FRAMEWORKS, Framework
 from pubench.train.checkpoint import AttributeState
+from pubench.train.momentum import momentum_update_
 from pubench.utils.config import ConfigError
 
 
@@ -54,11 +55,7 @@ class MoCoConfig:
 @torch.no_grad()
 def momentum_update(key: nn.Module, query: nn.Module, momentum: float) -> None:
     """``theta_k <- m theta_k + (1 - m) theta_q`` for every parameter (He et al. eq. 2)."""
-    k_params, q_params = list(key.parameters()), [p.detach() for p in query.parameters()]
-    if len(k_params) != len(q_params):
-        raise ValueError("key and query encoders differ in their parameters")
-    torch._foreach_mul_(k_params, momentum)
-    torch._foreach_add_(k_params, q_params, alpha=1.0 - momentum)
+    momentum_update_(list(key.parameters()), list(query.parameters()), momentum)
 
 
 @torch.no_grad()

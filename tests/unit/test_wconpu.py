@@ -16,6 +16,7 @@ from pubench.pu import PU_METHODS
 from pubench.pu import wconpu_terms as W
 from pubench.train.classifier import DownstreamData
 from pubench.train.loop import TrainConfig
+from pubench.train.momentum import momentum_update_
 from pubench.utils.config import ConfigError
 from tests.reference import naive_wconpu as N
 
@@ -30,9 +31,9 @@ def unit(rows: int, d: int, seed: int) -> torch.Tensor:
 # ------------------------------------------------------------------ Eq. 6
 def test_momentum_update_is_the_convex_combination():
     tk, tq = [torch.tensor([1.0, 2.0])], [torch.tensor([3.0, -2.0])]
-    W.momentum_update_(tk, tq, 0.75)
+    momentum_update_(tk, tq, 0.75)
     assert torch.allclose(tk[0], torch.tensor([1.5, 1.0]))
-    W.momentum_update_(tk, [torch.tensor([9.0, 9.0])], 1.0)   # lambda = 1: the key network does not move
+    momentum_update_(tk, [torch.tensor([9.0, 9.0])], 1.0)   # lambda = 1: the key network does not move
     assert torch.allclose(tk[0], torch.tensor([1.5, 1.0]))
 
 
