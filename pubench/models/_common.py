@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -55,3 +56,17 @@ def check_input(module: nn.Module, x: torch.Tensor, in_channels: int, input_size
             f"{type(module).__name__} was built for {input_size}x{input_size} inputs (its flatten "
             f"width depends on it), got {x.shape[2]}x{x.shape[3]}; pass input_size={x.shape[2]}"
         )
+
+
+class GlobalAvgPool(nn.Module):
+    """Global average pooling to ``(n, C, 1, 1)``: ``adaptive_avg_pool2d(x, 1)`` on the CPU
+    (the op of every committed CPU result, kept bit for bit), a mean over H and W on CUDA,
+    where adaptive_avg_pool2d's backward has no deterministic kernel and raises under
+    ``torch.use_deterministic_algorithms(True)``, which CUDA jobs run with
+    (:func:`pubench.numerics.apply`). No parameters: checkpoints of ``nn.AdaptiveAvgPool2d(1)``
+    load unchanged."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_cuda:
+            return x.mean(dim=(2, 3), keepdim=True)
+        return F.adaptive_avg_pool2d(x, 1)

@@ -16,7 +16,8 @@ Stems:
                       that 000 and 002 follow)
     cifar_stem=False  ImageNet stem: Conv2d(C, 64, 7, stride 2, padding 3, bias=False) - BN -
                       ReLU - MaxPool(3, 2, 1)
-Both end in AdaptiveAvgPool2d(1), so any input size >= 1 pixel after the stem works
+Both end in global average pooling (``AdaptiveAvgPool2d(1)``; on CUDA a mean, see
+:class:`~pubench.models._common.GlobalAvgPool`), so any input size >= 1 pixel after the stem works
 (MNIST 28, CIFAR 32, STL 96, 224).
 
 ``resnet18_cifar`` -- 001 (puNCE), App. A.1.5, printed ``ResNet18Contrastive``:
@@ -56,7 +57,7 @@ import torch
 from torch import nn
 
 from pubench.models.base import BACKBONES
-from pubench.models._common import scaled
+from pubench.models._common import GlobalAvgPool, scaled
 
 
 def _conv3x3(cin: int, cout: int, stride: int = 1) -> nn.Conv2d:
@@ -136,7 +137,7 @@ class ResNet(nn.Module):
         self.layer2 = self._make_layer(block, 2 * base, blocks[1], 2)
         self.layer3 = self._make_layer(block, 4 * base, blocks[2], 2)
         self.layer4 = self._make_layer(block, 8 * base, blocks[3], 2)
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.avgpool = GlobalAvgPool()  # deterministic on CUDA too
         self.out_dim = 8 * base * block.expansion
         del self._cin
         for m in self.modules():  # torchvision's initialisation

@@ -5,11 +5,13 @@ the device, memory and throughput. CUDA-only behaviour is tested where CUDA exis
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
 from torch import nn
 
+from pubench.models._common import GlobalAvgPool
 from pubench.numerics import cpu_model
 from pubench.tasks import TASKS
 from pubench.train import accel
@@ -31,7 +33,7 @@ def small_pretrain_config(**extra) -> PretrainConfig:
 
 def conv_encoder(seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), GlobalAvgPool(),
                         nn.Flatten())
     net.out_dim = 4
     return net
@@ -248,3 +250,66 @@ def test_on_cuda_a_trainer_formats_its_modules_and_the_modules_in_its_state():
                                                                          weight=len(idx)))
     for net in (trained, key):
         assert net[0].weight.is_contiguous(memory_format=torch.channels_last)
+
+
+# ------------------------------------------------------------------ determinism on CUDA
+def test_global_avg_pool_is_adaptive_avg_pool_on_the_cpu_bit_for_bit():
+    x = torch.randn(3, 5, 7, 6, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    y = torch.randn(3, 5, 1, 1, generator=torch.Generator().manual_seed(1))
+    ours = GlobalAvgPool()(x)
+    (g_ours,) = torch.autograd.grad((ours * y).sum(), x)
+    ref = nn.AdaptiveAvgPool2d(1)(x)
+    (g_ref,) = torch.autograd.grad((ref * y).sum(), x)
+    assert torch.equal(ours, ref) and torch.equal(g_ours, g_ref)
+
+
+def cuda_numerics():
+    from pubench import numerics
+
+    return numerics.resolve(device="cuda")
+
+
+def resnet_pretrain_on_cuda(cfg: PretrainConfig):
+    from pubench.models import build_backbone
+
+    torch.manual_seed(0)
+    enc = build_backbone("resnet18_cifar", 3, seed=1, width=0.125).cuda()
+    proj = nn.Sequential(nn.Linear(enc.out_dim, 8)).cuda()
+    x = torch.randint(0, 256, (48, 3, 16, 16), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
+    with accel.job_scope():
+        hist = pretrain(enc, proj, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, device="cuda")
+    return hist, [t.detach().cpu().clone() for t in enc.state_dict().values()]
+
+
+@needs_cuda
+def test_on_cuda_a_resnet_trains_under_deterministic_algorithms_twice_identically(monkeypatch):
+    """CUDA jobs run with ``torch.use_deterministic_algorithms(True)`` (no warn-only): every
+    op of a ResNet's training step has a deterministic kernel (adaptive_avg_pool2d's
+    backward has none: the backbones pool with a mean on CUDA), and two runs agree."""
+    from pubench import numerics
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", numerics.CUDA_ENV["CUBLAS_WORKSPACE_CONFIG"])
+    try:
+        numerics.apply(cuda_numerics())
+        cfg = small_pretrain_config()
+        (h1, w1), (h2, w2) = resnet_pretrain_on_cuda(cfg), resnet_pretrain_on_cuda(cfg)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert h1 == h2 and all(torch.equal(a, b) for a, b in zip(w1, w2, strict=True))
+
+
+@needs_cuda
+def test_on_cuda_a_stopped_and_resumed_pretraining_gives_the_uninterrupted_numbers(tmp_path, monkeypatch):
+    """The CUDA random states are in the checkpoint: a run stopped at its first epoch
+    boundary and resumed on the GPU equals the uninterrupted run bit for bit."""
+    from pubench import numerics
+    from tests.unit.test_checkpoint import _same_after_resume
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", numerics.CUDA_ENV["CUBLAS_WORKSPACE_CONFIG"])
+    cfg = dataclasses.replace(small_pretrain_config(), epochs=3)
+    try:
+        numerics.apply(cuda_numerics())
+        (h1, w1), (h2, w2) = _same_after_resume(lambda: resnet_pretrain_on_cuda(cfg), tmp_path, monkeypatch)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert h1 == h2 and all(torch.equal(a, b) for a, b in zip(w1, w2, strict=True))

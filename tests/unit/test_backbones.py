@@ -270,3 +270,21 @@ def test_projection_head_forms():
     assert lin.out_dim == 2 and count_parameters(lin) == 170
     with pytest.raises(TypeError):
         projection_head(64, "wide", 16)
+
+
+#: modules whose backward has no deterministic CUDA kernel: under the CUDA numerics profile
+#: (``torch.use_deterministic_algorithms(True)``, :func:`pubench.numerics.apply`) they raise at
+#: the first backward (torch's ``use_deterministic_algorithms`` docstring lists them)
+NO_DETERMINISTIC_CUDA_BACKWARD = (nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool2d, nn.AvgPool3d,
+                                  nn.FractionalMaxPool2d, nn.FractionalMaxPool3d, nn.ReflectionPad1d,
+                                  nn.ReflectionPad2d, nn.ReflectionPad3d, nn.EmbeddingBag, nn.CTCLoss)
+
+
+@pytest.mark.parametrize("name", IMAGE_BACKBONES)
+def test_no_backbone_has_a_module_without_a_deterministic_cuda_backward(name):
+    """A CPU-side guard of the GPU path: such a module would fail every ``--device cuda``
+    job of the backbone (ResNets pool with :class:`GlobalAvgPool` for this reason)."""
+    kwargs, shape = GENERIC[name]
+    net = BACKBONES.get(name)(shape[0], **kwargs)
+    bad = [f"{n}: {type(m).__name__}" for n, m in net.named_modules() if isinstance(m, NO_DETERMINISTIC_CUDA_BACKWARD)]
+    assert not bad, bad
