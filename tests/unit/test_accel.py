@@ -18,6 +18,7 @@ from pubench.train import accel
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, check_loop_config
 from pubench.train.pretrain import PretrainConfig, check_pretrain_config, pretrain
 from pubench.utils.config import ConfigError
+from tests.conftest import load_benchmark
 from tests.unit.test_contracts import SEEDS, generated_data  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -214,14 +215,7 @@ def test_on_cuda_bf16_pretraining_runs_and_records_gpu_figures():
 
 # ------------------------------------------------------------------ benchmarks/gpu_step.py
 def load_gpu_step():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_step.py"
-    spec = importlib.util.spec_from_file_location("gpu_step", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_step")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")

@@ -3,21 +3,15 @@ data root (the GPU figures of docs/ come from it; its full runs are measurements
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 from pubench.train.loop import Step, Trainer
+from tests.conftest import load_benchmark
 
 
 def load_paper_cell():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "paper_cell.py"
-    spec = importlib.util.spec_from_file_location("paper_cell", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("paper_cell")
 
 
 def test_the_stage_timer_caps_every_trainer_and_restores_it(one_thread):
