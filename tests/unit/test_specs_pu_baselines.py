@@ -56,9 +56,14 @@ def test_table2_wconpu_baseline_settings():
     imb = spec.resolve("paper", "ImbPU", "STL-10")["params"]["pu_method"]
     assert imb["target_prior"] == 0.5 and imb["loss"] == "sigmoid"
     assert spec.resolve("paper", "Dist-PU", "Alzheimer")["params"]["train"]["batch_size"] == 8
-    # the reduced tier: the CIFAR-10 cells of every row but puNCE (no reduced pre-training design)
+    reduced_data = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]["data"]
+    # the reduced tier: the CIFAR-10 cells of every row
     running = {(r, c) for r in spec.rows for c in spec.cols if _runs(spec, "reduced", r, c)}
-    assert running == {(r, "CIFAR-10") for r in spec.rows if r != "puNCE"}
+    assert running == {(r, "CIFAR-10") for r in spec.rows}
+    punce = spec.resolve("reduced", "puNCE", "CIFAR-10")["params"]
+    assert "train" not in punce and punce["pretrain"]["epochs"] == 8 and punce["downstream"]["epochs"] == 30
+    assert punce["pretrain"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
+    assert punce["data"] == reduced_data and punce["model"]["backbone"] == {"name": "cnn13", "width": 0.5}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
     assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
