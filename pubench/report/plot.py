@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import textwrap
 from pathlib import Path
 
 from pubench.report.collect import TableResult
@@ -115,7 +116,11 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         if curves:
             ax.legend(fontsize=7)
-    fig.suptitle(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}"[:120], fontsize=9)
+        else:
+            ax.text(0.5, 0.5, f"no results at the {res.tier} tier", transform=ax.transAxes, ha="center",
+                    va="center", fontsize=8, color="0.4")
+    title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}", width=130, placeholder=" ...")
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -165,3 +165,17 @@ def test_compare_flags_cells_outside_tolerance(tmp_path):
     diffs = {(d.row, d.col): d for d in compare_stores({spec.id: spec}, "paper", base, new, sigmas=3, abs_tol=0.2)}
     assert not diffs[("A", "x")].flagged and not diffs[("A", "y")].flagged
     assert diffs[("B", "x")].flagged and not diffs[("B", "x")].worse  # higher is better: 9.0 > 2.6
+
+
+def test_a_figure_panel_without_results_says_so(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from pubench.report.plot import render_plot
+
+    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CLAIMS)), "<t>")
+    said = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda self, x, y, s, **kw: said.append(s))
+    res = collect(spec, "paper", ResultStore(tmp_path / "empty"))
+    monkeypatch.setattr(type(res), "reported", lambda self, row, col, metric: None)  # no paper curve either
+    render_plot(res, tmp_path / "f.png")
+    assert said and set(said) == {"no results at the paper tier"}
