@@ -120,7 +120,7 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
             ax.text(0.5, 0.5, f"no results at the {res.tier} tier", transform=ax.transAxes, ha="center",
                     va="center", fontsize=8, color="0.4")
     title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}", width=130, placeholder=" ...")
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=9)  # ~14 characters an inch at 9 pt
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
