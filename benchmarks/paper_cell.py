@@ -95,14 +95,22 @@ class StageTimer:
         Trainer.run = self.original
 
 
+def epoch_times(stage: dict) -> tuple[float, float]:
+    """``(first epoch, median of the others)`` in seconds (the first alone when only one ran)."""
+    secs = stage["epoch_s"]
+    if not secs:
+        return 0.0, 0.0
+    return secs[0], statistics.median(secs[1:]) if len(secs) > 1 else secs[0]
+
+
 def project(stage: dict) -> float:
     """Seconds the stage would take at its full epochs."""
     secs, epochs, ran = stage["epoch_s"], stage["epochs"], stage["ran"]
     if not secs:
         return stage["call_s"]
-    per_epoch = statistics.median(secs[1:]) if len(secs) > 1 else secs[0]
+    first, per_epoch = epoch_times(stage)
     outside = max(0.0, stage["call_s"] - sum(secs))
-    return secs[0] + per_epoch * (epochs - 1) + outside * epochs / ran
+    return first + per_epoch * (epochs - 1) + outside * epochs / ran
 
 
 def set_keys(params: dict, key: str, value) -> None:
@@ -169,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         timer.restore()
     wall = time.perf_counter() - t0
     in_loops = sum(s["call_s"] for s in timer.stages)
-    job_s = sum(project(s) for s in timer.stages) + max(0.0, wall - in_loops)
+    stages = [{**s, "projected_s": project(s)} for s in timer.stages]
+    job_s = sum(s["projected_s"] for s in stages) + max(0.0, wall - in_loops)
     acc = (out.get("info") or {}).get("accelerator", {})
     figures = {
         "id": args.id, "cell": f"{job.row}|{job.col}", "task": job.task, "device": args.device,
@@ -177,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__, "date": datetime.now(timezone.utc).date().isoformat(),
         "precision": args.precision or "spec (fp32)", "compile": args.compile, "synthetic": args.synthetic,
         "epochs_cap": args.epochs, "wall_s": round(wall, 1),
-        "stages": [{**s, "projected_s": round(project(s), 1)} for s in timer.stages],
+        "stages": [{**s, "projected_s": round(s["projected_s"], 1)} for s in stages],
         "throughput": acc.get("throughput"), "peak_memory": acc.get("peak_memory"),
         "job_hours": round(job_s / 3600, 3), "table_jobs": table_jobs,
         "table_hours": round(job_s * table_jobs / 3600, 1),
@@ -186,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
           f"precision {figures['precision']}, compile {args.compile}); ran {wall:.0f} s")
     print(f"{'stage':40s} {'epochs':>6s} {'ran':>4s} {'first s':>8s} {'epoch s':>8s} {'projected h':>11s}")
     for s in figures["stages"]:
-        med = statistics.median(s["epoch_s"][1:]) if len(s["epoch_s"]) > 1 else (s["epoch_s"] or [0])[0]
-        first = s["epoch_s"][0] if s["epoch_s"] else 0.0
+        first, med = epoch_times(s)
         print(f"{s['stage'][:40]:40s} {s['epochs']:6d} {s['ran']:4d} {first:8.2f} {med:8.2f} "
               f"{s['projected_s'] / 3600:11.3f}")
     for name, t in (figures["throughput"] or {}).items():

@@ -52,7 +52,6 @@ class MoCoConfig:
     bn_splits: int      # chunks of the key batch with their own BatchNorm statistics (1: none)
 
 
-@torch.no_grad()
 def momentum_update(key: nn.Module, query: nn.Module, momentum: float) -> None:
     """``theta_k <- m theta_k + (1 - m) theta_q`` for every parameter (He et al. eq. 2)."""
     momentum_update_(list(key.parameters()), list(query.parameters()), momentum)

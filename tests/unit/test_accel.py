@@ -257,10 +257,16 @@ def test_global_avg_pool_is_adaptive_avg_pool_on_the_cpu_bit_for_bit():
     assert torch.equal(ours, ref) and torch.equal(g_ours, g_ref)
 
 
-def cuda_numerics():
+@pytest.fixture
+def cuda_profile(monkeypatch):
+    """The CUDA numerics profile a ``--device cuda`` job runs under (deterministic algorithms,
+    cuBLAS's fixed workspace), undone afterwards."""
     from pubench import numerics
 
-    return numerics.resolve(device="cuda")
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", numerics.CUDA_ENV["CUBLAS_WORKSPACE_CONFIG"])
+    numerics.apply(numerics.resolve(device="cuda"))
+    yield
+    torch.use_deterministic_algorithms(False)
 
 
 def resnet_pretrain_on_cuda(cfg: PretrainConfig):
@@ -276,34 +282,22 @@ def resnet_pretrain_on_cuda(cfg: PretrainConfig):
 
 
 @needs_cuda
-def test_on_cuda_a_resnet_trains_under_deterministic_algorithms_twice_identically(monkeypatch):
+def test_on_cuda_a_resnet_trains_under_deterministic_algorithms_twice_identically(cuda_profile):
     """CUDA jobs run with ``torch.use_deterministic_algorithms(True)`` (no warn-only): every
     op of a ResNet's training step has a deterministic kernel (adaptive_avg_pool2d's
     backward has none: the backbones pool with a mean on CUDA), and two runs agree."""
-    from pubench import numerics
-
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", numerics.CUDA_ENV["CUBLAS_WORKSPACE_CONFIG"])
-    try:
-        numerics.apply(cuda_numerics())
-        cfg = small_pretrain_config()
-        (h1, w1), (h2, w2) = resnet_pretrain_on_cuda(cfg), resnet_pretrain_on_cuda(cfg)
-    finally:
-        torch.use_deterministic_algorithms(False)
+    cfg = small_pretrain_config()
+    (h1, w1), (h2, w2) = resnet_pretrain_on_cuda(cfg), resnet_pretrain_on_cuda(cfg)
     assert h1 == h2 and all(torch.equal(a, b) for a, b in zip(w1, w2, strict=True))
 
 
 @needs_cuda
-def test_on_cuda_a_stopped_and_resumed_pretraining_gives_the_uninterrupted_numbers(tmp_path, monkeypatch):
+def test_on_cuda_a_stopped_and_resumed_pretraining_gives_the_uninterrupted_numbers(tmp_path, monkeypatch,
+                                                                                    cuda_profile):
     """The CUDA random states are in the checkpoint: a run stopped at its first epoch
     boundary and resumed on the GPU equals the uninterrupted run bit for bit."""
-    from pubench import numerics
     from tests.unit.test_checkpoint import _same_after_resume
 
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", numerics.CUDA_ENV["CUBLAS_WORKSPACE_CONFIG"])
     cfg = dataclasses.replace(small_pretrain_config(), epochs=3)
-    try:
-        numerics.apply(cuda_numerics())
-        (h1, w1), (h2, w2) = _same_after_resume(lambda: resnet_pretrain_on_cuda(cfg), tmp_path, monkeypatch)
-    finally:
-        torch.use_deterministic_algorithms(False)
+    (h1, w1), (h2, w2) = _same_after_resume(lambda: resnet_pretrain_on_cuda(cfg), tmp_path, monkeypatch)
     assert h1 == h2 and all(torch.equal(a, b) for a, b in zip(w1, w2, strict=True))
