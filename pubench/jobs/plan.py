@@ -11,7 +11,8 @@ Seeds come from named parts (see :func:`derive_seeds`), in two streams:
   ``params["data"]`` and the seed index, not on the method, so every method (row) that
   shares a data config sees the same split.
 * ``init``: model initialisation and data order; it depends on the spec, the cell and
-  the seed index.
+  the seed index (or on the axes ``experiment.init_seed_from`` names: the row, the column,
+  the row's group).
 """
 
 from __future__ import annotations
@@ -64,13 +65,18 @@ class Job:
 
 
 def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int,
-                 init_axes: tuple[str, ...] = ("row", "col")) -> dict[str, int]:
+                 init_axes: tuple[str, ...] = ("row", "col"), row_group: str | None = None) -> dict[str, int]:
     """``init_axes`` names the cell axes the init seed depends on: ``("row",)`` gives every
-    column of a row the same initialisation (e.g. one pre-trained encoder, two probes)."""
+    column of a row the same initialisation (e.g. one pre-trained encoder, two probes);
+    ``("row_group", "col")`` gives the rows of one group (``row_group``; a row in no group
+    is its own group) the same one per column (e.g. three probes of one pre-trained encoder)."""
+    if "row_group" in init_axes:
+        row_part: str | None = f"group:{row_group if row_group is not None else row}"
+    else:
+        row_part = row if "row" in init_axes else None
     return {
         "data": derive_seed("data", spec_id, params.get("data"), seed_index),
-        "init": derive_seed("init", spec_id, row if "row" in init_axes else None,
-                            col if "col" in init_axes else None, seed_index),
+        "init": derive_seed("init", spec_id, row_part, col if "col" in init_axes else None, seed_index),
     }
 
 
@@ -118,6 +124,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
             jobs.append(Job(
                 spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
-                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from), numerics=num,
+                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from,
+                                   spec.group_of_row(row)), numerics=num,
             ))
     return Plan(spec, tier, n, jobs, unavailable)

@@ -101,6 +101,9 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
     experiment = {"task": model.experiment.task, **expand_layer(raw["experiment"], file, "experiment")}
     if "init_seed_from" in raw["experiment"]:
         experiment["init_seed_from"] = list(model.experiment.init_seed_from)
+        if {"row", "row_group"} <= set(experiment["init_seed_from"]):
+            raise SpecError(file, "experiment.init_seed_from", "name row or row_group, not both (row_group: the "
+                                                               "rows of a group share the init seed)")
     _check_layer(experiment, file, "experiment", rows, cols)
     tiers = {}
     for name in TIERS:

@@ -102,8 +102,9 @@ class LayerModel(_Model):
 class ExperimentModel(LayerModel):
     task: str = Field(description="a registered task (pubench/tasks/)")
     exclude: list[str] = Field([], description="'row|col' globs of cells the paper does not have")
-    init_seed_from: list[Literal["row", "col"]] = Field(
-        ["row", "col"], description="cell axes the init seed depends on")
+    init_seed_from: list[Literal["row", "col", "row_group"]] = Field(
+        ["row", "col"], description="cell axes the init seed depends on (row_group: the row's group in "
+                                    "row_groups, so that the rows of a group share it)")
 
 
 class TierModel(LayerModel):

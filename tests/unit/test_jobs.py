@@ -65,6 +65,24 @@ def test_init_seed_shared_along_a_row_when_asked():
     assert by[("A", "x")] == by[("A", "y")] != by[("B", "x")]
 
 
+def test_init_seed_shared_within_a_row_group_when_asked():
+    text = selftest_spec(rows=("A", "B", "C")).replace(
+        "  task: selftest", "  task: selftest\n  init_seed_from: [row_group, col]").replace(
+        "reported:", "row_groups: {panel: [A, B]}\nreported:")
+    jobs = expand(_spec(text), "paper", 2).jobs
+    by = {(j.row, j.col, j.seed_index): j.seeds["init"] for j in jobs}
+    assert by[("A", "x", 0)] == by[("B", "x", 0)]   # one group: one init per column and seed
+    assert by[("A", "x", 0)] != by[("A", "y", 0)] and by[("A", "x", 0)] != by[("A", "x", 1)]
+    assert by[("C", "x", 0)] != by[("A", "x", 0)]   # a row in no group is its own group
+    assert len({j.id for j in jobs}) == len(jobs)   # the rows' params still tell their jobs apart
+
+
+def test_init_seed_from_row_and_row_group_is_rejected():
+    text = selftest_spec().replace("  task: selftest", "  task: selftest\n  init_seed_from: [row, row_group]")
+    with pytest.raises(Exception, match="row or row_group"):
+        _spec(text)
+
+
 def test_unavailable_cells_are_listed_not_run():
     text = selftest_spec().replace("reduced: {seeds: 2}", "reduced: {seeds: 2, unavailable: {'*|y': no data here}}")
     plan = expand(_spec(text), "reduced")
