@@ -74,16 +74,21 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
             d.mean, d.std, "params.pretrain.framework")
         encoder, projector = encoder.to(dev), projector.to(dev)
         t0 = time.perf_counter()
-        key = encoder_cache.encoder_key(
-            {k: params[k] for k in ("data", "model", "pretrain")},
-            {"data": seeds["data"], "init": [enc_seed, proj_seed, pre_seed, global_seed]})
+        pre_seeds = {"data": seeds["data"], "init": [enc_seed, proj_seed, pre_seed, global_seed]}
+        key = encoder_cache.encoder_key({k: params[k] for k in ("data", "model", "pretrain")}, pre_seeds)
         cached = encoder_cache.load(key)
         if cached is not None:  # the same pre-training already ran (e.g. the other probe of a row)
             encoder.load_state_dict(cached[0])
             hist = cached[1]
         else:
+            prefix_key = None
+            if pre_cfg.eval_at_epoch is not None:  # epoch E of the full run: continue an earlier epoch's job
+                full_run = {k: v for k, v in params["pretrain"].items() if k != "eval_at_epoch"}
+                prefix_key = encoder_cache.encoder_key(
+                    {"prefix_of": {"data": params["data"], "model": params["model"], "pretrain": full_run}},
+                    pre_seeds)
             hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
-                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev)
+                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev, prefix_key=prefix_key)
             encoder_cache.save(key, encoder.state_dict(), hist)
         info["encoder_cache"] = {"key": key, "hit": cached is not None}
         t1 = time.perf_counter()

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from pubench.errors import JobInterrupted
-from pubench.train import accel, checkpoint
+from pubench.train import accel, checkpoint, prefix_cache
 from pubench.train.augment import build_augment
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
@@ -75,14 +75,18 @@ class Trainer:
     for a resumed run to continue bit for bit (:mod:`pubench.train.checkpoint`): random
     generators the batches or steps draw from, queues and memory banks (a framework's
     ``state_dict``), the dicts / lists the hooks fill. ``callbacks``: more
-    :class:`LoopCallback` objects (a :class:`Progress` is always there)."""
+    :class:`LoopCallback` objects (a :class:`Progress` is always there). ``prefix_key``:
+    the run is a prefix of a longer one (:mod:`pubench.train.prefix_cache`): it may continue
+    from the state another run of that key stored, and stores its own; ``prefix_start`` is
+    then the epoch it started from (0: from the beginning)."""
 
     def __init__(self, modules: Sequence[nn.Module], optimizer: torch.optim.Optimizer,
                  scheduler: Any = None, desc: str = "train", state: dict[str, Any] | None = None,
-                 callbacks: Sequence["LoopCallback"] = ()):
+                 callbacks: Sequence["LoopCallback"] = (), prefix_key: str | None = None):
         self.modules, self.optimizer, self.scheduler, self.desc = list(modules), optimizer, scheduler, desc
         self.state = dict(state or {})
         self.callbacks = list(callbacks)
+        self.prefix_key, self.prefix_start = prefix_key, 0
 
     def state_dict(self) -> dict[str, Any]:
         return {"modules": [m.state_dict() for m in self.modules], "optimizer": self.optimizer.state_dict(),
@@ -136,6 +140,12 @@ class Trainer:
                                        f"({exc}); deleted: the next run starts this stage over") from exc
                 history = [EpochStats(**h) for h in saved["history"]]
                 first = saved["epoch"]
+        if first == 0 and self.prefix_key is not None:
+            shared = prefix_cache.load(self.prefix_key, epochs)
+            if shared is not None:
+                self.restore(shared)
+                history = [EpochStats(**h) for h in shared["history"]]
+                first = self.prefix_start = shared["epoch"]
         settings = accel.current()
         device = accel.module_device(self.modules)
         accel.prepare_modules(self.modules, device, settings.compile)
@@ -176,6 +186,9 @@ class Trainer:
                                  [dataclasses.asdict(h) for h in history])
                     if session.stop_signal is not None:
                         raise JobInterrupted(session.stop_signal)
+            if self.prefix_key is not None and epochs > first:
+                prefix_cache.store(self.prefix_key, epochs, self.state_dict(), checkpoint.global_rng_state(),
+                                   [dataclasses.asdict(h) for h in history])
         finally:
             if session is not None:
                 session.in_loop -= 1

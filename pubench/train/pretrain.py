@@ -28,6 +28,8 @@ framework, with its hyperparameters (scheduled ones included) as in the two-view
 
 ``eval_at_epoch: E`` stops after ``E`` epochs of an ``epochs``-long run (the lr schedule
 still spans ``epochs``): the checkpoint of epoch ``E`` of the full run, evaluated downstream.
+Such a run continues from the latest earlier epoch of the same run another job stored
+(``prefix_key``, :mod:`pubench.train.prefix_cache`), with the numbers of a run from epoch 0.
 
 Batches: a fresh permutation per epoch; incomplete last batches are dropped (SimCLR),
 unless the data set is smaller than one batch (then one batch of everything). The epochs
@@ -258,11 +260,12 @@ def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, ob
 
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
              cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
-             device: torch.device | str = "cpu") -> dict[str, Any]:
+             device: torch.device | str = "cpu", prefix_key: str | None = None) -> dict[str, Any]:
     """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W).
 
     ``observed``: per-image labels the loss may use (1 labeled positive, 0 / -1 as in the
-    Split), or None. ``seed`` drives data order and augmentations. Returns a history dict.
+    Split), or None. ``seed`` drives data order and augmentations. ``prefix_key``: the run's
+    key in the prefix cache (runs with ``eval_at_epoch``). Returns a history dict.
     """
     loss = check_pretrain_config(cfg, prior)
     framework = build_framework(cfg.framework, encoder, projector)
@@ -288,9 +291,12 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
     with accel.stage_scope(cfg.precision, cfg.compile, "pretrain"):
-        epochs = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state).run(
-            run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
+        trainer = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state,
+                          prefix_key=prefix_key)
+        epochs = trainer.run(run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
     history["loss"] = [e.mean for e in epochs]
     history["steps"] = sum(e.steps for e in epochs)
     history["epochs_run"] = len(epochs)
+    if prefix_key is not None:
+        history["prefix_cache"] = {"key": prefix_key, "started_at_epoch": trainer.prefix_start}
     return history
