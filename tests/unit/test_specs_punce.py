@@ -201,6 +201,16 @@ def test_fig4_layout():
     assert p["pretrain"]["loss"]["prior"] == 0.25
 
 
+def test_fig4_claims_test_the_papers_direction():
+    """'better as the number of labeled positives grows': n_P = 10k best (col_order lists
+    the best column last; version 3 listed it first and tested the opposite)."""
+    from pubench.report.checks import describe
+
+    s = get_spec("fig4-punce")
+    (grows,) = [c for c in s.claims if c.kind == "col_order"]
+    assert describe(grows, s).startswith("(a) n_P=10k > (a) n_P=3k > (a) n_P=1k")
+
+
 def test_printed_parameter_counts_recorded():
     """The appendix totals (MLP, All Conv, ResNet18) are in the decisions for implementers."""
     text = " ".join(get_spec("table1-punce").decisions + get_spec("table2-punce").decisions)
