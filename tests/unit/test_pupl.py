@@ -103,18 +103,42 @@ def test_printed_algorithm2_orientation_inverts_some_draws():
     assert inverted >= 10  # 15 of these 100 draws
 
 
+@pytest.mark.parametrize("orientation", ["nearest_positive_mean", "labeled_enrichment"])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_nearest_positive_mean_never_inverts_separable_data(normalize):
-    """The orientation the pupl specs use: pseudo-label accuracy > 0.5 (here > 0.95) in every draw."""
+def test_named_orientations_never_invert_separable_data(normalize, orientation):
+    """The orientation the pupl specs use (nearest_positive_mean) and labeled_enrichment:
+    pseudo-label accuracy > 0.5 (here > 0.95) in every draw."""
     flipped = 0
     for seed in DRAWS:
         x, y, labeled = _separated(seed, normalize)
         km = pu_two_means(x, labeled, np.random.default_rng(seed))
-        labels, seeded_is_positive = pseudo_labels(km, x, labeled, "nearest_positive_mean", True)
+        labels, seeded_is_positive = pseudo_labels(km, x, labeled, orientation, True)
         assert _unlabeled_acc(labels, y, labeled) > 0.95, seed
         assert bool(labels[labeled].all())
         flipped += not seeded_is_positive
     assert flipped >= 5  # the renaming was needed in some draws, not a no-op
+
+
+def test_labeled_enrichment_names_the_purer_positive_cluster():
+    """The split weak encoders give (reduced fig5-pupl / fig14-pupl): the cluster seeded at mu_P
+    holds every negative, half the positives and the pinned labeled positives; the other holds
+    the other half of the positives. Its centre stays nearest mu_P, so nearest_positive_mean
+    inverts the pseudo-labels; the labeled positives are over-represented in the other one."""
+    n_neg, n_half, n_lab_half = 1200, 400, 250
+    feats = torch.cat([torch.zeros(n_neg), torch.full((n_half,), 0.2), torch.full((n_half,), 5.0),
+                       torch.full((n_lab_half,), 0.2), torch.full((n_lab_half,), 5.0)]).unsqueeze(1)
+    y = torch.cat([torch.zeros(n_neg), torch.ones(2 * n_half + 2 * n_lab_half)]).long()
+    labeled = torch.zeros(len(y), dtype=torch.bool)
+    labeled[n_neg + 2 * n_half:] = True
+    seeded = torch.ones(len(y), dtype=torch.long)      # km index 1: the cluster seeded at mu_P
+    seeded[n_neg + n_half:n_neg + 2 * n_half] = 0     # the far unlabeled positives
+    centers = torch.stack([feats[seeded == 0].mean(0), feats[seeded == 1].mean(0)]).to(torch.float64)
+    km = {"labels": seeded, "centers": centers}
+    nearest, nearest_seeded = pseudo_labels(km, feats, labeled, "nearest_positive_mean", True)
+    assert nearest_seeded and _unlabeled_acc(nearest, y, labeled) < 0.25           # inverted
+    enriched, enriched_seeded = pseudo_labels(km, feats, labeled, "labeled_enrichment", True)
+    assert not enriched_seeded and _unlabeled_acc(enriched, y, labeled) > 0.75
+    assert bool(enriched[labeled].all())
 
 
 def test_pseudo_labels_orientation_rule():
