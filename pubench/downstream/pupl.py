@@ -43,10 +43,11 @@ Orientation (which cluster is positive):
   code's. Why: on weak encoders 2-means can split the data into "every negative and half
   the positives" vs "the other half of the positives"; the first cluster, seeded at mu_P and
   holding the pinned labeled positives, keeps the centre nearest mu_P, so
-  ``nearest_positive_mean`` names it positive and inverts the pseudo-labels (measured on
-  reduced 003 runs: 3 inverted jobs of fig5-pupl / fig14-pupl, README "Open, puPL's
-  orientation"); enrichment names the purer positive cluster there and agrees with
-  ``nearest_positive_mean`` where it does not invert.
+  ``nearest_positive_mean`` names it positive and inverts the pseudo-labels; enrichment
+  names the purer cluster there. It maximizes balanced accuracy, not accuracy: when the
+  clustering is near chance and U's prior is far from 1/2 the more accurate naming can be
+  the other one, and choosing it would need the prior (measured on the 555 reduced 003
+  puPL jobs: README "Open, puPL's orientation").
 
 ``orientation`` and ``normalize`` have no default: every spec states them.
 """

@@ -141,6 +141,33 @@ def test_labeled_enrichment_names_the_purer_positive_cluster():
     assert bool(enriched[labeled].all())
 
 
+def test_labeled_enrichment_maximizes_balanced_accuracy_not_accuracy():
+    """The near-chance case where the two namings part ways (fig12-pupl's CIFAR-medium): the
+    clusters split the positive classes, not P from N. Cluster A holds one positive class
+    only, B the other positives and every negative, and U is 80% positive. Enrichment names
+    the purer cluster A (higher balanced accuracy, 62.5 vs 37.5%), although naming B positive
+    is more accurate on U (60 vs 40%), which a rule could only know from the class prior."""
+    u_a, u_b_pos, u_b_neg, l_a, l_b = 300, 900, 300, 100, 300
+    feats = torch.cat([torch.full((u_a,), 5.0), torch.full((u_b_pos,), 0.2), torch.zeros(u_b_neg),
+                       torch.full((l_a,), 5.0), torch.full((l_b,), 0.2)]).unsqueeze(1)
+    y = torch.cat([torch.ones(u_a + u_b_pos), torch.zeros(u_b_neg), torch.ones(l_a + l_b)]).long()
+    labeled = torch.zeros(len(y), dtype=torch.bool)
+    labeled[u_a + u_b_pos + u_b_neg:] = True
+    in_a = feats[:, 0] > 2.5
+    km = {"labels": (~in_a).long(),  # km index 1 (seeded at mu_P = 1.4): cluster B
+          "centers": torch.stack([feats[in_a].mean(0), feats[~in_a].mean(0)]).to(torch.float64)}
+
+    def balanced_acc(labels):
+        yu, pu = y[~labeled], labels[~labeled]
+        return 0.5 * (float((pu[yu == 1] == 1).float().mean()) + float((pu[yu == 0] == 0).float().mean()))
+
+    enriched, _ = pseudo_labels(km, feats, labeled, "labeled_enrichment", True)
+    nearest, _ = pseudo_labels(km, feats, labeled, "nearest_positive_mean", True)
+    assert enriched[:u_a].eq(1).all() and enriched[u_a:u_a + u_b_pos + u_b_neg].eq(0).all()
+    assert balanced_acc(enriched) == pytest.approx(0.625) and balanced_acc(nearest) == pytest.approx(0.375)
+    assert _unlabeled_acc(enriched, y, labeled) == pytest.approx(0.4)
+    assert _unlabeled_acc(nearest, y, labeled) == pytest.approx(0.6)
+
 def test_pseudo_labels_orientation_rule():
     feats = torch.tensor([[0.0], [0.2], [5.0], [5.2], [4.9]])
     labeled = torch.tensor([False, False, True, False, False])
