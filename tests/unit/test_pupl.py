@@ -168,6 +168,7 @@ def test_labeled_enrichment_maximizes_balanced_accuracy_not_accuracy():
     assert _unlabeled_acc(enriched, y, labeled) == pytest.approx(0.4)
     assert _unlabeled_acc(nearest, y, labeled) == pytest.approx(0.6)
 
+
 def test_pseudo_labels_orientation_rule():
     feats = torch.tensor([[0.0], [0.2], [5.0], [5.2], [4.9]])
     labeled = torch.tensor([False, False, True, False, False])
