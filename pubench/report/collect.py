@@ -60,6 +60,17 @@ class TableResult:
     numerics: dict[str, int] = field(default_factory=dict)  # numerics profile -> records aggregated
     compute: Compute = field(default_factory=Compute)  # what the aggregated records took
     compute_all: Compute = field(default_factory=Compute)  # every record of the tier: stale and failed too
+    degenerate: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)  # cell -> seed -> why
+
+    def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
+        """How many of the cell's seeds ended as a one-class classifier (:func:`degenerate_classifier`),
+        for a metric read at the threshold (accuracy, precision, recall, F1); 0 for the others (AUC ranks)."""
+        return len(self.degenerate.get((row, col), {})) if metric in THRESHOLD_METRICS else 0
+
+    @property
+    def marks_degenerate(self) -> bool:
+        """Whether any cell carries the one-class mark (and the report needs its legend)."""
+        return bool(self.degenerate) and any(m in THRESHOLD_METRICS for m in self.spec.metrics)
 
     def get(self, row: str, col: str, metric: str) -> CellStats | None:
         return self.stats.get((row, col, metric))
@@ -78,6 +89,27 @@ class TableResult:
     @property
     def cells_done(self) -> int:
         return len(self.seeds_done)
+
+
+THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
+
+
+def degenerate_classifier(metrics: Mapping[str, float]) -> str | None:
+    """Why a binary classifier's test predictions (score > 0, :mod:`pubench.train.metrics`)
+    ignore one class, or ``None``: ``"recall 0"`` when no test positive is called positive,
+    ``"specificity 0"`` when every test negative is. Its accuracy is then a class share, not
+    the method's. Specificity is not recorded; it follows from accuracy a, precision p and
+    recall r (in %): with pi the positive share of the test set, TP = pi r, FP = TP (1-p)/p and
+    TN = a - pi r, so TN + FP = 1 - pi gives pi = (1 - a) / (1 - 2r + r/p)."""
+    if not {"acc", "precision", "recall"} <= metrics.keys():
+        return None
+    a, p, r = (metrics[k] / 100.0 for k in ("acc", "precision", "recall"))
+    if r == 0.0:
+        return "recall 0"
+    if not 0.0 < p < 1.0:
+        return None
+    pi = (1.0 - a) / (1.0 - 2.0 * r + r / p)
+    return "specificity 0" if abs(a - pi * r) < 1e-6 else None
 
 
 def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],
@@ -142,6 +174,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     profiles: dict[str, int] = {}
     dirty = 0
+    degenerate: dict[tuple[str, str], dict[int, str]] = {}
     for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
@@ -149,6 +182,9 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         profiles[label] = profiles.get(label, 0) + 1
         dirty += bool(rec.get("provenance", {}).get("git_dirty"))
         splits.setdefault(cell, {})[job["seed_index"]] = job["seeds"]["data"]
+        why = degenerate_classifier(rec["metrics"])
+        if why:
+            degenerate.setdefault(cell, {})[job["seed_index"]] = why
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
@@ -163,4 +199,4 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     stats.update(_derived(spec, values, splits))
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
-                       compute_all=of_records(scan.records, failure_records))
+                       compute_all=of_records(scan.records, failure_records), degenerate=degenerate)

@@ -16,9 +16,18 @@ from pubench.registry.spec import PAPERS, Spec
 from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.layout import DASH, blocks, fmt_ours, fmt_reported, reported_table
+from pubench.report.layout import (
+    DASH,
+    DEGENERATE_LEGEND,
+    blocks,
+    cell_marks,
+    degenerate_summary,
+    fmt_ours,
+    fmt_reported,
+    reported_table,
+)
 from pubench.report.stats import (ALPHA, FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, SAME, TIE, delta_test, fmt_p,
-                                  pair_text, significance_mark)
+                                  pair_text)
 
 CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --link: #0969da; }
@@ -115,8 +124,8 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     cls, tip = delta_class(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
-    mark = significance_mark(res, row, col, metric)
-    ours += f" {mark}" if mark else ""
+    for mark in cell_marks(res, row, col, metric):
+        ours += f" {mark}"
     parts = [f'<span class="ours">{e(ours)}</span>']
     if r is not None:
         paper = fmt_reported(r, f, bold=("<b>", "</b>")) if r.mean is not None else DASH
@@ -236,6 +245,8 @@ def coverage_list(res: TableResult) -> str:
     lines += [f"Not runnable at this tier ({len(cells)} cells): {why}" for why, cells in reasons.items()]
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if degenerate_summary(res):
+        lines.append(degenerate_summary(res))
     if res.corrupt:
         lines.append(f"{res.corrupt} corrupt record(s) were skipped")
     if res.numerics:
@@ -275,8 +286,10 @@ def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str,
              f'<p>Tier <b>{e(tier)}</b>: {e(tier_text)}. '
              + " ".join(f'<a href="{e(href)}">{e(label)}</a>' for href, label in other_tiers)
              + f' <a href="{e(spec_href)}">reported table and spec</a></p>',
-             '<h2 id="results">Reported and reproduced</h2>', f'<p class="legend">{CELL_LEGEND}</p>',
-             results_tables(res)]
+             '<h2 id="results">Reported and reproduced</h2>', f'<p class="legend">{CELL_LEGEND}</p>']
+    if res.marks_degenerate:
+        parts.append(f'<p class="legend">{e(DEGENERATE_LEGEND)}</p>')
+    parts.append(results_tables(res))
     if plot:
         parts += ['<h2 id="plot">Plot</h2>',
                   f'<img class="plot" src="{e(plot)}" alt="{e(spec.id)} ({e(tier)} tier): ours (solid) and the '

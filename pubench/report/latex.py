@@ -21,15 +21,15 @@ from pubench.registry.spec import PAPERS
 from pubench.report.checks import claim_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.layout import BOLD_MARK, blocks
-from pubench.report.stats import pair_text, significance_mark
+from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
+from pubench.report.stats import pair_text
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                 "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
                 "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
                 # beyond what pdflatex's utf8 input knows with the default fonts:
                 "±": r"\ensuremath{\pm}", "†": r"\ensuremath{\dagger}", "‡": r"\ensuremath{\ddagger}",
-                "✓": r"\ensuremath{\surd}",
+                "✓": r"\ensuremath{\surd}", "◊": r"\ensuremath{\diamond}",
                 "↓": r"\ensuremath{\downarrow}", "↑": r"\ensuremath{\uparrow}", "→": r"\ensuremath{\to}",
                 "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "≈": r"\ensuremath{\approx}",
                 "−": r"\ensuremath{-}", "×": r"\ensuremath{\times}", "∈": r"\ensuremath{\in}",
@@ -85,9 +85,8 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> tuple[str, int]:
         spread = "" if s.std is None else f" \\pm {_num(s.std, f)}"  # a single seed has no std
         ours = f"${_num(s.mean, f)}{spread}$ ({s.n})"
         ours_chars = len(format(s.mean, f)) + (len(format(s.std, f)) + 3 if s.std is not None else 0) + 4
-    mark = significance_mark(res, row, col, metric)  # ours, beside the paper's (below)
-    if mark:
-        ours, ours_chars = f"{ours} {escape_tex(mark)}", ours_chars + 2
+    for mark in cell_marks(res, row, col, metric):
+        ours, ours_chars = f"{ours} {escape_tex(mark)}", ours_chars + 1 + len(mark)  # beside the paper's (below)
     if r is None:  # the paper registers no number for this cell
         return ours, int(ours_chars * _PT_PER_CHAR["small"])
     paper = "--" if r.mean is None else format(r.mean, f)
@@ -206,6 +205,8 @@ def _back_matter(res: TableResult) -> list[str]:
         lines.append(f"Cells whose jobs failed: {len(res.failed)}")
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if degenerate_summary(res):
+        lines.append(escape_tex(degenerate_summary(res)))
     if res.dirty:
         lines.append(f"\\textbf{{{res.dirty} record(s) were written from a tree with uncommitted code or spec "
                      "changes}")
@@ -229,6 +230,8 @@ def render_latex(res: TableResult, standalone: bool = True) -> str:
                   "\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}", MACROS, "\\begin{document}", "\\raggedright"]
         parts += _front_matter(res)
         parts += ["", "\\medskip", CELL_LEGEND]
+        if res.marks_degenerate:
+            parts += ["", escape_tex(DEGENERATE_LEGEND)]
     else:
         parts += ["% Needs \\usepackage{booktabs} and \\usepackage{graphicx}.", MACROS]
     for i, b in enumerate(blocks(spec), start=1):

@@ -10,9 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pubench.registry.spec import ReportedCell, Spec
+from pubench.report.stats import significance_mark
 
 DASH = "—"
 BOLD_MARK = "(bold)"  # how specs record a number the paper prints in bold
+DEGENERATE_MARK = "◊"
+DEGENERATE_LEGEND = (
+    "◊k: k of the cell's seeds ended as a one-class classifier at its threshold (recall 0: no test "
+    "positive called positive; or specificity 0: every test negative called positive). Their accuracy is "
+    "a class share, not what the method learned; they are averaged in as they are."
+)
 
 
 @dataclass
@@ -66,6 +73,30 @@ def fmt_ours(mean: float, std: float | None, n: int, spec_fmt: str) -> str:
     """``mean ± std (n)``; a single seed has no std: ``mean (1)``."""
     spread = "" if std is None else f" ± {format(std, spec_fmt)}"
     return f"{format(mean, spec_fmt)}{spread} ({n})"
+
+
+def degenerate_mark(res, row: str, col: str, metric: str) -> str:
+    """``◊k`` when k of the cell's seeds are one-class classifiers (``TableResult.degenerate``), else ``""``."""
+    k = res.degenerate_seeds(row, col, metric)
+    return f"{DEGENERATE_MARK}{k}" if k else ""
+
+
+def cell_marks(res, row: str, col: str, metric: str) -> list[str]:
+    """The marks after our number in a cell: the significance mark, then the one-class count."""
+    return [m for m in (significance_mark(res, row, col, metric), degenerate_mark(res, row, col, metric)) if m]
+
+
+def degenerate_summary(res) -> str | None:
+    """One line on the one-class records of a report, or ``None`` when there are none."""
+    if not res.degenerate:
+        return None
+    kinds: dict[str, int] = {}
+    for seeds in res.degenerate.values():
+        for why in seeds.values():
+            kinds[why] = kinds.get(why, 0) + 1
+    n = sum(kinds.values())
+    return (f"One-class classifiers ({DEGENERATE_MARK}): {n} record(s) in {len(res.degenerate)} cell(s) ("
+            + ", ".join(f"{why}: {k}" for why, k in sorted(kinds.items())) + ")")
 
 
 def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:

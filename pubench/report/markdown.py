@@ -8,16 +8,26 @@ from pubench.registry.spec import Spec
 from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.layout import DASH, blocks, fmt, fmt_ours, fmt_reported, reported_table
-from pubench.report.stats import pair_text, significance_mark
+from pubench.report.layout import (
+    DASH,
+    DEGENERATE_LEGEND,
+    blocks,
+    cell_marks,
+    degenerate_summary,
+    fmt,
+    fmt_ours,
+    fmt_reported,
+    reported_table,
+)
+from pubench.report.stats import pair_text
 
 
 def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
-    mark = significance_mark(res, row, col, metric)
-    ours += f" {mark}" if mark else ""
+    for mark in cell_marks(res, row, col, metric):
+        ours += f" {mark}"
     if r is None:  # the paper registers no number for this cell at all
         return ours
     paper = fmt_reported(r, f)
@@ -52,6 +62,8 @@ def render_markdown(res: TableResult) -> str:
         "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds "
         "(none for a single seed); Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
     ]
+    if res.marks_degenerate:
+        lines += ["", DEGENERATE_LEGEND]
     sig = spec.significance
     if sig:
         lines += ["", f"{sig['mark']}: {sig['text']} Ours: the mark when {sig['better']} beats the cell by a one-sided "
@@ -136,6 +148,8 @@ def _status_md(res: TableResult) -> str:
             lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
     if res.stale:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
+    if degenerate_summary(res):
+        lines.append(f"- {degenerate_summary(res)}")
     if res.corrupt:
         lines.append(f"- {res.corrupt} corrupt record(s) were skipped (`pubench run` quarantines and reruns them)")
     if res.numerics:
