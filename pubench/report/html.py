@@ -124,8 +124,7 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     cls, tip = delta_class(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
-    for mark in cell_marks(res, row, col, metric):
-        ours += f" {mark}"
+    ours = " ".join([ours, *cell_marks(res, row, col, metric)])
     parts = [f'<span class="ours">{e(ours)}</span>']
     if r is not None:
         paper = fmt_reported(r, f, bold=("<b>", "</b>")) if r.mean is not None else DASH
@@ -245,8 +244,8 @@ def coverage_list(res: TableResult) -> str:
     lines += [f"Not runnable at this tier ({len(cells)} cells): {why}" for why, cells in reasons.items()]
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
-    if degenerate_summary(res):
-        lines.append(degenerate_summary(res))
+    if one_class := degenerate_summary(res):
+        lines.append(one_class)
     if res.corrupt:
         lines.append(f"{res.corrupt} corrupt record(s) were skipped")
     if res.numerics:

@@ -205,8 +205,8 @@ def _back_matter(res: TableResult) -> list[str]:
         lines.append(f"Cells whose jobs failed: {len(res.failed)}")
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
-    if degenerate_summary(res):
-        lines.append(escape_tex(degenerate_summary(res)))
+    if one_class := degenerate_summary(res):
+        lines.append(escape_tex(one_class))
     if res.dirty:
         lines.append(f"\\textbf{{{res.dirty} record(s) were written from a tree with uncommitted code or spec "
                      "changes}")

@@ -7,6 +7,7 @@ a header line before each row group.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from pubench.registry.spec import ReportedCell, Spec
@@ -90,12 +91,8 @@ def degenerate_summary(res) -> str | None:
     """One line on the one-class records of a report, or ``None`` when there are none."""
     if not res.degenerate:
         return None
-    kinds: dict[str, int] = {}
-    for seeds in res.degenerate.values():
-        for why in seeds.values():
-            kinds[why] = kinds.get(why, 0) + 1
-    n = sum(kinds.values())
-    return (f"One-class classifiers ({DEGENERATE_MARK}): {n} record(s) in {len(res.degenerate)} cell(s) ("
+    kinds = Counter(why for seeds in res.degenerate.values() for why in seeds.values())
+    return (f"One-class classifiers ({DEGENERATE_MARK}): {kinds.total()} record(s) in {len(res.degenerate)} cell(s) ("
             + ", ".join(f"{why}: {k}" for why, k in sorted(kinds.items())) + ")")
 
 

@@ -26,8 +26,7 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
-    for mark in cell_marks(res, row, col, metric):
-        ours += f" {mark}"
+    ours = " ".join([ours, *cell_marks(res, row, col, metric)])
     if r is None:  # the paper registers no number for this cell at all
         return ours
     paper = fmt_reported(r, f)
@@ -148,8 +147,8 @@ def _status_md(res: TableResult) -> str:
             lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
     if res.stale:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
-    if degenerate_summary(res):
-        lines.append(f"- {degenerate_summary(res)}")
+    if one_class := degenerate_summary(res):
+        lines.append(f"- {one_class}")
     if res.corrupt:
         lines.append(f"- {res.corrupt} corrupt record(s) were skipped (`pubench run` quarantines and reruns them)")
     if res.numerics:
