@@ -1,7 +1,8 @@
 """Run one job and write its record; the function every executor calls (in-process,
 in a worker process or on a SLURM node).
 
-Order of events: skip if done -> claim (skip if a live runner holds it) -> check again
+Order of events: skip if done -> claim (skip if a live runner holds it; a stop signal
+waits until the claim is taken, so it is always recorded and released) -> check again
 that it is not done -> check the process can deliver the job's numerics -> run -> check
 the output -> write the record -> release the claim. SIGINT during a job, and SIGTERM /
 SIGUSR1 / SIGUSR2 outside a training loop, are recorded as an interrupted failure (retried
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import signal
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -88,20 +90,24 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     store = ResultStore(results_root)
     if store.is_done(job) and not force:
         return SKIPPED
-    held = None
-    if claim:
-        held = store.claims(job.tier, job.spec_id).acquire(job.id, {"job": job.name})
-        if held is None:
-            return SKIPPED
-        held.start_heartbeat()
     in_main = _is_main_thread()
-    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in STOP_SIGNALS} if in_main else {}
     every = DEFAULT_CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every
     session = checkpoint.Session(checkpoint.checkpoint_root(results_root) / job.id, every, label=job.name)
     start, t0, machine = _now(), time.perf_counter(), None
+    previous, held, finished = {}, None, False
     try:
-        if claim and not force and store.is_done(job):  # finished by another runner between the check and the claim
-            return SKIPPED
+        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in STOP_SIGNALS} if in_main else {}
+        # A stop signal from the moment the claim file exists is the job's: recorded, claim released.
+        if claim:
+            with _signals_deferred(in_main):
+                held = store.claims(job.tier, job.spec_id).acquire(job.id, {"job": job.name})
+                if held is not None:
+                    held.start_heartbeat()
+            if held is None:
+                return SKIPPED
+            if not force and store.is_done(job):  # finished by another runner between the check and the claim
+                finished = True
+                return SKIPPED
         try:
             num = numerics.Numerics.from_dict(job.numerics)
             numerics.check_process(num)
@@ -111,22 +117,45 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
             with numerics.active(num), checkpoint.activate(session):
                 metrics, info = check_output(task.run(job.params, dict(job.seeds)))
             info["checkpoint"] = session.record()
-        except (JobInterrupted, KeyboardInterrupt) as exc:
-            signum = getattr(exc, "signum", signal.SIGINT)
-            store.write_failure(job, JobInterrupted(signum), _timing(start, t0), machine)
-            raise
         except Exception as exc:  # noqa: BLE001 - every task error becomes a failure record
             store.write_failure(job, exc, _timing(start, t0), machine)
+            finished = True
             session.clear()  # a rerun (perhaps of fixed code) must not resume a failed run
             return FAILED
         store.write_ok(job, metrics, info, _timing(start, t0), machine)
+        finished = True
         session.clear()
         return OK
+    except (JobInterrupted, KeyboardInterrupt) as exc:
+        if not finished and (held is not None or not claim):
+            store.write_failure(job, JobInterrupted(getattr(exc, "signum", signal.SIGINT)), _timing(start, t0), machine)
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         if held is not None:
             held.release()
+
+
+@contextmanager
+def _signals_deferred(active: bool):
+    """Stop signals that arrive while a claim is being taken wait until it is taken, then
+    stop the job, so none lands between the claim file and the code that records the
+    job and releases the claim. (Blocking them with ``pthread_sigmask`` would not do: a
+    process-directed signal goes to any other thread that does not block it.)"""
+    if not active:
+        yield
+        return
+    pending: list[int] = []
+    before = {sig: signal.signal(sig, lambda signum, frame: pending.append(signum))
+              for sig in (signal.SIGINT, *STOP_SIGNALS) if signal.getsignal(sig) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if pending:
+            raise KeyboardInterrupt if pending[0] == signal.SIGINT else JobInterrupted(pending[0])
 
 
 def _timing(start: str, t0: float) -> dict[str, Any]:

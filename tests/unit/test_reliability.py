@@ -97,13 +97,13 @@ def test_two_runners_do_every_job_once_and_share_the_cores(tmp_registry, tmp_pat
         "seconds": round(time.time() - t0, 1)})
 
 
-def _start_and_wait_for_claims(cmd, env, folder: Path, n: int, timeout: float = 120):
+def _start_and_wait_for_claims(cmd, env, folder: Path, n: int, timeout: float = 120, poll: float = 0.05):
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + timeout
     while time.time() < deadline:
         if len(list((folder / ".claims").glob("*.claim"))) >= n:
             return proc
-        time.sleep(0.05)
+        time.sleep(poll)
     proc.kill()
     raise AssertionError("workers never claimed their jobs")
 
@@ -152,16 +152,20 @@ def test_sigterm_stops_cleanly_and_records_jobs_in_flight(tmp_registry):
         "exit": proc.returncode, "in_flight_recorded_interrupted": len(failed), "left": 0})
 
 
-def test_sigint_in_process_records_the_job_as_interrupted(tmp_registry):
+@pytest.mark.parametrize("delay", [0.3, 0.0], ids=["while-running", "as-the-claim-appears"])
+def test_sigint_in_process_records_the_job_as_interrupted(tmp_registry, delay):
+    """Also when SIGINT lands the moment the claim file exists (before the job starts):
+    the job is recorded as interrupted and its claim released, never left behind."""
     tmp_registry(_sleepy_spec(20.0))
     folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
-    proc = _start_and_wait_for_claims(_cmd("--no-progress"), os.environ, folder, 1)
-    time.sleep(0.3)
+    proc = _start_and_wait_for_claims(_cmd("--no-progress"), os.environ, folder, 1, poll=0.001)
+    time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
     assert len(failed) == 1 and "interrupted by SIGINT" in failed[0]["error"]["message"]
+    assert not list((folder / ".claims").glob("*.claim"))
 
 
 # ---- claims ----------------------------------------------------------------------------
