@@ -21,9 +21,15 @@ value, the recognizer C descends it; reimplemented here, not copied). Where that
 differs, and what we keep (docs/tasks.md, the spec's decisions):
 
 * its ``loss1`` replaces ``E_U[log(1 - d)]`` by a hinge on the first ``|P|`` unlabeled
-  examples of the batch, ``sum max(log(1 - d + eps) - log(1 - mean d), 0)``, with
-  ``eps = 0.01`` inside every log, and sums instead of means: we keep GAN's expectation
-  form (logits, no ``eps``), so ``lam`` weighs means here;
+  examples of the batch, ``sum max(log(1 - d + eps) - log(1 - mean d), 0)`` (the mean over
+  those examples, held fixed), with ``eps = 0.01`` inside the logs of ``d``, and sums
+  instead of means. ``discriminator: expectation`` (the default, the paper's value) keeps
+  GAN's expectation form (logits, no ``eps``); ``discriminator: released`` takes the
+  released ``loss1`` (:func:`pan_discriminator_term`), averaged. Why it matters: the
+  expectation pushes every unlabeled ``d`` down without bound, so D can call all of U
+  negative and C follows (all-negative PAN cells in table3-pupl); the hinge gives no
+  gradient to unlabeled examples above the batch mean and bounds the rest by ``eps``.
+  Either way ``lam`` weighs means here;
 * ``lam = 1e-4`` there (a comment asks to tune it per data set); the spec says ``lam``;
 * C and D each have their own Adam with the same settings (lr 1e-4, betas (0.5, 0.999),
   weight decay 1e-3): one Adam over both here, the same update per parameter;
@@ -63,11 +69,39 @@ def _mean(values: torch.Tensor) -> torch.Tensor:
     return values.mean() if values.numel() else values.sum()
 
 
-def pan_value(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch.Tensor, lam: float) -> torch.Tensor:
+DISCRIMINATOR_FORMS = ("expectation", "released")
+_MEAN_CAP = 1.0 - 1e-6  # keeps the released hinge's log(1 - mean d) finite when D saturates
+
+
+def pan_discriminator_term(d_logits: torch.Tensor, labeled: torch.Tensor, form: str = "expectation",
+                           eps: float = 0.01) -> torch.Tensor:
+    """D's part of PAN's value over a batch (``d = sigmoid(d_logits)``; ``labeled`` bool, P
+    true). ``expectation``: ``E_P[log d] + E_U[log(1 - d)]`` (the paper's). ``released``:
+    the authors' code's ``loss1`` as means, ``mean_P log(d + eps) + mean_H max(log(1 - d +
+    eps) - log(1 - m), 0)`` with ``H`` the first ``min(|P|, |U|)`` unlabeled examples in
+    batch order and ``m`` their mean ``d``, held fixed (capped below 1 so its log is finite).
+    An empty part contributes 0."""
+    labeled = labeled.reshape(-1).bool()
+    d_logits = d_logits.reshape(-1)
+    if form == "expectation":
+        return _mean(F.logsigmoid(d_logits[labeled])) + _mean(F.logsigmoid(-d_logits[~labeled]))
+    if form != "released":
+        raise ValueError(f"pan_discriminator_term: form must be one of {DISCRIMINATOR_FORMS}, got {form!r}")
+    if not eps > 0:
+        raise ValueError(f"pan_discriminator_term: eps must be > 0, got {eps}")
+    d = torch.sigmoid(d_logits)
+    d_pos = d[labeled]
+    d_head = d[~labeled][: d_pos.numel()]
+    floor = torch.log1p(-d_head.detach().mean().clamp(max=_MEAN_CAP)) if d_head.numel() else d_head.sum()
+    return _mean(torch.log(d_pos + eps)) + _mean(torch.clamp(torch.log(1.0 - d_head + eps) - floor, min=0.0))
+
+
+def pan_value(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch.Tensor, lam: float,
+              discriminator: str = "expectation", eps: float = 0.01) -> torch.Tensor:
     """PAN's value ``V(D, C) = E_P[log d] + E_U[log(1 - d)] + lam E_U[KL(d || c) - KL(d || 1 - c)]``
     (module docstring) over a batch: ``d_logits`` / ``c_logits`` (n,) the discriminator's and
-    the classifier's logits, ``labeled`` (n,) bool (P: true, U: false). An empty P or U part
-    contributes 0."""
+    the classifier's logits, ``labeled`` (n,) bool (P: true, U: false). ``discriminator``
+    picks D's part (:func:`pan_discriminator_term`). An empty P or U part contributes 0."""
     labeled = labeled.reshape(-1).bool()
     d_logits, c_logits = d_logits.reshape(-1), c_logits.reshape(-1)
     if not d_logits.shape == c_logits.shape == labeled.shape:
@@ -75,17 +109,18 @@ def pan_value(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch.Ten
     if lam < 0:
         raise ValueError(f"pan_value: lam must be >= 0, got {lam}")
     unl = ~labeled
-    return (_mean(F.logsigmoid(d_logits[labeled])) + _mean(F.logsigmoid(-d_logits[unl]))
+    return (pan_discriminator_term(d_logits, labeled, discriminator, eps)
             + lam * _mean(pan_kl_term(d_logits[unl], c_logits[unl])))
 
 
-def pan_step_loss(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch.Tensor, lam: float) -> torch.Tensor:
+def pan_step_loss(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch.Tensor, lam: float,
+                  discriminator: str = "expectation", eps: float = 0.01) -> torch.Tensor:
     """One loss for both players: its gradient is ``-dV/dD`` for the discriminator (ascent)
     and ``+dV/dC`` for the classifier (descent) (:func:`pan_value`); C enters only through
     the KL term, so its part is ``lam E_U[KL term]`` with D held fixed."""
     unl = ~labeled.reshape(-1).bool()
     d_logits, c_logits = d_logits.reshape(-1), c_logits.reshape(-1)
-    ascent_d = -pan_value(d_logits, c_logits.detach(), labeled, lam)
+    ascent_d = -pan_value(d_logits, c_logits.detach(), labeled, lam, discriminator, eps)
     descent_c = lam * _mean(pan_kl_term(d_logits[unl].detach(), c_logits[unl]))
     return ascent_d + descent_c
 
@@ -94,6 +129,8 @@ def pan_step_loss(d_logits: torch.Tensor, c_logits: torch.Tensor, labeled: torch
 class PANConfig:
     name: str
     lam: float      # weight of the KL term (the released code: 1e-4 on sums; here on means)
+    discriminator: str = "expectation"  # D's part: the paper's expectation, or the released code's hinge
+    eps: float = 0.01                   # inside the released hinge's logs (unused by the expectation)
 
 
 def fresh_copy(module: nn.Module, seed: int) -> nn.Module:
@@ -119,6 +156,11 @@ class PAN(PUMethod):
     def check(cls, cfg: PANConfig, where: str = "pu_method") -> None:
         if not cfg.lam >= 0:
             raise ConfigError(f"{where}.lam must be >= 0")
+        if cfg.discriminator not in DISCRIMINATOR_FORMS:
+            raise ConfigError(f"{where}.discriminator must be one of {', '.join(DISCRIMINATOR_FORMS)}, "
+                              f"got {cfg.discriminator!r}")
+        if not cfg.eps > 0:
+            raise ConfigError(f"{where}.eps must be > 0")
 
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
@@ -140,8 +182,9 @@ class PAN(PUMethod):
             x = accel.input_format(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
             d_logits, c_logits = discriminator(x).reshape(-1), model(x).reshape(-1)
             lab = labeled_all[rows].to(device)
-            value = pan_value(d_logits.detach(), c_logits.detach(), lab, cfg.lam)
-            return Step(pan_step_loss(d_logits, c_logits, lab, cfg.lam), value=value, weight=len(rows))
+            form = (cfg.discriminator, cfg.eps)
+            value = pan_value(d_logits.detach(), c_logits.detach(), lab, cfg.lam, *form)
+            return Step(pan_step_loss(d_logits, c_logits, lab, cfg.lam, *form), value=value, weight=len(rows))
 
         opt = build_optimizer(train.optimizer, list(model.parameters()) + list(discriminator.parameters()))
         steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
@@ -151,7 +194,8 @@ class PAN(PUMethod):
         metrics = evaluate_network(model, data, device)
         info = {
             "risk": "PAN: classifier vs discriminator, KL-based value (prior-free)", "prior_used": None,
-            "prior_source": "none", "lam": cfg.lam, "final_value": hist[-1].mean if hist else None,
+            "prior_source": "none", "lam": cfg.lam, "discriminator": cfg.discriminator,
+            "final_value": hist[-1].mean if hist else None,
             "model_selection": "the last epoch's classifier",
         }
         return metrics, info

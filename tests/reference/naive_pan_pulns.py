@@ -47,6 +47,22 @@ def pan_value(d_logits, c_logits, labeled, lam: float) -> float:
     return _mean(log_d_pos) + _mean(log_not_d_unl) + lam * _mean(kl_unl)
 
 
+def pan_released_discriminator_term(d_logits, labeled, eps: float) -> float:
+    """The released code's loss1 (morning-dews/PAN, main.py, --model pan), as means:
+    (1/|P|) sum_P log(d + eps) + (1/|H|) sum_H max(log(1 - d + eps) - log(1 - m), 0),
+    H = the first min(|P|, |U|) unlabeled examples in batch order, m = their mean d."""
+    pos = [sigmoid(z) for z, lab in zip(d_logits, labeled) if lab]
+    head = [sigmoid(z) for z, lab in zip(d_logits, labeled) if not lab][: len(pos)]
+    m = _mean(head)
+    hinge = [max(math.log(1 - d + eps) - math.log(1 - m), 0.0) for d in head]
+    return _mean([math.log(d + eps) for d in pos]) + _mean(hinge)
+
+
+def pan_value_released(d_logits, c_logits, labeled, lam: float, eps: float) -> float:
+    kl_unl = [pan_kl_term(dz, cz) for dz, cz, lab in zip(d_logits, c_logits, labeled) if not lab]
+    return pan_released_discriminator_term(d_logits, labeled, eps) + lam * _mean(kl_unl)
+
+
 # PULNS (Luo et al. 2021): r_i = clip((1 - 2 a_i) g_i, -clip, clip) (g_i the classifier's logit:
 # log((1 - p) / p) when selected, log(p / (1 - p)) when rejected), returns
 # v_i = sum_{t >= i} beta^(t - i) r_t + alpha (z - b), REINFORCE loss

@@ -3,11 +3,14 @@ gradients each player follows, and the method on tiny data."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from pubench.pu import PU_METHODS
-from pubench.pu.pan import fresh_copy, pan_kl_term, pan_step_loss, pan_value
+from pubench.pu.pan import (DISCRIMINATOR_FORMS, fresh_copy, pan_discriminator_term, pan_kl_term, pan_step_loss,
+                            pan_value)
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_pan_pulns as naive
@@ -60,16 +63,55 @@ def test_pan_special_cases():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_pan_step_loss_gives_each_player_its_gradient(seed):
+@pytest.mark.parametrize("form", DISCRIMINATOR_FORMS)
+def test_pan_step_loss_gives_each_player_its_gradient(seed, form):
     d, c, lab = _case(seed)
     lam = 0.7
     d1, c1 = d.clone().requires_grad_(), c.clone().requires_grad_()
-    pan_step_loss(d1, c1, lab, lam).backward()
+    pan_step_loss(d1, c1, lab, lam, form).backward()
     d2, c2 = d.clone().requires_grad_(), c.clone().requires_grad_()
-    pan_value(d2, c2, lab, lam).backward()
+    pan_value(d2, c2, lab, lam, form).backward()
     assert torch.allclose(d1.grad, -d2.grad, atol=1e-12)      # D ascends V
     assert torch.allclose(c1.grad, c2.grad, atol=1e-12)       # C descends V
     assert bool((c1.grad[lab] == 0).all())                    # C sees only the unlabeled examples
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lam", [0.0, 1e-4, 0.5])
+@pytest.mark.parametrize("eps", [0.01, 0.3])
+def test_pan_released_discriminator_matches_naive(seed, lam, eps):
+    d, c, lab = _case(seed, frac=0.4 if seed % 2 else 0.7)  # fewer and more P than U: H is |P| or all of U
+    got = float(pan_value(d, c, lab, lam, "released", eps))
+    assert got == pytest.approx(naive.pan_value_released(d.tolist(), c.tolist(), lab.tolist(), lam, eps), abs=TOL)
+
+
+def test_released_hinge_leaves_the_unlabeled_above_the_batch_mean_alone():
+    """The expectation pushes every unlabeled d down (no bound: all of U can go negative);
+    the released hinge moves only the first |P| unlabeled examples, and of those only the
+    ones already below their mean d."""
+    d, c, lab = _case(1, n=40, frac=0.3)
+    unl = torch.nonzero(~lab).reshape(-1)
+    head = unl[: int(lab.sum())]
+    grads = {}
+    for form in DISCRIMINATOR_FORMS:
+        z = d.clone().requires_grad_()
+        pan_discriminator_term(z, lab, form).backward()
+        grads[form] = z.grad
+    assert bool((grads["expectation"][unl] < 0).all())
+    released = grads["released"]
+    below = torch.sigmoid(d[head]) < torch.sigmoid(d[head]).mean()
+    assert bool((released[head][below] < 0).all()) and bool((released[head][~below] == 0).all())
+    assert bool((released[unl[len(head):]] == 0).all())
+    # bounded: pushing the unlabeled logits to -inf gains at most log(1 + eps) - log(1 - m) per example
+    far = d.clone()
+    far[unl] = -50.0
+    assert float(pan_discriminator_term(far, lab, "released")) <= math.log(1.01) + 1e-12
+    # a saturated discriminator (mean d = 1 in float) keeps the value finite
+    sat = d.clone().float()
+    sat[unl] = 40.0
+    assert math.isfinite(float(pan_discriminator_term(sat, lab, "released")))
+    with pytest.raises(ValueError, match="form"):
+        pan_discriminator_term(d, lab, "hinge")
 
 
 def test_fresh_copy_reinitialises_from_its_seed():
@@ -81,9 +123,9 @@ def test_fresh_copy_reinitialises_from_its_seed():
     assert not torch.equal(a[0].weight, net[0].weight)
 
 
-def _run(data, lam=6e-3, epochs=20, seed=0):
+def _run(data, lam=6e-3, epochs=20, seed=0, discriminator="expectation"):
     unit = PU_METHODS.get("pan")
-    config = build_config(unit.config_cls, {"name": "pan", "lam": lam})
+    config = build_config(unit.config_cls, {"name": "pan", "lam": lam, "discriminator": discriminator})
     train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 64,
                                        "optimizer": {"name": "adam", "lr": 0.01, "betas": [0.5, 0.999]}})
     return unit.run(config, RecordingEncoder(), train, data, seed=seed)
@@ -100,8 +142,19 @@ def test_pan_learns_and_is_deterministic():
     assert other["final_value"] != info["final_value"]
 
 
+def test_pan_with_the_released_discriminator_learns():
+    data = _data(n=400)
+    m, info = _run(data, discriminator="released")
+    assert m["auc"] > 95 and m["acc"] > 80, m
+    assert info["discriminator"] == "released"
+
+
 def test_config_checks():
     unit = PU_METHODS.get("pan")
+    with pytest.raises(ConfigError, match="discriminator"):
+        unit.check(build_config(unit.config_cls, {"name": "pan", "lam": 0.1, "discriminator": "hinge"}))
+    with pytest.raises(ConfigError, match="eps"):
+        unit.check(build_config(unit.config_cls, {"name": "pan", "lam": 0.1, "eps": 0.0}))
     with pytest.raises(ConfigError, match="lam"):
         build_config(unit.config_cls, {"name": "pan"})
     with pytest.raises(ConfigError, match="lam"):
