@@ -97,8 +97,17 @@ def test_two_runners_do_every_job_once_and_share_the_cores(tmp_registry, tmp_pat
         "seconds": round(time.time() - t0, 1)})
 
 
+def _default_sigint() -> None:
+    """A process started with SIGINT ignored keeps it ignored (Python installs no
+    KeyboardInterrupt handler then, and ``pubench run`` honours it, as nohup'd runs should);
+    a test run from such a process (a background job of a shell without job control, as CI
+    may start it) must give its runner the default disposition back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_and_wait_for_claims(cmd, env, folder: Path, n: int, timeout: float = 120, poll: float = 0.05):
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.time() + timeout
     while time.time() < deadline:
         if len(list((folder / ".claims").glob("*.claim"))) >= n:
