@@ -25,7 +25,7 @@ def cell(spec, row, col):
 SHAPES = [
     ("table1-pupl", "table", "contrastive_probe", 6, 4, 24, 24, 0),
     ("table2-pupl", "table", "contrastive_probe", 12, 7, 72, 84, 2),
-    ("table3-pupl", "table", "pu_benchmark", 18, 7, 108, 126, 0),
+    ("table3-pupl", "table", "pu_benchmark", 19, 7, 114, 133, 0),
     ("table4-pupl", "table", "pu_benchmark", 14, 5, 56, 70, 64),
     ("fig2-pupl", "figure", "contrastive_probe", 3, 15, 45, 0, 0),
     ("fig3-pupl", "figure", "contrastive_probe", 5, 5, 25, 0, 0),
@@ -93,7 +93,12 @@ def test_table2_values():
 
 def test_table3_values():
     s = get_spec("table3-pupl")
-    assert s.rows[:3] == ["uPU† (1)", "nnPU† (1)", "nnPU† (MixUp) (1)"] and s.rows[-1] == "puNCE(puPL)† (2)"
+    assert s.rows[:3] == ["uPU† (1)", "nnPU† (1)", "nnPU† (MixUp) (1)"] and s.rows[-2] == "puNCE(puPL)† (2)"
+    # the reference row: PAN (1) with the released discriminator and nothing else changed
+    ref, pan = (s.resolve("paper", r, "CIFAR-I")["params"] for r in ("PAN released D (1)", "PAN (1)"))
+    assert ref["pu_method"].pop("discriminator") == "released" and ref == pan
+    assert s.row_groups["Reference rows (not in the paper)"] == ["PAN released D (1)"]
+    assert all("no such row" in c.note for c in s.reported if c.row == "PAN released D (1)")
     assert all(c.mean is None for c in s.reported)
     assert cell(s, "P3mix-c (1)", "STL-II").mean is None
     assert cell(s, "RP (2)", "Mean").note
