@@ -9,6 +9,9 @@ found automatically) that subclasses :class:`Executor`:
 * ``default_device(context)``: the device jobs get when ``--device auto``;
 * ``active_ids(context)``: job ids this executor has queued or running (for ``status`` and
   so that ``run`` never submits them twice);
+* ``unavailable_reason()``: why jobs cannot go to this executor from this machine (None
+  when they can); ``run`` refuses before anything is written or submitted, ``--dry-run``
+  still prints the plan;
 * ``plan(jobs)``: what ``--dry-run`` prints;
 * ``submit(jobs)``: run or submit, returning a :class:`Submission`;
 * ``wait()``: block until what ``submit`` handed elsewhere has finished (a no-op for
@@ -77,6 +80,9 @@ class Executor(ABC):
     @classmethod
     def active_ids(cls, context: ExecutorContext) -> set[str]:
         return set()
+
+    def unavailable_reason(self) -> str | None:
+        return None
 
     def plan(self, jobs: list[Job]) -> str:
         return "\n".join(f"  {j.id}  {j.name}" for j in jobs)

@@ -43,6 +43,7 @@ from pubench.jobs.plan import Job
 from pubench.utils.io import atomic_write_json
 
 DEFAULT_MAX_NUM_TIMEOUT = 3   # submitit's default
+SLURM_COMMANDS = ("sbatch", "srun")
 ACTIVE_STATES = {"PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING"}
 
 
@@ -160,6 +161,18 @@ class SlurmExecutor(Executor):
     def active_ids(cls, context: ExecutorContext) -> set[str]:
         return set(active_job_ids(context.logs_root, context.tier, context.spec_id))
 
+    def unavailable_reason(self) -> str | None:
+        """Without ``sbatch`` and ``srun`` submitit would not reach SLURM (its AutoExecutor
+        silently falls back to running every job at once as local processes): refuse."""
+        if self.cluster != "slurm":
+            return None
+        missing = [c for c in SLURM_COMMANDS if shutil.which(c) is None]
+        if not missing:
+            return None
+        return (f"--executor slurm: SLURM is not available on this machine ({' and '.join(missing)} not on PATH); "
+                "nothing was submitted. Run from a SLURM login node, or run here with --executor local (the default); "
+                "--dry-run prints the plan without SLURM")
+
     def plan(self, jobs: list[Job]) -> str:
         lines = []
         for j in jobs:
@@ -217,8 +230,12 @@ class SlurmExecutor(Executor):
     def _submit(self, jobs: list[Job], spec_id: str, tier: str) -> Path:
         import submitit
 
+        why = self.unavailable_reason()
+        if why:
+            raise ProfileError(why)
         folder = self.folder(tier, spec_id)
-        ex = submitit.AutoExecutor(folder=folder / "%j", cluster=None if self.cluster == "slurm" else self.cluster,
+        # named, never auto-detected: AutoExecutor would fall back to local processes without srun
+        ex = submitit.AutoExecutor(folder=folder / "%j", cluster=self.cluster,
                                    slurm_max_num_timeout=self.max_num_timeout)
         ex.update_parameters(**self.params)
         with ex.batch():

@@ -4,9 +4,14 @@ local runs, SLURM array tasks, a local run beside a SLURM array) never run it tw
 A claim is ``<folder>/.claims/<job id>.claim``, created with ``O_CREAT | O_EXCL`` (atomic
 on local filesystems and NFSv3+), holding the claimer's host, pid, process start time and
 the claim time. While the job runs, a heartbeat thread touches the file every
-``HEARTBEAT_S`` seconds. A claim is stale, and taken over, when its process is dead
-(same host: no such pid, or a pid with another start time) or when its heartbeat stopped
-for ``STALE_S`` seconds (another host: the job hit its time limit, or the node died).
+``HEARTBEAT_S`` seconds. A claim is stale, and taken over, when its holder is gone:
+
+* on this host, the holder process decides, never the heartbeat's age: the claim is live
+  while a process with its pid *and* its start time exists (a reused pid is another
+  process), so a runner that is stopped (Ctrl-Z, SIGSTOP, a paused VM) keeps its claims
+  however long it sleeps;
+* on another host (whose processes we cannot see), the heartbeat decides: stale once it
+  stopped for ``STALE_S`` seconds (the job hit its time limit, or the node died).
 Taking over goes through a short-lived ``.takeover`` lock so two runners never both
 replace one stale claim.
 """
@@ -21,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pubench.errors import StorageError
 
 HEARTBEAT_S = 30.0
 STALE_S = 600.0
@@ -109,11 +116,25 @@ class ClaimBook:
     @staticmethod
     def is_live(holder: dict[str, Any], now: float | None = None) -> bool:
         now = time.time() if now is None else now
-        if now - float(holder.get("heartbeat_unix", 0)) > STALE_S:
-            return False
+        age = now - float(holder.get("heartbeat_unix", 0))
         if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
-            return _alive(holder["pid"], holder.get("proc_start"))
-        return holder.get("host") is not None or now - float(holder.get("heartbeat_unix", 0)) < 5.0
+            return _alive(holder["pid"], holder.get("proc_start"))  # the process decides, not the age
+        if holder.get("host") is None:  # half-written by a claimer that died mid-write
+            return age < 5.0
+        return age <= STALE_S
+
+    @staticmethod
+    def describe(holder: dict[str, Any]) -> str:
+        """Who holds a claim, since when, and when it would be taken over (for messages)."""
+        host, pid = holder.get("host") or "?", holder.get("pid")
+        since = holder.get("claimed_unix")
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "an unknown time"
+        if host == socket.gethostname():
+            expiry = "taken over when that process ends"
+        else:
+            left = STALE_S - (time.time() - float(holder.get("heartbeat_unix", 0)))
+            expiry = f"taken over if its heartbeat stops for {STALE_S / 60:.0f} min (now {max(0.0, left) / 60:.0f} min left)"
+        return f"host {host} pid {pid}, since {when}; {expiry}"
 
     def holder(self, job_id: str) -> dict[str, Any] | None:
         """The live claim on ``job_id`` (None when unclaimed or stale)."""
@@ -121,21 +142,39 @@ class ClaimBook:
         return h if h is not None and self.is_live(h) else None
 
     def live_ids(self) -> set[str]:
+        return set(self.live_holders())
+
+    def live_holders(self) -> dict[str, dict[str, Any]]:
+        """Job id -> holder of every live claim."""
         if not self.folder.is_dir():
-            return set()
-        return {p.stem for p in self.folder.glob("*.claim") if self.holder(p.stem)}
+            return {}
+        out = {}
+        for p in self.folder.glob("*.claim"):
+            h = self.holder(p.stem)
+            if h is not None:
+                out[p.stem] = h
+        return out
 
     def _create(self, job_id: str, extra: dict[str, Any] | None) -> Claim | None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """A new claim file, or None when one exists; a write that fails (disk full, ...)
+        leaves no claim behind and raises :class:`~pubench.errors.StorageError`."""
+        path = self.path(job_id)
         try:
-            fd = os.open(self.path(job_id), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the umask decides the mode
         except FileExistsError:
             return None
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._me(extra), f)
-            f.flush()
-            os.fsync(f.fileno())
-        return Claim(self.path(job_id), job_id)
+        except OSError as exc:
+            raise StorageError.from_os(exc, self.folder) from exc
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._me(extra), f)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise StorageError.from_os(exc, self.folder) from exc
+        return Claim(path, job_id)
 
     def acquire(self, job_id: str, extra: dict[str, Any] | None = None) -> Claim | None:
         """Claim ``job_id``; None when a live claimer holds it. Stale claims are taken over."""
@@ -149,7 +188,7 @@ class ClaimBook:
             return None
         lock = self.folder / f"{job_id}.takeover"
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except FileExistsError:
             try:
                 if time.time() - lock.stat().st_mtime > TAKEOVER_STALE_S:
