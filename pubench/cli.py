@@ -295,6 +295,9 @@ def cmd_run(args) -> int:
     plan = expand(spec, args.tier, args.seeds, args.only, numerics=num)
     store = ResultStore(context.results_root)
     if not args.dry_run:
+        why = executor.unavailable_reason()
+        if why:
+            raise UsageError(why)
         _writable(store.folder(args.tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(args, store.root)
     print(f"pubench: {spec.id} at tier '{args.tier}' ({_tier_description(spec, args.tier)}), {plan.seeds} seed(s); "
@@ -317,9 +320,18 @@ def cmd_run(args) -> int:
     for name in EXECUTORS.names():  # in flight anywhere: claimed by a live runner, queued on a scheduler
         active = EXECUTORS.get(name).active_ids(context)
         busy = [j for j in todo if j.id in active]
-        if busy:
-            what = "running in another runner (claimed)" if name == "local" else f"queued or running under {name}"
-            print(f"  {len(busy)} job(s) {what}: not started again")
+        if busy and name == "local":
+            holders = store.claims(args.tier, spec.id).live_holders()
+            print(f"  {len(busy)} job(s) running in another runner (claimed): not started again")
+            from pubench.store.claims import ClaimBook
+
+            for j in busy[:3]:
+                if j.id in holders:
+                    print(f"    {j.row}|{j.col} seed {j.seed_index}: {ClaimBook.describe(holders[j.id])}")
+            if len(busy) > 3:
+                print(f"    ... and {len(busy) - 3} more")
+        elif busy:
+            print(f"  {len(busy)} job(s) queued or running under {name}: not started again")
         todo = [j for j in todo if j.id not in active]
     print(f"  {len(plan.jobs)} job(s): {n_done} already done, {len(todo)} to run")
     if args.dry_run:
@@ -600,7 +612,7 @@ def cmd_compare(args) -> int:
     if not baseline.is_dir():
         raise UsageError(f"baseline store {baseline} does not exist")
     diffs = compare_stores(_specs(args.ids or None), args.tier, ResultStore(baseline),
-                           ResultStore(paths.results_root()), args.sigmas, args.abs_tol)
+                           ResultStore(paths.results_root()), args.sigmas, args.abs_tol, args.rel_tol)
     print(render_diffs(diffs, only_flagged=args.only_flagged), end="")
     if not diffs:
         raise UsageError("no cell has results in both stores")
@@ -612,7 +624,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line (and the hint where help is), exit 2."""
 
     def error(self, message: str):  # noqa: D401 - argparse's signature
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+        from pubench.errors import shorten
+
+        self.exit(2, f"{self.prog}: error: {shorten(' '.join(message.split()), 600)} (see `{self.prog} --help`)\n")
 
 
 def _numerics_options(s: argparse.ArgumentParser) -> None:
@@ -799,10 +813,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--baseline", required=True, help="the result store to compare against (e.g. the committed results/)")
     s.add_argument("--tier", default="reduced", choices=TIER_CHOICES)
     s.add_argument("--sigmas", type=_positive_float("--sigmas"), default=3.0,
-                   help="tolerance in pooled seed stds (default 3)")
-    s.add_argument("--abs-tol", type=_positive_float("--abs-tol"), default=0.5,
-                   help="minimum tolerance in metric units (default 0.5)")
-    s.add_argument("--only-flagged", action="store_true")
+                   help="tolerance in standard errors of the difference of the two means, from the pooled seed "
+                        "std (default 3)")
+    s.add_argument("--rel-tol", type=_positive_float("--rel-tol"), default=0.0,
+                   help="also flag a change larger than this fraction of the baseline mean (default 0: off)")
+    s.add_argument("--abs-tol", type=_positive_float("--abs-tol"), default=None,
+                   help="minimum tolerance in metric units, for every metric (default: per metric, half a unit of "
+                        "the last digit the spec prints it with, e.g. 0.005 for '.2f')")
+    s.add_argument("--only-flagged", action="store_true", help="list only the cells outside tolerance")
     s.set_defaults(fn=cmd_compare)
     return p
 
@@ -812,14 +830,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from pubench.errors import JobInterrupted
 
+    from pubench.errors import StorageError, install_warning_format
+
+    install_warning_format()
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except PubenchError as e:
         if os.environ.get("PUBENCH_DEBUG"):
             raise
-        print(f"pubench: error: {_one_line(e)}", file=sys.stderr)
-        return 2
+        hint = "; finished work is kept: make room (or fix the folder) and run again" \
+            if isinstance(e, StorageError) else ""
+        print(f"pubench: error: {_one_line(e)}{hint}", file=sys.stderr)
+        return e.exit_code
     except (KeyboardInterrupt, JobInterrupted) as e:  # verify, prepare, ...: `run` says more in _submit
         signum = getattr(e, "signum", 2)
         print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, rerun to continue",
@@ -831,7 +854,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    from pubench.errors import shorten
+
+    return shorten(" ".join(str(e).split()) or type(e).__name__, 600)
 
 
 if __name__ == "__main__":

@@ -89,12 +89,28 @@ def _spread(records: list[dict[str, Any]], job_id: str, row: str, col: str, metr
     return statistics.stdev(vals) if len(vals) > 1 else 0.0
 
 
+def used_a_cache(record: dict[str, Any]) -> bool:
+    """Whether the record's job took its encoder from the encoder cache or continued a
+    stored training prefix (another job ran part of its computation)."""
+    info = record.get("info") or {}
+    pre = info.get("pretrain") if isinstance(info.get("pretrain"), dict) else {}
+    return bool((info.get("encoder_cache") or {}).get("hit") or (pre.get("prefix_cache") or {}).get("started_at_epoch"))
+
+
 def sample_records(records: list[dict[str, Any]], k: int, seed: int) -> list[dict[str, Any]]:
-    """``k`` records (all when ``k`` is 0 or larger than the store), the same for the same seed."""
+    """``k`` records (all when ``k`` is 0 or larger than the store), the same for the same seed.
+    Records whose job used a cache come first (a cache that gave other numbers than a fresh
+    run is the likeliest way a record does not reproduce); the rest are drawn at random."""
     ordered = sorted(records, key=lambda r: (r["job"]["row"], r["job"]["col"], r["job"]["seed_index"], r["job"]["id"]))
     if k == 0 or k >= len(ordered):
         return ordered
-    idx = np.random.default_rng(seed).choice(len(ordered), size=k, replace=False)
+    cached = [i for i, r in enumerate(ordered) if used_a_cache(r)]
+    rng = np.random.default_rng(seed)
+    if len(cached) >= k:
+        idx = rng.choice(cached, size=k, replace=False)
+    else:
+        rest = [i for i in range(len(ordered)) if i not in set(cached)]
+        idx = cached + list(rng.choice(rest, size=k - len(cached), replace=False))
     return [ordered[i] for i in sorted(idx)]
 
 

@@ -150,17 +150,13 @@ def shared_graph_root(data_root, tmp_path_factory):
 def pytest_configure(config):
     os.environ.setdefault("PUBENCH_NO_MALLOC_TUNING", "1")
     os.environ.setdefault("PUBENCH_ENCODER_CACHE", "0")  # tests never read or write the project's cache
+    if not hasattr(config, "workerinput"):  # the controller: a folder of this session's own (xdist workers inherit it)
+        import tempfile
+
+        os.environ["PUBENCH_TEST_RELIABILITY"] = tempfile.mkdtemp(prefix="pubench-test-reliability-")
 
 
 # ---- reliability figures (README "Reliability"): tests record, the session prints -----
-def pytest_sessionstart(session):
-    if session.config.cache is None:
-        return
-    folder = session.config.cache.mkdir("pubench-reliability")
-    os.environ["PUBENCH_TEST_RELIABILITY"] = str(folder)  # read by record_reliability in any module instance
-    if not hasattr(session.config, "workerinput"):
-        for p in folder.glob("*.json"):
-            p.unlink()
 
 
 def record_reliability(kind: str, case: str, data: dict) -> None:
@@ -169,15 +165,15 @@ def record_reliability(kind: str, case: str, data: dict) -> None:
 
     folder = os.environ.get("PUBENCH_TEST_RELIABILITY")
     if folder:
-        (Path(folder) / f"{kind}--{case}.json").write_text(json.dumps({"kind": kind, "case": case, **data}))
+        name = "".join(c if c.isalnum() or c in "-_. " else "_" for c in f"{kind}--{case}")
+        (Path(folder) / f"{name}.json").write_text(json.dumps({"kind": kind, "case": case, **data}))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     import json
 
-    if config.cache is None:
-        return
-    rows = [json.loads(p.read_text()) for p in sorted(config.cache.mkdir("pubench-reliability").glob("*.json"))]
+    folder = os.environ.get("PUBENCH_TEST_RELIABILITY")
+    rows = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))] if folder else []
     if not rows:
         return
     by: dict[str, list[dict]] = {}

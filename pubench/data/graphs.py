@@ -49,6 +49,7 @@ import torch
 
 from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
+from pubench.utils.io import atomic_write
 
 LOADER_VERSION = 1  # bump when the cached processed data would change
 ONE_HOT_DEGREE_MAX = 1000  # HCL's rule: one-hot degree below this max degree, else standardized
@@ -254,19 +255,25 @@ def relabel(graphs: list) -> list[int]:
 def _gin_processed(spec: GraphDatasetSpec, txt: Path, cache: Path) -> list:
     from torch_geometric.data import InMemoryDataset
 
+    from torch_geometric.data import Data
+
     target = cache / "data.pt"
     if target.is_file():
-        data, slices = torch.load(target, weights_only=False)
-        ds = InMemoryDataset()
-        ds.data, ds.slices = data, slices
-        return [ds[i] for i in range(len(ds))]
+        try:  # tensors and plain containers only: a file in a shared data root never runs code
+            blob = torch.load(target, weights_only=True)
+            ds = InMemoryDataset()
+            ds.data, ds.slices = Data.from_dict(blob["data"]), blob["slices"]
+            return [ds[i] for i in range(len(ds))]
+        except Exception:  # noqa: BLE001 - an old (pickled Data), corrupt or unsafe cache is rebuilt
+            pass
     graphs = read_gin_txt(txt)
     relabel(graphs)
-    cache.mkdir(parents=True, exist_ok=True)
     data, slices = InMemoryDataset.collate(graphs)
-    tmp = target.with_suffix(".tmp")
-    torch.save((data, slices), tmp)
-    tmp.replace(target)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, lambda f: torch.save({"data": data.to_dict(), "slices": dict(slices)}, f), binary=True)
+    except OSError:  # a read-only data root only costs the cache
+        pass
     return graphs
 
 

@@ -54,6 +54,7 @@ import torch
 
 from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
+from pubench.utils.io import umask
 
 CACHE_VERSION = 1  # bump when the cached tensors of any loader would change
 PREPARE_HINT = "pubench prepare --from ../shared/data"
@@ -634,7 +635,7 @@ def _save_cache(path: Path, images: ImageSet) -> None:
         os.close(fd)
         try:
             torch.save({"x": images.x, "y": images.y, "classes": images.classes, "source": images.source}, tmp)
-            os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the cache is shared data
+            os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes it 0600; the cache is shared data
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

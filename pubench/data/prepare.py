@@ -166,17 +166,23 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
             if state != "missing":
                 problems.append(state)
             continue
+        rejected = []
         for rel in (f.path, *f.sources):
             cand = source / rel
-            if cand.is_file() and _check(cand, f.md5, f.sha256) is None:
+            if not cand.is_file():
+                continue
+            bad = _check(cand, f.md5, f.sha256)
+            if bad is None:
                 _copy(cand, root / f.path)
                 if f.unpack_gz:
                     _gunzip(root / f.path, root / f.path[:-3])
                 actions.append("copied")
                 break
+            rejected.append(bad)
         else:
             if state != "missing":
                 problems.append(state)
+            problems.extend(rejected)  # the source has the file, damaged: a real failure, not a gap
     missing = [f for f in files if f.find(root) is None]
     build_note = None
     if missing and not check_only and source is not None and ds.build is not None:
@@ -309,8 +315,9 @@ def _resolve(names: list[str] | None, graphs) -> tuple[list[str], list[str], lis
 
 def prepare_rows(names: list[str] | None = None, source: Path | str | None = None,
                  root: Path | str | None = None, check_only: bool = False,
-                 download: bool | None = None) -> list[tuple[str, str, str]]:
-    """Do the work of :func:`prepare`; one ``(dataset, status, detail)`` row per data set."""
+                 download: bool | None = None, progress=None) -> list[tuple[str, str, str]]:
+    """Do the work of :func:`prepare`; one ``(dataset, status, detail)`` row per data set.
+    ``progress(i, total, name)`` is called before each data set."""
     if root is None:
         from pubench.paths import data_root
 
@@ -325,39 +332,64 @@ def prepare_rows(names: list[str] | None = None, source: Path | str | None = Non
         root.mkdir(parents=True, exist_ok=True)
 
     rows = []
+    total = len(img) + len(txt) + len(gr)
+
+    def step(name: str, work) -> None:
+        if progress is not None:
+            progress(len(rows) + 1, total, name)
+        rows.append((name, *work()))
+
     for n in img:
-        try:
-            status, detail = _prepare_image(DATASETS_BY_NAME[n], root, source, check_only, download)
-        except (OSError, ValueError, RuntimeError) as e:
-            status, detail = "error", f"{type(e).__name__}: {e}"
-        rows.append((n, status, detail))
+        def image(n=n):
+            try:
+                return _prepare_image(DATASETS_BY_NAME[n], root, source, check_only, download)
+            except (OSError, ValueError, RuntimeError) as e:
+                return "error", f"{type(e).__name__}: {e}"
+        step(n, image)
     for n in txt:
-        rows.append((n, *_prepare_sst2(root, source, check_only)))
+        step(n, lambda: _prepare_sst2(root, source, check_only))
     if graphs is None and not names:
         rows.append(("graphs", "skipped", "pubench.data.graphs not available"))
     for n in gr:
-        rows.append((n, *_prepare_graph(graphs, n, root, source, check_only)))
+        step(n, lambda n=n: _prepare_graph(graphs, n, root, source, check_only))
     return rows
 
 
 def prepare(names: list[str] | None = None, source: Path | str | None = None, root: Path | str | None = None,
             check_only: bool = False, download: bool | None = None) -> int:
-    """Make ``names`` (default: all) available under ``root``; print a status table.
+    """Make ``names`` (default: all) available under ``root``; print a line per data set as
+    it goes (stderr) and a status table.
 
     ``source``: folder with local copies (``--from``). ``check_only``: copy, download and
-    write nothing. ``download``: None = only when online, False = never. Returns 0 when
-    every requested data set is available, else 1.
+    write nothing. ``download``: None = only when online, False = never.
+
+    Returns 1 on a real failure: a data set that could not be placed (checksum, unreadable
+    file: status ``error``), a data set named on the command line that is missing, or, with
+    ``check_only``, any missing one. Otherwise 0: data sets that neither the source holds nor
+    a download gives are listed (with the files to place), not an error, so
+    ``pubench prepare --from ../shared/data`` succeeds in a ``set -e`` script when it placed
+    everything the folder has.
     """
+    import sys
+
     from tabulate import tabulate
 
     from pubench.paths import data_root
 
+    def progress(i: int, total: int, name: str) -> None:
+        print(f"pubench prepare: [{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+
     root = Path(root) if root is not None else data_root()
-    rows = prepare_rows(names, source, root, check_only, download)
+    rows = prepare_rows(names, source, root, check_only, download, progress=progress)
     mode = "check only" if check_only else f"from {source}" if source else "no --from folder"
     print(f"pubench prepare: data root {root.resolve()} ({mode})")
     print(tabulate(rows, headers=["dataset", "status", "detail"], tablefmt="simple", maxcolwidths=[None, None, 100]))
-    bad = [r[0] for r in rows if r[1] in ("missing", "error")]
-    if bad:
-        print(f"\n{len(bad)} of {len(rows)} not available: {', '.join(bad)}")
-    return 1 if bad else 0
+    errors = [r[0] for r in rows if r[1] == "error"]
+    missing = [r[0] for r in rows if r[1] == "missing"]
+    if missing:
+        where = f"{source} has no copy and none can be downloaded here" if source else "not placed"
+        print(f"\n{len(missing)} of {len(rows)} not available ({where}): {', '.join(missing)}")
+    if errors:
+        print(f"{len(errors)} failed: {', '.join(errors)} (see the detail column)")
+    failed = errors or (check_only and missing) or [n for n in missing if names and n in names]
+    return 1 if failed else 0

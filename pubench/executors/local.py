@@ -6,9 +6,12 @@ machine-wide core slots while they run (``pubench.executors.cores``), so two run
 one machine and store neither repeat a job nor oversubscribe the cores.
 
 Worker processes die with their runner, SIGKILL included (``PR_SET_PDEATHSIG`` on Linux,
-and a parent watchdog elsewhere). SIGINT / SIGTERM stop the run cleanly: jobs in flight
-get an "interrupted" failure record (retried by the next run) and the runner raises
-:class:`~pubench.executors.worker.JobInterrupted`.
+and a parent watchdog elsewhere). SIGINT / SIGTERM / SIGHUP stop the run cleanly: jobs in
+flight get an "interrupted" failure record (retried by the next run) and the runner raises
+:class:`~pubench.executors.worker.JobInterrupted`. ``--jobs N`` starts at most as many
+workers as the core slots can run at once, and a worker loads torch only once it holds a
+slot: memory stays bounded whatever N is. A write that fails (disk full) stops the run
+with :class:`~pubench.errors.StorageError`: finished jobs are kept, a rerun continues.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Callable
 from tqdm import tqdm
 
 from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
-from pubench.executors.cores import hold_cores
+from pubench.errors import StorageError, install_warning_format
+from pubench.executors.cores import hold_cores, usable_cores
 from pubench.executors.worker import FAILED, JobInterrupted, execute_job
 from pubench.jobs.plan import Job
 from pubench.numerics import Numerics
@@ -59,17 +63,19 @@ def _die_with_parent(parent: int) -> None:
 
 def _init_worker(parent: int) -> None:
     _die_with_parent(parent)
+    install_warning_format()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides; it forwards SIGTERM
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal: the runner records the jobs in flight
 
 
 def _worker_loop(parent: int, tasks, results, results_root: str, force: bool, checkpoint_every: int | None) -> None:
-    """A worker process: take (index, job, threads) items until the sentinel ``None``."""
+    """A worker process: take (index, job, threads) items until the sentinel ``None``.
+
+    The libraries (torch, the task registry) load once a core slot is held for the first job:
+    a worker waiting for a core stays a small process, so ``--jobs 64`` holds no more
+    memory than the cores it can use."""
     _init_worker(parent)
-    import torch  # noqa: F401 - load the libraries before the first claim: an interrupt lands in a job, not an import
-
-    from pubench.tasks import TASKS
-
-    TASKS.names()
+    loaded = False
     while True:
         item = tasks.get()
         if item is None:
@@ -78,11 +84,28 @@ def _worker_loop(parent: int, tasks, results, results_root: str, force: bool, ch
         results.put(("start", i, os.getpid()))
         try:
             with hold_cores(threads):
+                if not loaded:  # before the claim: an interrupt lands in a job, not an import
+                    import torch  # noqa: F401
+
+                    from pubench.tasks import TASKS
+
+                    TASKS.names()
+                    loaded = True
                 status = execute_job(job, results_root, force=force, checkpoint_every=checkpoint_every)
         except JobInterrupted as exc:  # recorded by execute_job; this worker takes no further job
             results.put(("done", i, "interrupted"))
             os._exit(128 + exc.signum)
+        except StorageError as exc:  # the store takes no writes: the runner stops the run
+            results.put(("fatal", i, str(exc)))
+            os._exit(1)
         results.put(("done", i, status))
+
+
+def worker_count(n_jobs: int, n_todo: int, threads: int, total: int | None = None) -> int:
+    """Worker processes for ``--jobs n_jobs``: never more than jobs to run, nor than the
+    machine's core slots can run at once (each worker imports torch, ~0.3 GB)."""
+    slots = max(1, (total or usable_cores()) // max(1, threads))
+    return max(1, min(n_jobs, n_todo, slots))
 
 
 def _raise_interrupted(signum, frame):  # noqa: ARG001
@@ -124,7 +147,7 @@ class LocalExecutor(Executor):
     def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()
         bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not self.progress, dynamic_ncols=True)
-        previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             if self.n_jobs == 1 or len(jobs) <= 1:
                 for job in jobs:
@@ -139,7 +162,8 @@ class LocalExecutor(Executor):
             else:
                 self._run_pool(jobs, counts, bar, on_done)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
             bar.close()
         return counts
 
@@ -148,7 +172,10 @@ class LocalExecutor(Executor):
         tasks, results = ctx.Queue(), ctx.Queue()
         for i, job in enumerate(jobs):
             tasks.put((i, job.to_dict(), Numerics.from_dict(job.numerics).threads))
-        n_workers = min(self.n_jobs, len(jobs))
+        n_workers = worker_count(self.n_jobs, len(jobs), max(Numerics.from_dict(j.numerics).threads for j in jobs))
+        if n_workers < min(self.n_jobs, len(jobs)):
+            print(f"pubench: --jobs {self.n_jobs}: {n_workers} worker process(es), as many jobs as the "
+                  f"{usable_cores()} core(s) here run at once", file=sys.stderr)
         for _ in range(n_workers):
             tasks.put(None)
 
@@ -190,6 +217,8 @@ class LocalExecutor(Executor):
                 if kind == "start":
                     running[value] = i
                     continue
+                if kind == "fatal":
+                    raise StorageError(None, value)
                 running = {pid: j for pid, j in running.items() if j != i}
                 finished += 1
                 reported.add(i)

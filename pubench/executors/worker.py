@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pubench.errors import JobInterrupted
+from pubench.errors import JobInterrupted, StorageError
 from pubench.jobs.plan import Job
 from pubench.store.store import ResultStore
+from pubench.utils.hashing import config_hash
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 
@@ -55,7 +57,9 @@ def check_output(out: Any) -> tuple[dict[str, float], dict[str, Any]]:
     return metrics, dict(info)
 
 
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+#: SIGHUP (a closed terminal, the end of a `setsid` session) stops a job like SIGTERM does
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+                     if hasattr(signal, name))
 DEFAULT_CHECKPOINT_EVERY = 10   # epochs; also the stage ends and stop signals (pubench.train.checkpoint)
 
 
@@ -80,7 +84,9 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     ``info.checkpoint`` says what was saved and resumed.
 
     Never raises for an error of the task itself (that becomes a failure record), so a
-    failed job never stops its siblings. Interruptions are recorded and propagate.
+    failed job never stops its siblings. Interruptions are recorded and propagate, and so
+    does a :class:`~pubench.errors.StorageError` (the store, a claim or a checkpoint cannot
+    be written: the job's claim is released, its checkpoints stay, nothing is recorded).
     """
     from pubench import numerics
     from pubench.tasks import TASKS
@@ -92,7 +98,9 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
         return SKIPPED
     in_main = _is_main_thread()
     every = DEFAULT_CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every
-    session = checkpoint.Session(checkpoint.checkpoint_root(results_root) / job.id, every, label=job.name)
+    session = checkpoint.Session(checkpoint.checkpoint_root(results_root) / job.id, every, label=job.name,
+                                 job_id=job.id, config_hash=config_hash({"task": job.task, "params": job.params,
+                                                                         "seeds": job.seeds}))
     start, t0, machine = _now(), time.perf_counter(), None
     previous, held, finished = {}, None, False
     try:
@@ -117,6 +125,8 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
             with numerics.active(num), checkpoint.activate(session):
                 metrics, info = check_output(task.run(job.params, dict(job.seeds)))
             info["checkpoint"] = session.record()
+        except StorageError:
+            raise  # the store cannot take writes: stop the run (checkpoints kept), not a failure of the job
         except Exception as exc:  # noqa: BLE001 - every task error becomes a failure record
             store.write_failure(job, exc, _timing(start, t0), machine)
             finished = True
@@ -128,7 +138,12 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
         return OK
     except (JobInterrupted, KeyboardInterrupt) as exc:
         if not finished and (held is not None or not claim):
-            store.write_failure(job, JobInterrupted(getattr(exc, "signum", signal.SIGINT)), _timing(start, t0), machine)
+            try:
+                store.write_failure(job, JobInterrupted(getattr(exc, "signum", signal.SIGINT)), _timing(start, t0),
+                                    machine)
+            except StorageError as err:  # the stop still wins; the next run retries the job anyway
+                print(f"pubench: warning: {job.name}: interrupted, and its record could not be written ({err})",
+                      file=sys.stderr)
         raise
     finally:
         for sig, handler in previous.items():

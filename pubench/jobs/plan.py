@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pubench.errors import PubenchError
+from pubench.errors import PubenchError, shorten
 from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import Spec, match_cell
 from pubench.utils.hashing import config_hash, derive_seed
@@ -112,7 +112,9 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     if only:
         cells = [(r, c) for r, c in cells if any(match_cell(p, r, c) for p in only)]
         if not cells:
-            raise PlanError(f"--only {' '.join(repr(p) for p in only)} selects no cell of {spec.id}; patterns read "
+            shown = " ".join(repr(shorten(p, 60)) for p in only[:5]) + (f" (and {len(only) - 5} more)" if len(only) > 5
+                                                                          else "")
+            raise PlanError(f"--only {shown} selects no cell of {spec.id}; patterns read "
                             f"'ROW|COL' with * wildcards; rows: {', '.join(spec.rows)}; cols: {', '.join(spec.cols)}")
     for row, col in cells:
         why = spec.unavailable_reason(tier, row, col)

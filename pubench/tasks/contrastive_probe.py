@@ -26,7 +26,7 @@ from pubench.tasks._image_common import (
     run_info_common,
 )
 from pubench.tasks.base import TASKS, Task
-from pubench.train import DOWNSTREAM, accel, encoder_cache
+from pubench.train import DOWNSTREAM, accel, checkpoint, encoder_cache
 from pubench.train.pretrain import (
     LossCall,
     PretrainConfig,
@@ -78,8 +78,10 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
         key = encoder_cache.encoder_key({k: params[k] for k in ("data", "model", "pretrain")}, pre_seeds)
         cached = encoder_cache.load(key)
         if cached is not None:  # the same pre-training already ran (e.g. the other probe of a row)
-            encoder.load_state_dict(cached[0])
-            hist = cached[1]
+            encoder.load_state_dict(cached["encoder"])
+            encoder.train(cached["training"])
+            checkpoint.set_global_rng_state(cached["rng"])  # where a fresh pre-training leaves them
+            hist = cached["history"]
         else:
             prefix_key = None
             if pre_cfg.eval_at_epoch is not None:  # epoch E of the full run: continue an earlier epoch's job
@@ -89,7 +91,7 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
                     pre_seeds)
             hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
                             mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev, prefix_key=prefix_key)
-            encoder_cache.save(key, encoder.state_dict(), hist)
+            encoder_cache.save(key, encoder.state_dict(), hist, checkpoint.global_rng_state(), encoder.training)
         info["encoder_cache"] = {"key": key, "hit": cached is not None}
         t1 = time.perf_counter()
         metrics, down_info = unit.run(down_cfg, encoder, d, down_seed, dev)

@@ -23,16 +23,29 @@ description (``pretrain punce.0``, ``linear probe (nnpu).0``), not by its rank i
 so that a stage the job skips on a rerun (an encoder-cache hit skips pre-training) does not
 shift the others.
 
-Files are written atomically (temporary file, then rename). A checkpoint that cannot be
-read, that belongs to another stage (its name or epoch count differ) or that other code
-wrote (the package's source fingerprint, as the encoder cache's) is deleted with a
-warning and the stage starts over. The worker deletes the folder once the
-job's record is written (ok or failed); only an interrupted job keeps it.
+Files are written atomically (temporary file, then rename). A checkpoint names the job
+that wrote it (its id and the hash of its resolved config): one that cannot be read, that
+another job wrote (copied or misplaced into this job's folder), that belongs to another
+stage (its name or epoch count differ) or that other code wrote (the package's source
+fingerprint, as the encoder cache's) is deleted with a one-line warning naming both jobs,
+and the stage starts over. The worker deletes the folder once the job's record is written
+(ok or failed); only an interrupted job keeps it.
+
+Checkpoints are read with ``torch.load(weights_only=True)``: a file in a shared store never
+runs code when it is read (a crafted pickle is refused and discarded like any unreadable
+file). What they hold beyond tensors is saved in forms that loader accepts (NumPy arrays as
+bytes, dtype and shape: :func:`to_safe` / :func:`from_safe`).
+
+A write that fails (disk full, read-only, quota) raises
+:class:`pubench.errors.StorageError`: the run stops with one line, the earlier checkpoints
+stay, and the rerun resumes from them.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
+import io
 import random
 import shutil
 import warnings
@@ -43,15 +56,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from pubench.errors import PubenchWarning
 from pubench.train.encoder_cache import code_fingerprint
 from pubench.utils.io import atomic_write
 
-FORMAT = 1
+FORMAT = 2   # 2: names its job; read with weights_only (format 1 files are discarded)
 FOLDER = ".checkpoints"
+_NDARRAY = "__pubench_ndarray__"
 
 
-class CheckpointWarning(UserWarning):
-    pass
+class CheckpointWarning(PubenchWarning):
+    """A checkpoint or cache entry was discarded (the stage starts over)."""
 
 
 # ------------------------------------------------------------------ state of objects
@@ -109,17 +124,70 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------ files
+def to_safe(obj: Any) -> Any:
+    """``obj`` with its NumPy arrays and scalars in forms ``torch.load(weights_only=True)``
+    reads (an array as its bytes, dtype and shape; a scalar as a Python number). Containers
+    without NumPy inside are returned as they are (a module's state dict keeps its
+    ``_metadata``)."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise TypeError("cannot checkpoint a NumPy array of Python objects")
+        return {_NDARRAY: obj.tobytes(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        new = {k: to_safe(v) for k, v in obj.items()}
+        if all(new[k] is v for k, v in obj.items()):
+            return obj
+        return type(obj)(new) if type(obj) in (dict, collections.OrderedDict) else new
+    if isinstance(obj, (list, tuple)):
+        new = [to_safe(v) for v in obj]
+        if all(a is b for a, b in zip(new, obj)):
+            return obj
+        return new if isinstance(obj, list) else tuple(new)
+    return obj
+
+
+def from_safe(obj: Any) -> Any:
+    """The inverse of :func:`to_safe`."""
+    if isinstance(obj, dict):
+        if _NDARRAY in obj:
+            return np.frombuffer(obj[_NDARRAY], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
+        new = {k: from_safe(v) for k, v in obj.items()}
+        if all(new[k] is v for k, v in obj.items()):
+            return obj
+        return type(obj)(new) if type(obj) in (dict, collections.OrderedDict) else new
+    if isinstance(obj, (list, tuple)):
+        new = [from_safe(v) for v in obj]
+        if all(a is b for a, b in zip(new, obj)):
+            return obj
+        return new if isinstance(obj, list) else tuple(new)
+    return obj
+
+
 def atomic_save(payload: Any, path: Path) -> None:
-    atomic_write(path, lambda f: torch.save(payload, f), binary=True)
+    """Serialize in memory, then write atomically: a full disk is an ``OSError`` naming the
+    folder (:class:`pubench.errors.StorageError`), never a half-written file or a message
+    from torch's zip writer."""
+    buf = io.BytesIO()
+    torch.save(to_safe(payload), buf)
+    atomic_write(path, lambda f: f.write(buf.getbuffer()), binary=True)
+
+
+def safe_load(path: Path) -> Any:
+    """A file written by :func:`atomic_save`, read without running code from it."""
+    return from_safe(torch.load(path, map_location="cpu", weights_only=True))
 
 
 class Session:
     """The checkpoints of one job (see the module docstring)."""
 
-    def __init__(self, folder: str | Path, every_epochs: int, label: str = ""):
+    def __init__(self, folder: str | Path, every_epochs: int, label: str = "", job_id: str | None = None,
+                 config_hash: str | None = None):
         if isinstance(every_epochs, bool) or not isinstance(every_epochs, int) or every_epochs < 0:
             raise ValueError(f"checkpoint every_epochs must be an integer >= 0, got {every_epochs!r}")
         self.folder, self.every_epochs, self.label = Path(folder), every_epochs, label
+        self.job_id, self.config_hash = job_id, config_hash   # written into, and checked on, every checkpoint
         self.stages: dict[str, int] = {}
         self.saved = 0
         self.resumed: list[dict[str, Any]] = []   # {stage, epoch} of every checkpoint loaded
@@ -137,8 +205,8 @@ class Session:
         return self.folder / f"{safe}.pt"
 
     def save(self, stage: str, desc: str, epochs: int, epoch: int, trainer_state: dict, history: list) -> None:
-        atomic_save({"format": FORMAT, "code": code_fingerprint(), "stage": stage, "desc": desc, "epochs": epochs,
-                     "epoch": epoch,
+        atomic_save({"format": FORMAT, "code": code_fingerprint(), "job_id": self.job_id,
+                     "config_hash": self.config_hash, "stage": stage, "desc": desc, "epochs": epochs, "epoch": epoch,
                      "trainer": trainer_state, "rng": global_rng_state(), "history": history}, self.path(stage))
         self.saved += 1
 
@@ -148,14 +216,21 @@ class Session:
         if not path.exists():
             return None
         try:
-            payload = torch.load(path, map_location="cpu", weights_only=False)
-            ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("stage") == stage
-                  and payload.get("epochs") == epochs and 0 <= payload.get("epoch", -1) <= epochs)
-            reason = "it belongs to another stage or format"
-            if ok and payload.get("code") != code_fingerprint():
+            payload = safe_load(path)
+            ok = isinstance(payload, dict) and payload.get("format") == FORMAT
+            reason = "it is not a pubench checkpoint of this format"
+            if ok and self.job_id is not None and payload.get("job_id") != self.job_id:
+                ok, reason = False, f"it was written by job {payload.get('job_id')}, not by this job {self.job_id}"
+            elif ok and self.config_hash is not None and payload.get("config_hash") != self.config_hash:
+                ok, reason = False, (f"its config hash {payload.get('config_hash')} differs from this job's "
+                                     f"{self.config_hash}")
+            elif ok and not (payload.get("stage") == stage and payload.get("epochs") == epochs
+                             and 0 <= payload.get("epoch", -1) <= epochs):
+                ok, reason = False, "it belongs to another stage"
+            elif ok and payload.get("code") != code_fingerprint():
                 ok, reason = False, "the pubench code changed since it was written"
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is discarded, never a crash loop
-            ok, reason = False, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - any unreadable or unsafe file is discarded, never a crash loop
+            ok, reason = False, f"unreadable: {type(exc).__name__}: {_first_line(exc)}"
         if not ok:
             warnings.warn(f"{self.label or self.folder.name}: discarding checkpoint {path} ({reason}); "
                           "the stage starts over", CheckpointWarning, stacklevel=3)
@@ -175,6 +250,11 @@ class Session:
         """Whether to write after ``epoch_done`` epochs of ``epochs``."""
         return (epoch_done == epochs or self.stop_signal is not None
                 or (self.every_epochs > 0 and epoch_done % self.every_epochs == 0))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:160] + ("..." if len(text) > 160 else "")
 
 
 _current: Session | None = None

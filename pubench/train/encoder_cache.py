@@ -4,21 +4,27 @@ Pre-training is deterministic on CPU given its config, its seeds and the code, s
 cells that pre-train identically (one encoder under two downstream classifiers: a linear
 probe and fine-tuning, nnPU and puPL) can share it. The key hashes the data, model and
 pre-training params, the seeds that reach pre-training and a fingerprint of the package
-source and the job's numerics profile, so any code change misses. Writes are atomic; a corrupt or missing entry is a
-miss. ``PUBENCH_ENCODER_CACHE=0`` turns it off; ``PUBENCH_CACHE`` moves it
-(default ``<project>/.cache``).
+source and the job's numerics profile, so any code change misses.
+
+A hit must leave the job exactly where a fresh pre-training would: an entry holds, besides
+the encoder's weights and the pre-training history, the process-wide random states
+(torch, NumPy, Python) and the encoder's train/eval mode as pre-training left them, and a
+hit restores them, so a downstream stage that draws from a global generator draws the same
+numbers after a hit as after a fresh run (``tests/unit/test_encoder_cache.py`` checks hit
+== cache off bit for bit for every spec that shares encoders). Entries are read with
+``weights_only=True`` (nothing in a cache file runs code). Writes are atomic; a corrupt,
+old-format or missing entry is a miss; a write that fails (disk full) warns and the job
+goes on without caching. ``PUBENCH_ENCODER_CACHE=0`` turns it off; ``PUBENCH_CACHE`` moves
+it (default ``<project>/.cache``).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
 from pathlib import Path
 from typing import Any
-
-import torch
 
 import pubench
 from pubench.utils.hashing import config_hash
@@ -54,27 +60,38 @@ def encoder_key(params: dict[str, Any], seeds: dict[str, Any]) -> str:
                         "numerics": numerics.current().to_dict()}, length=24)
 
 
-def load(key: str) -> tuple[dict, dict] | None:
-    """(encoder state dict, pre-training history) or None."""
+FORMAT = 2   # 2: random states and train mode after pre-training (format 1 entries miss)
+
+
+def load(key: str) -> dict[str, Any] | None:
+    """The entry of ``key`` (``encoder`` state dict, ``history``, ``rng`` states,
+    ``training`` mode) or None."""
     path = cache_root() / f"{key}.pt"
     if not enabled() or not path.exists():
         return None
+    from pubench.train.checkpoint import safe_load
+
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        return blob["encoder"], blob["history"]
-    except Exception:  # noqa: BLE001 - an unreadable entry is a miss; it gets rewritten
+        blob = safe_load(path)
+    except Exception:  # noqa: BLE001 - an unreadable or unsafe entry is a miss; it gets rewritten
         return None
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT or blob.get("key") != key:
+        return None
+    return blob
 
 
-def save(key: str, encoder_state: dict, history: dict) -> None:
+def save(key: str, encoder_state: dict, history: dict, rng: dict, training: bool) -> None:
+    """Store an entry (``rng``: :func:`pubench.train.checkpoint.global_rng_state` right after
+    pre-training). A failed write only costs the cache (a warning)."""
     if not enabled():
         return
-    from pubench.utils.io import TMP_PREFIX
+    import warnings
 
-    folder = cache_root()
-    folder.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    torch.save({"encoder": encoder_state, "history": history}, buf)
-    tmp = folder / f"{TMP_PREFIX}{key}-{os.getpid()}"
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, folder / f"{key}.pt")
+    from pubench.errors import StorageError
+    from pubench.train.checkpoint import CheckpointWarning, atomic_save
+
+    try:
+        atomic_save({"format": FORMAT, "key": key, "encoder": encoder_state, "history": history, "rng": rng,
+                     "training": training}, cache_root() / f"{key}.pt")
+    except StorageError as exc:
+        warnings.warn(f"encoder cache not written ({exc}); the job goes on", CheckpointWarning, stacklevel=2)

@@ -17,16 +17,17 @@ long a job takes, never its result; the job's record says where it started.
 
 One file per key, replaced only by a later epoch: jobs in column order (1, 2, 4, ...) each
 continue the previous one; a run that stops before the stored epoch trains from epoch 0.
-Writes are atomic; a corrupt or foreign entry is a miss. It shares the encoder cache's switch
+Writes are atomic; a corrupt, foreign or unsafe entry is a miss (an unreadable one is deleted
+with a one-line warning). Entries are read with ``torch.load(weights_only=True)``
+(:func:`pubench.train.checkpoint.safe_load`): a crafted file never runs code. It shares the encoder cache's switch
 and root (``PUBENCH_ENCODER_CACHE=0`` turns both off; ``<PUBENCH_CACHE>/prefixes``).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from pubench.train import encoder_cache
 
@@ -45,9 +46,14 @@ def _read(key: str) -> dict[str, Any] | None:
     path = _path(key)
     if not path.exists():
         return None
+    from pubench.train.checkpoint import CheckpointWarning, safe_load
+
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:  # noqa: BLE001 - an unreadable entry is a miss; a later store replaces it
+        payload = safe_load(path)
+    except Exception as exc:  # noqa: BLE001 - an unreadable or unsafe entry is a miss; a later store replaces it
+        warnings.warn(f"discarding prefix-cache entry {path} (unreadable: {type(exc).__name__}); the run trains "
+                      "from epoch 0", CheckpointWarning, stacklevel=2)
+        path.unlink(missing_ok=True)
         return None
     ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("key") == key
           and payload.get("code") == encoder_cache.code_fingerprint())

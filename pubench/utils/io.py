@@ -1,13 +1,18 @@
-"""Atomic file writes: a reader never sees a half-written file."""
+"""Atomic file writes: a reader never sees a half-written file. A write that fails (disk
+full, read-only, quota) raises :class:`pubench.errors.StorageError`, one line naming the
+folder and the system's reason."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any, Callable
+
+from pubench.errors import StorageError
 
 TMP_PREFIX = ".tmp-"
 
@@ -18,18 +23,40 @@ def atomic_write(path: str | Path, write: Callable[[IO], None], *, binary: bool 
     ``path``; the temp file goes if anything fails (a killed writer's is removed by
     :func:`remove_stale_temps`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    except OSError as exc:
+        raise StorageError.from_os(exc, path.parent) from exc
+    try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600: give what the user's umask gives any new file
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StorageError.from_os(exc, path.parent) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@functools.lru_cache(maxsize=1)
+def umask() -> int:
+    """This process's umask (read without changing it where Linux says it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # elsewhere: set and restore (before any thread writes)
+    os.umask(old)
+    return old
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

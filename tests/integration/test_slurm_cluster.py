@@ -50,7 +50,7 @@ def _sbin(name: str) -> str:
 
 
 SLURM_CONF = """\
-ClusterName=pubench
+ClusterName={name}
 SlurmctldHost={host}
 SlurmUser=root
 SlurmdUser=root
@@ -69,12 +69,49 @@ SlurmctldPidFile={run}/slurmctld.pid
 SlurmdPidFile={run}/slurmd.pid
 SlurmctldLogFile={run}/slurmctld.log
 SlurmdLogFile={run}/slurmd.log
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem} State=UNKNOWN
 PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes={host} MaxTime=INFINITE State=UP
 """
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A running single-node cluster of this test session: its own configuration, ports,
+    state, spool and log folders (two test runs on one machine never share them), and a
+    check that fails the test at once, with the daemons' log tails, when a daemon died."""
+
+    def __init__(self, root: Path, conf: Path, procs: list[subprocess.Popen]):
+        self.root, self.conf, self.procs = root, conf, procs
+        self.env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    def logs(self) -> str:
+        return " | ".join(f"{f}: " + " ".join((self.root / "run" / f).read_text()[-600:].split())
+                          for f in ("slurmctld.log", "slurmd.log") if (self.root / "run" / f).exists())
+
+    def check(self) -> None:
+        dead = [f"{Path(p.args[0]).name} (exit {p.returncode})" for p in self.procs if p.poll() is not None]
+        if dead:
+            pytest.fail(f"SLURM daemon(s) died: {', '.join(dead)}; logs: {self.logs()}")
+
+    def wait(self, done, timeout: float, poll: float = 1.0):
+        """Poll ``done()`` until it returns a true value; fail at once if a daemon dies."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            self.check()
+            value = done()
+            if value:
+                return value
+            time.sleep(poll)
+        self.check()
+        return done()
 
 
 @pytest.fixture(scope="module")
@@ -92,39 +129,36 @@ def slurm_cluster(tmp_path_factory):
     mem = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8)
     conf = root / "slurm.conf"
     conf.write_text(SLURM_CONF.format(host=host, state=root / "state", spool=root / "spool", run=root / "run",
-                                      cpus=os.cpu_count(), mem=mem))
+                                      cpus=os.cpu_count(), mem=mem, name=f"pubench{os.getpid()}",
+                                      ctld_port=_free_port(), slurmd_port=_free_port()))
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    procs = []
     if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode != 0:
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         shutil.chown("/run/munge", "munge", "munge")
         subprocess.run(["su", "-s", "/bin/sh", "munge", "-c", f"{_sbin('munged')}"], check=True)
-    procs.append(subprocess.Popen([_sbin("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    procs.append(subprocess.Popen([_sbin("slurmd"), "-D", "-f", str(conf)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    deadline = time.time() + 60
-    state = ""
-    while time.time() < deadline:
-        out = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True)
-        state = out.stdout.strip()
-        if state.startswith("idle"):
-            break
-        time.sleep(0.5)
-    else:
+    procs = [subprocess.Popen([_sbin("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([_sbin("slurmd"), "-D", "-f", str(conf)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    cluster = Cluster(root, conf, procs)
+
+    def idle():
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().startswith("idle")
+
+    try:
+        if not cluster.wait(idle, 60, poll=0.5):
+            pytest.fail(f"the SLURM node never became idle; logs: {cluster.logs()}")
+        yield cluster
+    finally:
         for p in procs:
-            p.kill()
-        logs = "".join((root / "run" / f).read_text()[-600:] for f in ("slurmctld.log", "slurmd.log")
-                       if (root / "run" / f).exists())
-        pytest.fail(f"the SLURM node never became idle (sinfo: {state!r}); logs: {logs}")
-    yield env
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def _pubench(args, env, timeout=600):
@@ -143,7 +177,7 @@ def test_smoke_table_through_a_real_slurm_cluster(slurm_cluster, tmp_registry, t
           reduced: {timeout_min: 10, cpus_per_task: 1, slurm_partition: cpu}
           smoke: {timeout_min: 10, cpus_per_task: 1, mem_gb: 1, slurm_partition: cpu}
         """))
-    env = {**os.environ, **slurm_cluster, "PUBENCH_SLURM_PROFILES": str(profiles)}
+    env = {**slurm_cluster.env, "PUBENCH_SLURM_PROFILES": str(profiles)}
     logs = tmp_registry.root / "logs"
     env["PUBENCH_LOGS"] = str(logs)
 
@@ -160,12 +194,11 @@ def test_smoke_table_through_a_real_slurm_cluster(slurm_cluster, tmp_registry, t
     out = _pubench(["run", "table1-bcl", "--tier", "smoke", "--executor", "slurm"], env)
     assert out.returncode == 0, out.stderr
     assert "1 job(s) running in another runner" in out.stdout and "submitted 3 job(s)" in out.stdout
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        st = json.loads(_pubench(["status", "table1-bcl", "--tier", "smoke", "--json"], env).stdout)[0]
-        if st["done"] + st["failed"] >= 3 and st["submitted"] == 0:
-            break
-        time.sleep(1.0)
+    def status():
+        return json.loads(_pubench(["status", "table1-bcl", "--tier", "smoke", "--json"], env, 120).stdout)[0]
+
+    slurm_cluster.wait(lambda: (lambda st: st["done"] + st["failed"] >= 3 and st["submitted"] == 0)(status()), 300)
+    st = status()
     assert (st["done"], st["failed"], st["running"]) == (3, 0, 1), st
     assert not store.is_done(jobs[0])  # SLURM never ran the claimed job
     recs = store.records("smoke", "table1-bcl")
@@ -202,22 +235,23 @@ def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
           smoke: {timeout_min: 3, cpus_per_task: 1, mem_gb: 2, slurm_partition: cpu, slurm_signal_delay_s: 100,
                   checkpoint_every_epochs: 100, max_num_timeout: 12}
         """))
-    env = {**os.environ, **slurm_cluster, "PUBENCH_SLURM_PROFILES": str(profiles),
+    env = {**slurm_cluster.env, "PUBENCH_SLURM_PROFILES": str(profiles),
            "PUBENCH_LOGS": str(tmp_registry.root / "logs"), "PUBENCH_DATA": str(shared_image_root)}
     t0 = time.time()
     out = _pubench(["run", "table1-punce", "--tier", "smoke", "--only", "MNIST n_P=1k|puNCE", "--executor", "slurm"],
                    env)
     assert out.returncode == 0, out.stderr
     folder = tmp_registry.root / "results" / "smoke" / "table1-punce"
-    interrupted = False
-    deadline = time.time() + 1200
-    while time.time() < deadline:
-        recs = [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.exists() else []
-        interrupted |= any("interrupted by SIGUSR2" in r.get("error", {}).get("message", "") for r in recs)
-        if any(r.get("status") == "ok" for r in recs):
-            break
-        time.sleep(2.0)
-    [rec] = [r for r in recs if r.get("status") == "ok"]
+    seen = {"interrupted": False, "recs": []}
+
+    def finished():
+        seen["recs"] = recs = [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.exists() else []
+        seen["interrupted"] |= any("interrupted by SIGUSR2" in r.get("error", {}).get("message", "") for r in recs)
+        return any(r.get("status") == "ok" for r in recs)
+
+    assert slurm_cluster.wait(finished, 1200, poll=2.0), f"no ok record after 20 min; logs: {slurm_cluster.logs()}"
+    interrupted = seen["interrupted"]
+    [rec] = [r for r in seen["recs"] if r.get("status") == "ok"]
     resumed = rec["info"]["checkpoint"]["resumed"]
     assert interrupted and resumed and resumed[0]["stage"] == "pretrain punce.0", rec["info"]["checkpoint"]
     assert len(rec["info"]["pretrain"]["loss"]) == epochs

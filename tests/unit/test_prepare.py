@@ -84,12 +84,28 @@ def test_copy_from_folder_then_idempotent(tmp_path, fake_source, monkeypatch, ca
 
 
 def test_wrong_checksum_in_source_is_not_copied(tmp_path, fake_source, capsys):
-    """The fake MNIST files do not have the canonical md5s: refused, reported missing."""
+    """The fake MNIST files do not have the canonical md5s: refused, a real failure (exit 1)
+    even when no data set was named."""
     root = tmp_path / "data"
     assert prep.prepare(["mnist"], source=fake_source, root=root) == 1
     status, detail = rows_of(["mnist"], source=fake_source, root=root)["mnist"]
-    assert status == "missing" and "MNIST/raw/train-images-idx3-ubyte.gz" in detail
+    assert status == "error" and "md5" in detail and "train-images-idx3-ubyte.gz" in detail
     assert not (root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz").exists()
+
+
+def test_from_a_folder_that_lacks_some_data_sets_succeeds(tmp_path, fake_source, monkeypatch, capsys):
+    """`prepare --from` places everything the folder holds and exits 0; the data sets it
+    lacks are listed (not an error), with a progress line per data set."""
+    with_checksums_of(monkeypatch, "mnist", fake_source)
+    with_checksums_of(monkeypatch, "cifar10_jpeg", fake_source)
+    monkeypatch.setitem(prep.EXPECTED_SIZES, "mnist", {"train": 20, "test": 10})
+    monkeypatch.setitem(prep.EXPECTED_SIZES, "cifar10_jpeg", {"train": 12, "test": 12})
+    monkeypatch.setattr(prep, "_graph_module", lambda: None)
+    assert prep.prepare(None, source=fake_source, root=tmp_path / "data") == 0
+    out, err = capsys.readouterr()
+    assert "not available" in out and "stl10" in out and "fashion_mnist" in out
+    progress = [line for line in err.splitlines() if line.startswith("pubench prepare: [")]
+    assert progress[0].startswith("pubench prepare: [1/") and len(progress) == int(progress[0].split("/")[1].split("]")[0])
 
 
 def test_check_only_writes_nothing(tmp_path, capsys):

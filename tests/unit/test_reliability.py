@@ -168,6 +168,11 @@ def test_sigint_in_process_records_the_job_as_interrupted(tmp_registry, delay):
     tmp_registry(_sleepy_spec(20.0))
     folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
     proc = _start_and_wait_for_claims(_cmd("--no-progress"), os.environ, folder, 1, poll=0.001)
+    if delay:  # "while running": the job's own stop handlers are in place (on a loaded machine that takes a while)
+        deadline = time.time() + 60
+        while time.time() < deadline and not _catches(proc.pid, signal.SIGUSR2):
+            time.sleep(0.01)
+        assert _catches(proc.pid, signal.SIGUSR2), "the runner never installed the job's stop handlers"
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

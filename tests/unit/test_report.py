@@ -167,6 +167,40 @@ def test_compare_flags_cells_outside_tolerance(tmp_path):
     assert diffs[("B", "x")].flagged and not diffs[("B", "x")].worse  # higher is better: 9.0 > 2.6
 
 
+def test_compare_tolerance_follows_each_metrics_scale(tmp_path):
+    """fig5-bcl's MSE is about 0.0007 with a seed spread of about 5%: a 10% change is
+    flagged, a fresh draw of seeds (noise) is not; an absolute floor of 0.5 (the old
+    default) could never fire on such a metric."""
+    import numpy as np
+
+    from pubench.report.compare import compare_stores, print_resolution
+
+    text = selftest_spec().replace("score: {label: Score, higher_is_better: true}",
+                                   "score: {label: MSE, higher_is_better: false, format: '.3g'}")
+    rng = np.random.default_rng(0)
+    means = {("A", "x"): 7.3e-4, ("A", "y"): 3.1e-3, ("B", "x"): 1.5e-4, ("B", "y"): 6.0e-3}
+
+    def draw(scale=1.0):
+        return {c: list(m * scale * (1 + 0.05 * rng.standard_normal(5))) for c, m in means.items()}
+
+    spec, base = _store5(tmp_path / "base", text, draw())
+    _, noise = _store5(tmp_path / "noise", text, draw())
+    _, worse = _store5(tmp_path / "worse", text, draw(1.10))
+    assert not any(d.flagged for d in compare_stores({spec.id: spec}, "paper", base, noise))
+    flagged = compare_stores({spec.id: spec}, "paper", base, worse)
+    assert all(d.flagged and d.worse for d in flagged), [(d.row, d.col, d.new / d.base, d.tolerance) for d in flagged]
+    assert not any(d.flagged for d in compare_stores({spec.id: spec}, "paper", base, worse, abs_tol=0.5))
+    assert print_resolution(".3g", 7.3e-4) == pytest.approx(5e-7) and print_resolution(".2f", 80.0) == 0.005
+
+
+def _store5(root, text, values):
+    spec = parse_spec(yaml.safe_load(text), "<t>")
+    store = ResultStore(root)
+    for job in expand(spec, "paper", 5).jobs:
+        store.write_ok(job, {"score": float(values[(job.row, job.col)][job.seed_index])}, {}, {})
+    return spec, store
+
+
 def test_a_figure_panel_without_results_says_so(tmp_path, monkeypatch):
     import matplotlib.axes
 
