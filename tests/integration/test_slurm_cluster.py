@@ -90,7 +90,11 @@ class Cluster:
 
     def __init__(self, root: Path, conf: Path, procs: list[subprocess.Popen]):
         self.root, self.conf, self.procs = root, conf, procs
-        self.env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The calling test's environment (its throwaway registry and store) with this cluster's SLURM_CONF."""
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def logs(self) -> str:
         return " | ".join(f"{f}: " + " ".join((self.root / "run" / f).read_text()[-600:].split())
