@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import kendalltau
 
 from pubench.registry.spec import Claim
 from pubench.report.collect import TableResult
@@ -120,6 +119,8 @@ def column_checks(res: TableResult) -> list[ColumnCheck]:
             both = [x for x in cands if x in ours and x in paper]
             tau = None
             if len(both) >= 3:
+                from scipy.stats import kendalltau  # loaded when needed (issue 34)
+
                 t = kendalltau([ours[x] for x in both], [paper[x] for x in both]).statistic
                 tau = None if t != t else float(t)  # nan when a side is constant
             out.append(ColumnCheck(group, key, metric, _best(ours, m.higher_is_better),
