@@ -420,9 +420,11 @@ def _split_unimplemented(jobs):
     code lacks could only fail, so it is neither run nor counted as pending."""
     from pubench.registry.units import implemented, units
 
-    have, keep, lacking = implemented(), [], {}
+    have, keep, lacking, seen = implemented(), [], {}, {}
     for j in jobs:
-        missing = sorted({f"{k}:{n}" for k, n in units(j.task, j.params) if n not in have[k]})
+        if id(j.params) not in seen:  # the seeds of a cell share their params: walk them once
+            seen[id(j.params)] = sorted({f"{k}:{n}" for k, n in units(j.task, j.params) if n not in have[k]})
+        missing = seen[id(j.params)]
         if missing:
             lacking.setdefault((j.row, j.col), missing)
         else:
@@ -461,11 +463,11 @@ def cmd_status(args) -> int:
         for tier in args.tier or spec.tiers:
             plan = expand(spec, tier, args.seeds)
             runnable, _ = _split_unimplemented(plan.jobs)
-            scan = store.scan(tier, sid)
+            scan = store.scan(tier, sid, fields=("job",))  # one pass, only the job of each record
             # done: a valid record of the cell's current config, whatever numerics profile made it
             have = {cell_seed_key(r["job"]) for r in scan.records}
             ids = {j.id for j in runnable}
-            done_jobs = {j.id for j in runnable if cell_seed_key(j.to_dict()) in have}
+            done_jobs = {j.id for j in runnable if j.cell_seed_key() in have}
             failed = len((ids & set(scan.failed)) - done_jobs)
             context = _context(args, sid, tier)
             claimed = store.claims(tier, sid).live_ids()

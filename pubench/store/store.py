@@ -137,7 +137,11 @@ class ResultStore:
         why = record_problem(rec, path, failed)
         return (None, why) if why else (rec, None)
 
-    def scan(self, tier: str, spec_id: str) -> Scan:
+    def scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None = None) -> Scan:
+        """One pass over a folder. ``fields``: keep only these top-level keys of each valid
+        record in ``Scan.records`` (each record is still parsed and checked whole), so a
+        command that needs a record's job only does not hold every record's metrics, info
+        and provenance."""
         out = Scan()
         for p in self._files(tier, spec_id, failed=False):
             rec, why = self._read(p, failed=False)
@@ -146,7 +150,7 @@ class ResultStore:
                     out.corrupt.append((p, why))
                 continue
             out.done[rec["job"]["id"]] = p
-            out.records.append(rec)
+            out.records.append(rec if fields is None else {k: rec[k] for k in fields if k in rec})
         for p in self._files(tier, spec_id, failed=True):
             rec, why = self._read(p, failed=True)
             if rec is None:
