@@ -131,8 +131,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if why:
             unavailable.append((row, col, why))
             continue
-        cfg = spec.resolve(tier, row, col)
-        params_json = canonical_json(cfg["params"])  # once per cell: every seed's id and key reuse it
+        cfg, params_json = spec.resolve_with_json(tier, row, col)  # once per cell: every seed's id and key use it
         for k in range(n):
             job = Job(
                 spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,

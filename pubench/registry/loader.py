@@ -92,6 +92,8 @@ def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
     spec = cache.get("specs", key)
     if spec is None:
         spec = parse_spec(_parse_yaml(text, path), str(path))
+        spec.precompute()
+        spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
         cache.put("specs", key, spec)
     if check_unit_names:
         from pubench.registry.units import check_names
@@ -324,13 +326,26 @@ def designed_tiers(root: Path | None = None) -> dict[str, list[str]]:
 def _designed(stamp: tuple) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {t: [] for t in TIERS}
     for path, _ in stamp:
-        try:
-            tiers = read_yaml(Path(path)).get("tiers") or {}
-        except SpecError:
-            continue
-        for t in TIERS:
-            unavailable = (tiers.get(t) or {}).get("unavailable") or {}
-            if "*|*" not in unavailable:
-                out[t].append(Path(path).stem)
+        for t in _designed_in(Path(path)):
+            out[t].append(Path(path).stem)
     return out
+
+
+def _designed_in(path: Path) -> list[str]:
+    """The tiers one file designs (cached by the file's content)."""
+    try:
+        text = _read_text(path)
+    except SpecError:
+        return []
+    key = cache.key_of("designed", text)
+    hit = cache.get("designed", key)
+    if hit is not None:
+        return hit
+    try:
+        tiers = _parse_yaml(text, path).get("tiers") or {}
+    except SpecError:
+        return []
+    found = [t for t in TIERS if "*|*" not in ((tiers.get(t) or {}).get("unavailable") or {})]
+    cache.put("designed", key, found)
+    return found
 
