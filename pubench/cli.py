@@ -488,16 +488,17 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from pubench.registry import SpecError, load_all
     from pubench.report import render_latex, render_markdown, write_index, write_report
+    from pubench.report.collect import REPORT_FIELDS
     from pubench.store import ResultStore
 
-    store = ResultStore(paths.results_root())
+    store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
     specs = _specs(args.ids or None)
     tiers = args.tier or list(TIER_CHOICES)
     _writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
     written = 0
     for sid, spec in specs.items():
         for tier in tiers:
-            scan = store.scan(tier, sid)
+            scan = store.scan(tier, sid, fields=REPORT_FIELDS)
             if not scan.done and not (args.ids and args.tier and scan.failed):
                 continue
             if scan.corrupt:
@@ -538,7 +539,7 @@ def cmd_site(args) -> int:
     from pubench.store import ResultStore
 
     out = Path(args.out) if args.out else paths.reports_root() / "site"
-    index = _write_site(load_all(), ResultStore(paths.results_root()), out)
+    index = _write_site(load_all(), ResultStore(paths.results_root(), memo=True), out)
     print(f"pubench: wrote the site; open {index.resolve().as_uri()}")
     return 0
 
@@ -559,7 +560,7 @@ def cmd_crossref(args) -> int:
     if args.check:
         print(f"pubench: {len(entries)} cross-paper entries, every spec, row, column and metric found")
         return 0
-    view = crossref(entries, specs, ResultStore(paths.results_root()), args.tier)
+    view = crossref(entries, specs, ResultStore(paths.results_root(), memo=True), args.tier)
     if args.json:
         print(json.dumps([{"method": x.method, "dataset": x.dataset, "setting": x.setting, "note": x.note,
                            "cells": [{"paper": v.paper, "spec": v.cell.spec_id, "row": v.cell.row, "col": v.cell.col,

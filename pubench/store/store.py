@@ -66,11 +66,16 @@ class Scan:
     failed: dict[str, Path] = field(default_factory=dict)     # job id -> failure record path
     corrupt: list[tuple[Path, str]] = field(default_factory=list)  # (path, why)
     records: list[dict[str, Any]] = field(default_factory=list)    # the valid ok records
+    failures: list[dict[str, Any]] = field(default_factory=list)   # the failure records (their job, error, timing, ...)
 
 
 class ResultStore:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, memo: bool = False):
+        """``memo``: remember each folder's scan for this object's life (read-only commands,
+        which collect one table several times: the report, the index, the site). Never for
+        a store being written."""
         self.root = Path(root)
+        self._memo: dict[tuple, Scan] | None = {} if memo else None
 
     # ---- paths -------------------------------------------------------------------
     def folder(self, tier: str, spec_id: str) -> Path:
@@ -142,6 +147,14 @@ class ResultStore:
         record in ``Scan.records`` (each record is still parsed and checked whole), so a
         command that needs a record's job only does not hold every record's metrics, info
         and provenance."""
+        if self._memo is not None:
+            key = (tier, spec_id, fields)
+            if key not in self._memo:
+                self._memo[key] = self._scan(tier, spec_id, fields)
+            return self._memo[key]
+        return self._scan(tier, spec_id, fields)
+
+    def _scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None) -> Scan:
         out = Scan()
         for p in self._files(tier, spec_id, failed=False):
             rec, why = self._read(p, failed=False)
@@ -158,6 +171,7 @@ class ResultStore:
                     out.corrupt.append((p, why))
                 continue
             out.failed[rec["job"]["id"]] = p
+            out.failures.append({k: rec[k] for k in ("job", "error", "timing", "machine", "info") if k in rec})
         return out
 
     def done_ids(self, tier: str, spec_id: str) -> set[str]:
