@@ -168,7 +168,7 @@ def _preference(rec: dict[str, Any]) -> tuple:
 
 
 #: what a report reads of a record (``ResultStore.scan(..., fields=REPORT_FIELDS)``)
-REPORT_FIELDS = ("job", "metrics", "timing", "provenance", "machine", "info")
+REPORT_FIELDS = ("job", "metrics", "timing", "provenance", "machine", "info.encoder_cache")
 
 
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
