@@ -122,8 +122,18 @@ def source_fingerprint() -> str:
 
 
 def build_index() -> dict[str, Any]:
-    """The index of the code as it is (imports every unit)."""
-    return {"fingerprint": source_fingerprint(), "names": {k: registered_names(k) for k in KINDS}}
+    """The index of the code as it is (imports every unit): names per kind, and per registry
+    kind the module that registers each name (so a job imports only its own units:
+    :meth:`pubench.utils.registry.Registry.get`)."""
+    modules: dict[str, dict[str, str]] = {}
+    for kind in KINDS:
+        path = TASK_REGISTRY if kind == "task" else \
+            next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
+        reg = _registry(path)
+        if hasattr(reg, "get") and hasattr(reg, "package"):
+            modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in reg.names()}
+    return {"fingerprint": source_fingerprint(), "names": {k: registered_names(k) for k in KINDS},
+            "modules": modules}
 
 
 def committed_index() -> dict[str, Any] | None:
