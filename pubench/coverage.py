@@ -80,7 +80,7 @@ class _Verdicts:
             return hit
         try:
             why = config_error(task, params)
-        except ImportError:
+        except (ImportError, KeyError):  # its module cannot load here (a name the spec check passed)
             why = "ImportError"
         if why and why.split(":")[0] in ("ImportError", "ModuleNotFoundError"):
             self.unchecked += 1
