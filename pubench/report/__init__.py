@@ -5,9 +5,11 @@ import the others, nor scipy)."""
 
 import importlib
 
+# light (no scipy), and imported here so that `collect` names the function, not its module
+from pubench.report.collect import CellStats, TableResult, collect
+
 _WHERE = {
-    "claim_checks": "checks", "column_checks": "checks", "CellStats": "collect", "TableResult": "collect",
-    "collect": "collect", "render_latex": "latex", "render_markdown": "markdown",
+    "claim_checks": "checks", "column_checks": "checks", "render_latex": "latex", "render_markdown": "markdown",
     "render_reported_markdown": "markdown", "write_index": "write", "write_report": "write",
 }
 
