@@ -432,9 +432,11 @@ def _split_unimplemented(jobs):
     code lacks could only fail, so it is neither run nor counted as pending."""
     from pubench.registry.units import implemented, units
 
-    have, keep, lacking = implemented(), [], {}
+    have, keep, lacking, seen = implemented(), [], {}, {}
     for j in jobs:
-        missing = sorted({f"{k}:{n}" for k, n in units(j.task, j.params) if n not in have[k]})
+        if id(j.params) not in seen:  # the seeds of a cell share their params: walk them once
+            seen[id(j.params)] = sorted({f"{k}:{n}" for k, n in units(j.task, j.params) if n not in have[k]})
+        missing = seen[id(j.params)]
         if missing:
             lacking.setdefault((j.row, j.col), missing)
         else:
@@ -473,11 +475,11 @@ def cmd_status(args) -> int:
         for tier in args.tier or spec.tiers:
             plan = expand(spec, tier, args.seeds)
             runnable, _ = _split_unimplemented(plan.jobs)
-            scan = store.scan(tier, sid)
+            scan = store.scan(tier, sid, fields=("job",))  # one pass, only the job of each record
             # done: a valid record of the cell's current config, whatever numerics profile made it
             have = {cell_seed_key(r["job"]) for r in scan.records}
             ids = {j.id for j in runnable}
-            done_jobs = {j.id for j in runnable if cell_seed_key(j.to_dict()) in have}
+            done_jobs = {j.id for j in runnable if j.cell_seed_key() in have}
             failed = len((ids & set(scan.failed)) - done_jobs)
             context = _context(args, sid, tier)
             claimed = store.claims(tier, sid).live_ids()
@@ -498,16 +500,17 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from pubench.registry import SpecError, load_all
     from pubench.report import render_latex, render_markdown, write_index, write_report
+    from pubench.report.collect import REPORT_FIELDS
     from pubench.store import ResultStore
 
-    store = ResultStore(paths.results_root())
+    store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
     specs = _specs(args.ids or None)
     tiers = args.tier or list(TIER_CHOICES)
     _writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
     written = 0
     for sid, spec in specs.items():
         for tier in tiers:
-            scan = store.scan(tier, sid)
+            scan = store.scan(tier, sid, fields=REPORT_FIELDS)
             if not scan.done and not (args.ids and args.tier and scan.failed):
                 continue
             if scan.corrupt:
@@ -548,7 +551,7 @@ def cmd_site(args) -> int:
     from pubench.store import ResultStore
 
     out = Path(args.out) if args.out else paths.reports_root() / "site"
-    index = _write_site(load_all(), ResultStore(paths.results_root()), out)
+    index = _write_site(load_all(), ResultStore(paths.results_root(), memo=True), out)
     print(f"pubench: wrote the site; open {index.resolve().as_uri()}")
     return 0
 
@@ -569,7 +572,7 @@ def cmd_crossref(args) -> int:
     if args.check:
         print(f"pubench: {len(entries)} cross-paper entries, every spec, row, column and metric found")
         return 0
-    view = crossref(entries, specs, ResultStore(paths.results_root()), args.tier)
+    view = crossref(entries, specs, ResultStore(paths.results_root(), memo=True), args.tier)
     if args.json:
         print(json.dumps([{"method": x.method, "dataset": x.dataset, "setting": x.setting, "note": x.note,
                            "cells": [{"paper": v.paper, "spec": v.cell.spec_id, "row": v.cell.row, "col": v.cell.col,

@@ -45,11 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 from pubench.utils.io import atomic_write
+from pubench.utils.lazy import lazy
+
+torch = lazy("torch")  # loaded on first use: importing this module stays cheap (issue 34)
 
 LOADER_VERSION = 1  # bump when the cached processed data would change
 ONE_HOT_DEGREE_MAX = 1000  # HCL's rule: one-hot degree below this max degree, else standardized

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
+from pubench.utils.lazy import lazy
+
+np = lazy("numpy")  # loaded on first use: importing this module stays cheap (issue 34)
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 RESIZE_MODES = ("short_side_center_crop", "native")

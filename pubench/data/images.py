@@ -49,12 +49,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 from pubench.utils.io import umask
+from pubench.utils.lazy import lazy
+
+np = lazy("numpy")  # loaded on first use: importing this module stays cheap (issue 34)
+torch = lazy("torch")
 
 CACHE_VERSION = 1  # bump when the cached tensors of any loader would change
 PREPARE_HINT = "pubench prepare --from ../shared/data"

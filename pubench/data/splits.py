@@ -44,10 +44,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import torch
-
+from pubench.utils.lazy import lazy
 from pubench.utils.priors import exact_prior  # noqa: F401  (part of the splits API)
+
+np = lazy("numpy")  # loaded on first use: importing this module stays cheap (issue 34)
+torch = lazy("torch")
 
 SPLIT_KINDS = ("pu", "pnu", "none")
 SCHEMES = ("single_training_set", "case_control")

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from pubench.data.base import DATASETS, Dataset
+from pubench.utils.lazy import lazy
+
+torch = lazy("torch")  # loaded on first use: importing this module stays cheap (issue 34)
 
 SPLITS = ("train", "dev")
 

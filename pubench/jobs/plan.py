@@ -17,13 +17,15 @@ Seeds come from named parts (see :func:`derive_seeds`), in two streams:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pubench.errors import PubenchError, shorten
 from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import Spec, match_cell
-from pubench.utils.hashing import config_hash, derive_seed
+from pubench.utils.hashing import canonical_json, config_hash, derive_seed
 
 #: Upper bound of ``--seeds``: a typo such as 1000000000000 must not expand forever.
 MAX_SEEDS = 1000
@@ -48,9 +50,18 @@ class Job:
         return {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version,
                 "numerics": self.numerics}
 
-    @property
+    @cached_property
     def id(self) -> str:
         return config_hash(self.identity)
+
+    @cached_property
+    def params_json(self) -> str:
+        """The canonical JSON of ``params`` (what a record's config is compared by)."""
+        return canonical_json(self.params)
+
+    def cell_seed_key(self) -> tuple:
+        """:func:`pubench.report.collect.cell_seed_key` of this job, without building its dict."""
+        return (self.row, self.col, self.seed_index, self.spec_version, self.params_json)
 
     @property
     def name(self) -> str:
@@ -107,6 +118,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SEEDS:
         raise PlanError(f"--seeds must be an integer in 1..{MAX_SEEDS}, got {n!r}")
     num = (numerics or resolve()).to_dict()
+    num_json = canonical_json(num)
     jobs, unavailable = [], []
     cells = spec.cells()
     if only:
@@ -121,12 +133,23 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if why:
             unavailable.append((row, col, why))
             continue
-        cfg = spec.resolve(tier, row, col)
+        cfg, params_json = spec.resolve_with_json(tier, row, col)  # once per cell: every seed's id and key use it
         for k in range(n):
-            jobs.append(Job(
+            job = Job(
                 spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
                 seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from,
                                    spec.group_of_row(row)), numerics=num,
-            ))
+            )
+            job.__dict__["params_json"] = params_json
+            job.__dict__["id"] = _job_id(num_json, params_json, job)
+            jobs.append(job)
     return Plan(spec, tier, n, jobs, unavailable)
+
+
+def _job_id(numerics_json: str, params_json: str, job: Job) -> str:
+    """``config_hash(job.identity)`` from the canonical JSON of its parts: the canonical JSON of
+    a mapping is its sorted keys' values joined, so the parts a cell shares are encoded once."""
+    text = (f'{{"numerics":{numerics_json},"params":{params_json},"seeds":{canonical_json(job.seeds)},'
+            f'"spec_version":{canonical_json(job.spec_version)},"task":{canonical_json(job.task)}}}')
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

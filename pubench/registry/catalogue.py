@@ -18,8 +18,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from pubench.errors import PubenchError
 from pubench.registry.spec import SpecError, deep_merge
 from pubench.utils.priors import exact_prior
@@ -35,6 +33,8 @@ def catalogue_path() -> Path:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime: int):
+    from pydantic import ValidationError
+
     from pubench.registry.loader import read_yaml
     from pubench.registry.schema import CatalogueModel
     from pubench.utils.validation import first_problem

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
+from pubench.registry import cache
 from pubench.registry.catalogue import PRIOR_KEYS, PriorError, expand_pu_datasets
 from pubench.registry.presets import expand_presets
-from pubench.registry.schema import SpecFile
 from pubench.registry.spec import (
     ID_RE,
     TIERS,
@@ -32,7 +31,6 @@ from pubench.registry.spec import (
     UnknownSpec,
     match_cell,
 )
-from pubench.utils.validation import first_problem
 
 LAYER_KEYS = ("params", "rows", "cols", "cells")
 
@@ -45,25 +43,58 @@ def experiments_root() -> Path:
     return Path(__file__).resolve().parents[2] / "experiments"
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def _read_text(path: Path) -> str:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise SpecError(str(path), "(encoding)", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise SpecError(str(path), "(file)", e.strerror or str(e)) from None
+
+
+def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
+    from pubench.utils.yamlio import safe_load
+
+    try:
+        data = safe_load(text)
+    except yaml.YAMLError as e:
+        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
     if not isinstance(data, dict):
         raise SpecError(str(path), "(top level)", "expected a mapping")
     return data
 
 
+def read_yaml(path: Path) -> dict[str, Any]:
+    return _parse_yaml(_read_text(path), path)
+
+
+def _spec_inputs() -> str:
+    """Fingerprint of what a parsed spec depends on besides its own file: the presets, the PU
+    data set catalogue and the code that parses, expands and validates (``pubench/registry``,
+    ``pubench/utils``)."""
+    from pubench.registry.catalogue import catalogue_path
+    from pubench.registry.presets import presets_folder
+
+    pkg = Path(__file__).resolve().parents[1]
+    folder = presets_folder()
+    files = [*pkg.joinpath("registry").glob("*.py"), *pkg.joinpath("utils").glob("*.py"), pkg / "errors.py",
+             catalogue_path(), *(sorted(folder.glob("*.yaml")) if folder.is_dir() else [])]
+    return cache.files_fingerprint(files, salt=str(folder))
+
+
 def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
     """Parse and validate one spec file; every unit name must be registered or planned
-    (``experiments/_planned.yaml``)."""
+    (``experiments/_planned.yaml``). A file parsed before with the same content, presets,
+    catalogue and code comes from the cache (:mod:`pubench.registry.cache`)."""
     path = Path(path)
-    spec = parse_spec(read_yaml(path), str(path))
+    text = _read_text(path)
+    key = cache.key_of("spec", str(path), _spec_inputs(), text)
+    spec = cache.get("specs", key)
+    if spec is None:
+        spec = parse_spec(_parse_yaml(text, path), str(path))
+        spec.precompute()
+        spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
+        cache.put("specs", key, spec)
     if check_unit_names:
         from pubench.registry.units import check_names
 
@@ -82,6 +113,11 @@ def expand_layer(layer: dict[str, Any], file: str, where: str) -> dict[str, Any]
 
 def parse_spec(raw: dict[str, Any], file: str) -> Spec:
     """Validate ``raw`` (a spec file's content) and build its :class:`Spec`."""
+    from pydantic import ValidationError
+
+    from pubench.registry.schema import SpecFile
+    from pubench.utils.validation import first_problem
+
     try:
         model = SpecFile.model_validate(raw)
     except ValidationError as e:
@@ -153,7 +189,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
     return spec
 
 
-def _check_ids(model: SpecFile, file: str) -> None:
+def _check_ids(model, file: str) -> None:
     m = ID_RE.match(model.id)
     if not m:
         raise SpecError(file, "id", f"{model.id!r} does not read table<N>-<paper> or fig<N>-<paper>")
@@ -177,7 +213,7 @@ def _check_layer(layer: dict[str, Any], file: str, where: str, rows: list[str], 
                                                               "one cell")
 
 
-def _reported_cells(model: SpecFile, file: str) -> list[ReportedCell]:
+def _reported_cells(model, file: str) -> list[ReportedCell]:
     metrics, rows, cols = list(model.metrics), model.rows, model.cols
     only_metric = metrics[0] if len(metrics) == 1 else None
     out: dict[tuple[str, str, str], ReportedCell] = {}
@@ -208,7 +244,7 @@ def _reported_cells(model: SpecFile, file: str) -> list[ReportedCell]:
             if (r, c, m) in out or not any(match_cell(p, r, c) for p in excluded)]
 
 
-def _claims(model: SpecFile, file: str) -> list[Claim]:
+def _claims(model, file: str) -> list[Claim]:
     out = []
     metrics, rows, cols = list(model.metrics), model.rows, model.cols
     for i, c in enumerate(model.claims):
@@ -290,13 +326,26 @@ def designed_tiers(root: Path | None = None) -> dict[str, list[str]]:
 def _designed(stamp: tuple) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {t: [] for t in TIERS}
     for path, _ in stamp:
-        try:
-            tiers = read_yaml(Path(path)).get("tiers") or {}
-        except SpecError:
-            continue
-        for t in TIERS:
-            unavailable = (tiers.get(t) or {}).get("unavailable") or {}
-            if "*|*" not in unavailable:
-                out[t].append(Path(path).stem)
+        for t in _designed_in(Path(path)):
+            out[t].append(Path(path).stem)
     return out
+
+
+def _designed_in(path: Path) -> list[str]:
+    """The tiers one file designs (cached by the file's content)."""
+    try:
+        text = _read_text(path)
+    except SpecError:
+        return []
+    key = cache.key_of("designed", text)
+    hit = cache.get("designed", key)
+    if hit is not None:
+        return hit
+    try:
+        tiers = _parse_yaml(text, path).get("tiers") or {}
+    except SpecError:
+        return []
+    found = [t for t in TIERS if "*|*" not in ((tiers.get(t) or {}).get("unavailable") or {})]
+    cache.put("designed", key, found)
+    return found
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import pickle
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pubench.errors import PubenchError
+from pubench.utils.hashing import canonical_json
 
 PAPERS = {
     "pucl": "000 Contrastive Learning with Negative Sampling Correction (PUCL)",
@@ -128,6 +130,10 @@ class Spec:
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
+    #: (tier, row, col) -> (task, the resolved params pickled, their canonical JSON): filled by
+    #: :meth:`precompute` (the spec cache stores it), read back by :meth:`resolve`
+    _resolved: dict[tuple[str, str, str], tuple[str, bytes, str]] = field(default_factory=dict, repr=False,
+                                                                         compare=False)
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
@@ -161,6 +167,32 @@ class Spec:
         evaluated where they are written: those of ``experiment`` on the cell's paper-tier
         config, those of the tier on the tier's config.
         """
+        hit = self._resolved.get((tier, row, col))
+        if hit is not None:
+            return {"task": hit[0], "params": pickle.loads(hit[1])}  # a fresh copy, faster than deepcopy
+        return self._resolve(tier, row, col)
+
+    def resolve_with_json(self, tier: str, row: str, col: str) -> tuple[dict[str, Any], str]:
+        """:meth:`resolve` and the canonical JSON of the resolved params."""
+        hit = self._resolved.get((tier, row, col))
+        if hit is not None:
+            return {"task": hit[0], "params": pickle.loads(hit[1])}, hit[2]
+        cfg = self._resolve(tier, row, col)
+        return cfg, canonical_json(cfg["params"])
+
+    def precompute(self) -> None:
+        """Resolve every cell at every tier once (kept pickled, with its canonical JSON), so that
+        :meth:`resolve` only unpickles a copy."""
+        for tier in self.tiers:
+            for row, col in self.cells():
+                try:
+                    cfg = self._resolve(tier, row, col)
+                except PubenchError:
+                    continue  # raised again when the cell is resolved
+                self._resolved[(tier, row, col)] = (cfg["task"], pickle.dumps(cfg["params"], pickle.HIGHEST_PROTOCOL),
+                                                    canonical_json(cfg["params"]))
+
+    def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
         from pubench.registry.catalogue import evaluate_priors
 
         params: dict[str, Any] = {}

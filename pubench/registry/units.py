@@ -5,6 +5,14 @@ units (``experiments/_planned.yaml``: units the code does not implement yet, wit
 reason). Anything else is a typo and fails when the spec loads, with the closest
 registered name suggested; only planned units are "not implemented yet" (``pubench
 coverage`` lists them, ``pubench run`` skips their cells).
+
+The names come from an index, not from importing the units (which imports torch): the
+committed ``unit_index.json`` (names per kind and the fingerprint of the unit packages'
+source it was made from; ``PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_unit_index.py``
+rewrites it, and that test checks it against the registries). When the source has changed
+since (a new unit, any edit), the registries are imported once and the names cached under
+that source's fingerprint (:mod:`pubench.registry.cache`); where torch cannot be imported at
+all, the committed names are used.
 """
 
 from __future__ import annotations
@@ -12,10 +20,13 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import json
+from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
 
+from pubench.registry import cache
 from pubench.registry.spec import SpecError
 
 #: param key -> (kind, "module:REGISTRY"): a key whose value names a unit (a string, or a
@@ -90,14 +101,73 @@ def _registry(path: str):
     return getattr(importlib.import_module(module), attr)
 
 
-@functools.lru_cache(maxsize=None)
-def known(kind: str) -> frozenset[str]:
-    """Names the code registers for ``kind``."""
+INDEX_PATH = Path(__file__).resolve().with_name("unit_index.json")
+#: the packages whose modules register units (their source is the index's fingerprint)
+UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "downstream", "pu")
+
+
+def registered_names(kind: str) -> list[str]:
+    """Names the code registers for ``kind``, by importing the registry (and its units)."""
     if kind == "task":
-        return frozenset(_registry(TASK_REGISTRY).names())
+        return sorted(_registry(TASK_REGISTRY).names())
     path = next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
     reg = _registry(path)
-    return frozenset(reg.names() if hasattr(reg, "names") else reg)
+    return sorted(reg.names() if hasattr(reg, "names") else reg)
+
+
+def source_fingerprint() -> str:
+    """Fingerprint of the source of every module of the unit packages."""
+    pkg = Path(__file__).resolve().parents[1]
+    return cache.files_fingerprint([f for p in UNIT_PACKAGES for f in pkg.joinpath(p).rglob("*.py")], salt="units")
+
+
+def build_index() -> dict[str, Any]:
+    """The index of the code as it is (imports every unit): names per kind, and per registry
+    kind the module that registers each name (so a job imports only its own units:
+    :meth:`pubench.utils.registry.Registry.get`)."""
+    modules: dict[str, dict[str, str]] = {}
+    for kind in KINDS:
+        path = TASK_REGISTRY if kind == "task" else \
+            next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
+        reg = _registry(path)
+        if hasattr(reg, "get") and hasattr(reg, "package"):
+            modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in reg.names()}
+    return {"fingerprint": source_fingerprint(), "names": {k: registered_names(k) for k in KINDS},
+            "modules": modules}
+
+
+def committed_index() -> dict[str, Any] | None:
+    try:
+        data = json.loads(INDEX_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("names"), dict) else None
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[str, list[str]]:
+    fp = source_fingerprint()
+    names = cache.get("units", fp)
+    if names is not None:
+        return names
+    committed = committed_index()
+    if committed is not None and committed.get("fingerprint") == fp:
+        names = committed["names"]
+    else:
+        try:
+            names = build_index()["names"]
+        except ImportError:  # no torch (or another library of the units) here: the committed names
+            if committed is None:
+                raise
+            return committed["names"]
+    cache.put("units", fp, names)
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def known(kind: str) -> frozenset[str]:
+    """Names the code registers for ``kind`` (from the index: imports no unit)."""
+    return frozenset(_index().get(kind, ()))
 
 
 def implemented() -> dict[str, set[str]]:

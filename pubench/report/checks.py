@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import kendalltau
 
 from pubench.registry.spec import Claim
 from pubench.report.collect import TableResult
@@ -109,6 +108,12 @@ def _comparisons(res: TableResult):
 
 def column_checks(res: TableResult) -> list[ColumnCheck]:
     """Per comparison line: the best method ours vs the paper's, and Kendall tau between them."""
+    if "columns" not in res.checks:  # every renderer of one result asks: test once
+        res.checks["columns"] = _column_checks(res)
+    return list(res.checks["columns"])
+
+
+def _column_checks(res: TableResult) -> list[ColumnCheck]:
     out = []
     for metric, m in res.spec.metrics.items():
         for group, key, cands, get in _comparisons(res):
@@ -120,6 +125,8 @@ def column_checks(res: TableResult) -> list[ColumnCheck]:
             both = [x for x in cands if x in ours and x in paper]
             tau = None
             if len(both) >= 3:
+                from scipy.stats import kendalltau  # loaded when needed (issue 34)
+
                 t = kendalltau([ours[x] for x in both], [paper[x] for x in both]).statistic
                 tau = None if t != t else float(t)  # nan when a side is constant
             out.append(ColumnCheck(group, key, metric, _best(ours, m.higher_is_better),
@@ -173,6 +180,12 @@ def describe(claim: Claim, spec) -> str:
 
 
 def claim_checks(res: TableResult) -> list[ClaimCheck]:
+    if "claims" not in res.checks:  # every renderer of one result asks: test once
+        res.checks["claims"] = _claim_checks(res)
+    return list(res.checks["claims"])
+
+
+def _claim_checks(res: TableResult) -> list[ClaimCheck]:
     spec = res.spec
 
     def group_rows(row: str) -> list[str]:

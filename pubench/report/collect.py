@@ -61,6 +61,7 @@ class TableResult:
     compute: Compute = field(default_factory=Compute)  # what the aggregated records took
     compute_all: Compute = field(default_factory=Compute)  # every record of the tier: stale and failed too
     degenerate: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)  # cell -> seed -> why
+    checks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # claim/column checks, once
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
         """How many of the cell's seeds ended as a one-class classifier (:func:`degenerate_classifier`),
@@ -166,10 +167,26 @@ def _preference(rec: dict[str, Any]) -> tuple:
     return (canonical, rec.get("timing", {}).get("end", ""))
 
 
+#: what a report reads of a record (``ResultStore.scan(..., fields=REPORT_FIELDS)``)
+REPORT_FIELDS = ("job", "metrics", "timing", "provenance", "machine", "info.encoder_cache")
+
+
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
+    """The table of ``spec`` at ``tier`` from the store's records (once per table for a store
+    made with ``memo=True``: the report, the index and the site share it)."""
+    memo = getattr(store, "_memo", None)
+    if memo is None:
+        return _collect(spec, tier, store)
+    key = ("collect", spec.path, spec.id, tier)
+    if key not in memo:
+        memo[key] = _collect(spec, tier, store)
+    return memo[key]
+
+
+def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
-    scan = store.scan(tier, spec.id)
+    scan = store.scan(tier, spec.id, fields=REPORT_FIELDS)  # one pass: ok, failed and corrupt records
     records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     profiles: dict[str, int] = {}
@@ -189,7 +206,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
     failed = {}
-    failure_records = store.records(tier, spec.id, failed=True)
+    failure_records = scan.failures
     for rec in failure_records:
         job = rec["job"]
         cell = (job["row"], job["col"])

@@ -30,9 +30,25 @@ import statistics
 import warnings
 from dataclasses import dataclass
 
-from scipy.stats import ttest_1samp, ttest_ind_from_stats, ttest_rel
-
 from pubench.report.collect import CellStats
+
+
+def ttest_rel(*args, **kwargs):  # scipy loads when a test runs, not when a command starts (issue 34)
+    from scipy.stats import ttest_rel as test
+
+    return test(*args, **kwargs)
+
+
+def ttest_ind_from_stats(*args, **kwargs):
+    from scipy.stats import ttest_ind_from_stats as test
+
+    return test(*args, **kwargs)
+
+
+def ttest_1samp(*args, **kwargs):
+    from scipy.stats import ttest_1samp as test
+
+    return test(*args, **kwargs)
 
 ALPHA = 0.05
 HOLDS, HOLDS_NS, TIE, FAILS, NOT_TESTABLE = "holds", "holds, not significant", "tie", "fails", "not testable"

@@ -15,7 +15,7 @@ from pubench.report.markdown import render_markdown
 from pubench.report.plot import render_plot
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
-from pubench.utils.io import atomic_write_text
+from pubench.utils.io import atomic_write, atomic_write_text
 
 
 def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
@@ -29,8 +29,34 @@ def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
         atomic_write_text(folder / f"{spec.id}.tex", render_latex(res, standalone=standalone)),
     ]
     if spec.kind == "figure":
-        paths.append(render_plot(res, folder / f"{spec.id}.png"))
+        paths.append(_plot(res, folder / f"{spec.id}.png"))
     return res, paths
+
+
+def _plot(res: TableResult, path: Path) -> Path:
+    """:func:`render_plot`, or the same PNG bytes from the cache when the plot's inputs (the
+    spec, the tier, each cell's mean and std) and its code are those of an earlier call:
+    matplotlib takes most of a report's time and draws the same bytes for the same inputs."""
+    import json
+    from importlib import metadata
+
+    from pubench.registry import cache
+
+    here = Path(__file__).resolve().parent
+    try:
+        mpl = metadata.version("matplotlib")
+    except metadata.PackageNotFoundError:
+        mpl = "none"
+    stats = sorted((k, s.mean, s.std) for k, s in res.stats.items())
+    key = cache.key_of(cache.files_fingerprint([here / "plot.py", here / "layout.py"], salt="plot"), mpl, res.tier,
+                       json.dumps(res.spec.raw, sort_keys=True, default=str), repr(stats))
+    png = cache.get("plots", key)
+    if png is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return atomic_write(path, lambda f: f.write(png), binary=True)
+    out = render_plot(res, path)
+    cache.put("plots", key, out.read_bytes())
+    return out
 
 
 CLAIM_COLUMNS = {HOLDS: "holds", HOLDS_NS: "holds, n.s.", TIE: "tie", FAILS: "fails",

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,6 +35,25 @@ _JOB_KEYS = ("id", "spec_id", "tier", "row", "col", "seed_index", "task", "param
 
 def slug(text: str, limit: int = 48) -> str:
     return _UNSAFE.sub("_", text).strip("_")[:limit] or "x"
+
+
+_FAILURE_FIELDS = ("job", "error", "timing", "machine", "info")
+_RACY_NS = 3_000_000_000  # a file modified this recently may change within its mtime tick: never remembered
+
+
+def _project(rec: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The top-level keys ``fields`` names of a record; ``"info.encoder_cache"`` keeps one key
+    of a mapping."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        top, _, sub = f.partition(".")
+        if top not in rec:
+            continue
+        if not sub:
+            out[top] = rec[top]
+        elif isinstance(rec[top], dict) and sub in rec[top]:
+            out.setdefault(top, {})[sub] = rec[top][sub]
+    return out
 
 
 def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
@@ -66,11 +86,16 @@ class Scan:
     failed: dict[str, Path] = field(default_factory=dict)     # job id -> failure record path
     corrupt: list[tuple[Path, str]] = field(default_factory=list)  # (path, why)
     records: list[dict[str, Any]] = field(default_factory=list)    # the valid ok records
+    failures: list[dict[str, Any]] = field(default_factory=list)   # the failure records (their job, error, timing, ...)
 
 
 class ResultStore:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, memo: bool = False):
+        """``memo``: remember each folder's scan for this object's life (read-only commands,
+        which collect one table several times: the report, the index, the site). Never for
+        a store being written."""
         self.root = Path(root)
+        self._memo: dict[tuple, Scan] | None = {} if memo else None
 
     # ---- paths -------------------------------------------------------------------
     def folder(self, tier: str, spec_id: str) -> Path:
@@ -137,24 +162,74 @@ class ResultStore:
         why = record_problem(rec, path, failed)
         return (None, why) if why else (rec, None)
 
-    def scan(self, tier: str, spec_id: str) -> Scan:
+    def scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None = None) -> Scan:
+        """One pass over a folder. ``fields``: keep only these top-level keys of each valid
+        record in ``Scan.records`` (each record is still parsed and checked whole), so a
+        command that needs a record's job only does not hold every record's metrics, info
+        and provenance."""
+        if self._memo is not None:
+            key = (tier, spec_id, fields)
+            if key not in self._memo:
+                self._memo[key] = self._scan(tier, spec_id, fields)
+            return self._memo[key]
+        return self._scan(tier, spec_id, fields)
+
+    def _scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None) -> Scan:
+        """With ``fields``, what each file gave is remembered across calls (the scan cache,
+        :mod:`pubench.registry.cache`, keyed by folder and fields) under the file's size and
+        modification time: records are written by rename, so a file whose size and mtime are
+        those remembered holds what was read (files modified in the last seconds are read again
+        each time, as git does with racy index entries)."""
         out = Scan()
-        for p in self._files(tier, spec_id, failed=False):
-            rec, why = self._read(p, failed=False)
-            if rec is None:
-                if why != "vanished while reading":
-                    out.corrupt.append((p, why))
-                continue
-            out.done[rec["job"]["id"]] = p
-            out.records.append(rec)
-        for p in self._files(tier, spec_id, failed=True):
-            rec, why = self._read(p, failed=True)
-            if rec is None:
-                if why != "vanished while reading":
-                    out.corrupt.append((p, why))
-                continue
-            out.failed[rec["job"]["id"]] = p
+        old, new = (self._remembered(tier, spec_id, fields), {}) if fields is not None else ({}, None)
+        now_ns = time.time_ns()
+        for failed in (False, True):
+            for p in self._files(tier, spec_id, failed=failed):
+                entry = None
+                if new is not None:
+                    try:
+                        st = p.stat()
+                    except FileNotFoundError:
+                        continue
+                    stamp = (st.st_mtime_ns, st.st_size)
+                    entry = old.get(p.name)
+                    if entry is None or entry[0] != stamp:
+                        entry = None
+                if entry is None:
+                    rec, why = self._read(p, failed=failed)
+                    if rec is not None and fields is not None:
+                        rec = _project(rec, _FAILURE_FIELDS if failed else fields)
+                    if new is not None and now_ns - stamp[0] > _RACY_NS:
+                        entry = (stamp, rec, why)
+                else:
+                    _, rec, why = entry
+                if entry is not None:
+                    new[p.name] = entry
+                if rec is None:
+                    if why != "vanished while reading":
+                        out.corrupt.append((p, why))
+                    continue
+                if failed:
+                    out.failed[rec["job"]["id"]] = p
+                    out.failures.append(rec if fields is not None else _project(rec, _FAILURE_FIELDS))
+                else:
+                    out.done[rec["job"]["id"]] = p
+                    out.records.append(rec)
+        if new is not None and new != old:
+            from pubench.registry import cache
+
+            cache.put("scans", self._scan_key(tier, spec_id, fields), new)
         return out
+
+    def _scan_key(self, tier: str, spec_id: str, fields: tuple[str, ...]) -> str:
+        from pubench.registry import cache
+
+        return cache.key_of("scan", str(self.folder(tier, spec_id).resolve()), repr(fields), str(SCHEMA_VERSION))
+
+    def _remembered(self, tier: str, spec_id: str, fields: tuple[str, ...]) -> dict[str, tuple]:
+        from pubench.registry import cache
+
+        return cache.get("scans", self._scan_key(tier, spec_id, fields)) or {}
 
     def done_ids(self, tier: str, spec_id: str) -> set[str]:
         return set(self.scan(tier, spec_id).done)

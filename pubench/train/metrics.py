@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.metrics import (
-    average_precision_score,
-    f1_score,
-    precision_score,
-    recall_score,
-    roc_auc_score,
-)
+
+from pubench.utils.lazy import lazy
+
+skm = lazy("sklearn.metrics")  # 0.3-2 s to import: loaded by the first metric, not by every job process (issue 34)
 
 
 def _np(x) -> np.ndarray:
@@ -36,11 +33,11 @@ def binary_metrics(scores, y_true) -> dict[str, float]:
     pred = (s > 0).astype(np.int64)
     return {
         "acc": 100.0 * float((pred == y).mean()),
-        "precision": 100.0 * float(precision_score(y, pred, zero_division=0)),
-        "recall": 100.0 * float(recall_score(y, pred, zero_division=0)),
-        "f1": 100.0 * float(f1_score(y, pred, zero_division=0)),
-        "auc": 100.0 * float(roc_auc_score(y, s)),
-        "ap": 100.0 * float(average_precision_score(y, s)),
+        "precision": 100.0 * float(skm.precision_score(y, pred, zero_division=0)),
+        "recall": 100.0 * float(skm.recall_score(y, pred, zero_division=0)),
+        "f1": 100.0 * float(skm.f1_score(y, pred, zero_division=0)),
+        "auc": 100.0 * float(skm.roc_auc_score(y, s)),
+        "ap": 100.0 * float(skm.average_precision_score(y, s)),
     }
 
 

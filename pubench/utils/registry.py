@@ -86,6 +86,18 @@ class Registry:
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
 
+    def _import_registering(self, name: str) -> None:
+        """Import only the module the unit index (``pubench/registry/unit_index.json``) says
+        registers ``name``: a job's process then loads its own units, not every unit of the
+        package (issue 34). A stale or missing hint is harmless: :meth:`get` then imports the
+        whole package."""
+        module = _module_hints().get(self.kind, {}).get(name)
+        if module and module.startswith(f"{self.package}."):
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
+
     def named(self, cfg: Any, where: str) -> Any:
         """The unit a spec block names (``{name: ..., <its options>}``); ``ConfigError``
         naming ``where`` when ``cfg`` is no mapping with a ``name`` or the name is unknown."""
@@ -97,7 +109,10 @@ class Registry:
             raise ConfigError(f"{where}.name: {exc}") from None
 
     def get(self, name: str) -> Any:
-        self._discover()
+        if not self._discovered and name not in self._items:
+            self._import_registering(name)
+        if name not in self._items:
+            self._discover()
         try:
             return self._items[name]
         except KeyError:
@@ -115,6 +130,22 @@ class Registry:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+_HINTS: list[dict[str, dict[str, str]]] = []
+
+
+def _module_hints() -> dict[str, dict[str, str]]:
+    if not _HINTS:
+        import json
+        from pathlib import Path
+
+        try:
+            data = json.loads((Path(__file__).resolve().parents[1] / "registry" / "unit_index.json").read_text())
+            _HINTS.append(data.get("modules") or {})
+        except (OSError, ValueError, AttributeError):
+            _HINTS.append({})
+    return _HINTS[0]
 
 
 class Unit(ABC):

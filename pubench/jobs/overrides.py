@@ -1,0 +1,57 @@
+"""``key.path=value`` overrides of a job's params (Hydra-style), for variants of a cell that
+no committed spec holds: ``pubench run --set`` (a ``custom`` tier) and the cost/quality
+measurements of ``benchmarks/regime.py``.
+
+A value is read as YAML (``4`` is an int, ``[3, 32, 32]`` a list, ``null`` None, ``adam`` a
+string); a path creates the mappings it names. ``a.b=~`` deletes ``a.b``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pubench.errors import PubenchError, shorten
+
+
+class OverrideError(PubenchError, ValueError):
+    """An override that is not ``key.path=value``, or that names a path through a non-mapping."""
+
+
+def parse_override(text: str) -> tuple[list[str], Any, bool]:
+    """``(path, value, delete)`` of ``"a.b=value"`` (``delete`` for ``a.b=~``)."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    path = key.strip().split(".")
+    if not sep or not key.strip() or any(not p for p in path):
+        raise OverrideError(f"--set {shorten(text, 60)!r}: expected key.path=value (e.g. pretrain.epochs=20)")
+    if raw.strip() == "~":
+        return path, None, True
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise OverrideError(f"--set {shorten(text, 60)!r}: the value is not YAML ({' '.join(str(e).split())[:120]})") \
+            from None
+    return path, value, False
+
+
+def apply_overrides(params: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """A copy of ``params`` with every override applied, in order."""
+    out = copy.deepcopy(params)
+    for text in overrides:
+        path, value, delete = parse_override(text)
+        node = out
+        for i, key in enumerate(path[:-1]):
+            nxt = node.get(key)
+            if nxt is None:
+                nxt = node[key] = {}
+            if not isinstance(nxt, dict):
+                raise OverrideError(f"--set {shorten(text, 60)!r}: {'.'.join(path[:i + 1])} is "
+                                    f"{type(nxt).__name__}, not a mapping")
+            node = nxt
+        if delete:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+    return out

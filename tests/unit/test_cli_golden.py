@@ -1,0 +1,78 @@
+"""The read-only commands print what they printed before they were made fast (issue 34).
+
+``tests/golden/cli/`` holds the output of each command below on the committed store
+(``results/``) and specs, captured from the code before the speed-up. Each command runs as
+``python -m pubench ...`` in a fresh process, the way a user types it. A change that is
+meant to change an output (a new committed record, a spec edit) regenerates the files on
+purpose: ``PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_cli_golden.py`` (review the diff).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden" / "cli"
+
+#: golden file -> the command's arguments
+COMMANDS = {
+    "list.txt": ["list"],
+    "show-table2-punce.json": ["show", "table2-punce", "--json"],
+    "show-fig5-bcl.json": ["show", "fig5-bcl", "--json"],
+    "show-table1-pucl.json": ["show", "table1-pucl", "--json"],
+    "show-table2-punce.md": ["show", "table2-punce"],
+    "status.json": ["status", "--json"],
+    "status.txt": ["status"],
+    "status-fig5-bcl-paper.json": ["status", "fig5-bcl", "--tier", "paper", "--json"],
+    "coverage.json": ["coverage", "--json"],
+    "coverage.txt": ["coverage"],
+    "expand-fig5-bcl-paper.json": ["expand", "fig5-bcl", "--tier", "paper", "--json"],
+    "expand-table2-punce-reduced.json": ["expand", "table2-punce", "--tier", "reduced", "--json"],
+    "expand-table1-pucl-smoke.json": ["expand", "table1-pucl", "--tier", "smoke", "--json"],
+    "expand-table1-punce-reduced.txt": ["expand", "table1-punce", "--tier", "reduced"],
+    "crossref.json": ["crossref", "--json"],
+    "compare-reduced.txt": ["compare", "--baseline", "results", "--tier", "reduced"],
+}
+#: report files written by `pubench report <ids> --quiet` into a scratch $PUBENCH_REPORTS
+REPORT_IDS = ["fig5-bcl", "table2-punce", "fig3-pucl", "table1-pupl"]
+REPORT_FILES = ["paper/fig5-bcl.md", "paper/fig5-bcl.tex", "reduced/table2-punce.md", "reduced/table2-punce.tex",
+                "reduced/fig3-pucl.md", "reduced/table1-pupl.md", "README.md"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUBENCH_") or k in ("PUBENCH_CORE_SLOTS",)}
+    env.update(PUBENCH_HOME=str(ROOT), PUBENCH_REPORTS=str(tmp_path / "reports"),
+               PUBENCH_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    return env
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PUBENCH_REGEN_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}; make it with PUBENCH_REGEN_GOLDEN=1"
+    want = path.read_text(encoding="utf-8")
+    assert text == want, f"{name}: output differs from the golden file (PUBENCH_REGEN_GOLDEN=1 to accept on purpose)"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_read_only_command_output_unchanged(name, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pubench", *COMMANDS[name]], cwd=ROOT, env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    _check(name, out.stdout)
+
+
+def test_report_files_unchanged(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pubench", "report", *REPORT_IDS, "--quiet"], cwd=ROOT,
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for rel in REPORT_FILES:
+        text = (tmp_path / "reports" / rel).read_text(encoding="utf-8")
+        _check("report/" + rel.replace("/", "__"), text.replace(str(tmp_path), "<tmp>"))
