@@ -250,10 +250,13 @@ def test_jobs_64_holds_no_more_workers_than_core_slots(tmp_registry, tmp_path):
                             stderr=subprocess.PIPE, text=True)
     peak_procs, peak_rss = 0, 0
     while proc.poll() is None:
-        kids = _children(proc.pid)
+        try:  # the runner's own processes (workers, resource tracker); their git/provenance children are not
+            kids = {int(k) for k in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()}
+        except OSError:
+            kids = set()
         peak_procs = max(peak_procs, len(kids))
         rss = 0
-        for k in kids | {proc.pid}:
+        for k in _children(proc.pid) | {proc.pid}:
             try:
                 rss += int(next(x for x in Path(f"/proc/{k}/status").read_text().splitlines()
                                 if x.startswith("VmRSS:")).split()[1])
