@@ -115,6 +115,60 @@ def _draw_curves(ax, res: TableResult, title: str, col: str) -> bool:
     return bool(rows)
 
 
+def _finish_panel(ax, title: str, drawn: bool, tier: str) -> None:
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, f"no results at the {tier} tier", transform=ax.transAxes, ha="center",
+                va="center", fontsize=8, color="0.4")
+
+
+def _draw_block(ax, res: TableResult, b) -> bool:
+    """One metric panel: a line per row over the block's columns (ours solid, the paper's dashed)."""
+    m = res.spec.metrics[b.metric]
+    x, name, ticks = axis_values(b.cols)
+    if name is not None and is_irregular(x):
+        x = list(range(len(x)))  # positions, ticks as written
+    curves = []
+    for kind, row in b.lines:
+        if kind != "row":
+            continue
+        pts = [(xi, s.mean, s.std or 0.0) for xi, c in zip(x, b.cols) if (s := res.get(row, c, b.metric))]
+        rep = [(xi, r.mean) for xi, c in zip(x, b.cols)
+               if (r := res.reported(row, c, b.metric)) and r.mean is not None]
+        if pts or rep:
+            curves.append((row, pts, rep))
+    positive = []
+    for label, (row, pts, rep) in zip(legend_names([c[0] for c in curves]), curves):
+        color = None
+        if pts:
+            xs, ys, es = zip(*pts)
+            line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
+            color = line[0].get_color()
+            positive += list(ys)
+        if rep:
+            ax.plot(*zip(*rep), ls="--", marker="x", color=color, label=f"{label} (paper)")
+    if positive and min(positive) > 0 and max(positive) / min(positive) > 100:
+        ax.set_yscale("log")
+    if name is None:
+        ax.set_xticks(x, b.cols, rotation=45, ha="right", fontsize=7)
+    else:
+        lo, hi = min(x), max(x)
+        if is_geometric(x) and name not in LINEAR_AXES:
+            ax.set_xscale("log")
+            ax.minorticks_off()
+            ax.set_xlim(lo / 1.15, hi * 1.15)
+        else:
+            pad = 0.04 * (hi - lo or 1.0)
+            ax.set_xlim(lo - pad, hi + pad)
+        ax.set_xticks(x, ticks, fontsize=7)
+        ax.set_xlabel(name)
+    ax.set_ylabel(m.label, fontsize=8)
+    return bool(curves)
+
+
 def render_plot(res: TableResult, path: str | Path) -> Path:
     import matplotlib
 
@@ -133,61 +187,9 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
     for ax in flat[n:]:
         ax.set_visible(False)
     for ax, (panel, title, col) in zip(flat, panels):
-        drawn = _draw_curves(ax, res, title, col)
-        ax.set_title(panel, fontsize=9)
-        ax.grid(alpha=0.3)
-        if drawn:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, f"no results at the {res.tier} tier", transform=ax.transAxes, ha="center",
-                    va="center", fontsize=8, color="0.4")
+        _finish_panel(ax, panel, _draw_curves(ax, res, title, col), res.tier)
     for ax, b in zip(flat[len(panels):], bl):
-        m = res.spec.metrics[b.metric]
-        x, name, ticks = axis_values(b.cols)
-        if name is not None and is_irregular(x):
-            x = list(range(len(x)))  # positions, ticks as written
-        curves = []
-        for kind, row in b.lines:
-            if kind != "row":
-                continue
-            pts = [(xi, s.mean, s.std or 0.0) for xi, c in zip(x, b.cols) if (s := res.get(row, c, b.metric))]
-            rep = [(xi, r.mean) for xi, c in zip(x, b.cols)
-                   if (r := res.reported(row, c, b.metric)) and r.mean is not None]
-            if pts or rep:
-                curves.append((row, pts, rep))
-        positive = []
-        for label, (row, pts, rep) in zip(legend_names([c[0] for c in curves]), curves):
-            color = None
-            if pts:
-                xs, ys, es = zip(*pts)
-                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
-                color = line[0].get_color()
-                positive += list(ys)
-            if rep:
-                ax.plot(*zip(*rep), ls="--", marker="x", color=color, label=f"{label} (paper)")
-        if positive and min(positive) > 0 and max(positive) / min(positive) > 100:
-            ax.set_yscale("log")
-        if name is None:
-            ax.set_xticks(x, b.cols, rotation=45, ha="right", fontsize=7)
-        else:
-            lo, hi = min(x), max(x)
-            if is_geometric(x) and name not in LINEAR_AXES:
-                ax.set_xscale("log")
-                ax.minorticks_off()
-                ax.set_xlim(lo / 1.15, hi * 1.15)
-            else:
-                pad = 0.04 * (hi - lo or 1.0)
-                ax.set_xlim(lo - pad, hi + pad)
-            ax.set_xticks(x, ticks, fontsize=7)
-            ax.set_xlabel(name)
-        ax.set_title(b.title or "", fontsize=9)
-        ax.set_ylabel(m.label, fontsize=8)
-        ax.grid(alpha=0.3)
-        if curves:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, f"no results at the {res.tier} tier", transform=ax.transAxes, ha="center",
-                    va="center", fontsize=8, color="0.4")
+        _finish_panel(ax, b.title or "", _draw_block(ax, res, b), res.tier)
     title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}", width=130, placeholder=" ...")
     fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=9)  # ~14 characters an inch at 9 pt
     fig.tight_layout()
