@@ -165,9 +165,10 @@ def cmd_schema(args) -> int:
 
 # ---- coverage / prepare --------------------------------------------------------------
 def cmd_coverage(args) -> int:
-    from pubench.coverage import coverage, render_coverage
+    from pubench.coverage import coverage, figure_audit, render_coverage
 
-    cov = coverage(_specs(args.ids or None))
+    specs = _specs(args.ids or None)
+    cov = coverage(specs, None if args.ids else figure_audit(specs))
     print(json.dumps(cov, indent=1) if args.json else render_coverage(cov), end="" if not args.json else "\n")
     return 0
 
@@ -539,11 +540,12 @@ def cmd_report(args) -> int:
 
 
 def _write_site(specs, store, out: Path) -> Path:
+    from pubench.coverage import figure_audit
     from pubench.report.crossref import load_crossref
     from pubench.report.site import write_site
 
     _writable(out.parent, "site")
-    return write_site(specs, store, out, load_crossref(specs))
+    return write_site(specs, store, out, load_crossref(specs), figure_audit(specs))
 
 
 def cmd_site(args) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pubench.registry.spec import TIERS, Spec
+from pubench.registry.spec import PAPERS, TIERS, Spec
 from pubench.registry.units import TASK_REGISTRY, _registry, implemented, planned_reason, units
 
 
@@ -96,7 +96,23 @@ class _Verdicts:
             cache.put("verdicts", self.key, self.known)
 
 
-def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
+def figure_audit(specs: dict[str, Spec]) -> dict[str, Any] | None:
+    """The figure audit (``experiments/_figures.yaml``) checked against the registry: how many
+    figures the papers have, how many are registered, and each one left out with its reason;
+    None when there is no audit file."""
+    from pubench.registry.figures import check_figures, figures_path, load_figures
+
+    entries = load_figures()
+    if not entries:
+        return None
+    check_figures(entries, specs, str(figures_path()))
+    return {"audited": len(entries), "registered": sum(f.spec is not None for f in entries),
+            "left_out": [{"paper": f.paper, "figure": f.figure, "why": f.why} for f in entries if f.spec is None]}
+
+
+def coverage(specs: dict[str, Spec], figures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Cells, reported values and runnable cells per spec and tier; ``figures``: the figure
+    audit (:func:`figure_audit`) to report with it (the whole registry's only)."""
     have = implemented()
     verdicts = _Verdicts()
     here: dict[str, str | None] = {}
@@ -163,7 +179,7 @@ def coverage(specs: dict[str, Spec]) -> dict[str, Any]:
                          for (t, w), v in sorted(unavailable.items(), key=lambda kv: (kv[0][0], -kv[1]["cells"]))]
     verdicts.save()
     out = {"tables": tables, "total": total, "missing_units": missing_units, "rejected_configs": rejected_configs,
-           "unavailable_cells": unavailable_cells,
+           "unavailable_cells": unavailable_cells, "figures": figures,
            "implemented": {k: sorted(v) for k, v in have.items()},
            "datasets_missing_here": {n: why for n, why in sorted(here.items()) if why}}
     if verdicts.unchecked:  # counted as runnable: the spec runs them, only the task's check could not run here
@@ -205,6 +221,15 @@ def render_coverage(cov: dict[str, Any]) -> str:
     if cov.get("unchecked_configs"):
         lines.append(f"{cov['unchecked_configs']} cell configs were not checked by their task here (its code cannot "
                      "be imported: is torch installed?); they are counted as runnable.")
+        lines.append("")
+    figs = cov.get("figures")
+    if figs:
+        lines.append(f"Figures of the five papers: {figs['audited']} (experiments/_figures.yaml), {figs['registered']} "
+                     f"registered; the {len(figs['left_out'])} without a spec have no numbers or measured curves of "
+                     "their own:")
+        lines.append(tabulate([[PAPERS[f["paper"]].split(" ", 1)[0] + " " + f["paper"], f["figure"], f["why"]]
+                               for f in figs["left_out"]], headers=["paper", "figure", "why no spec"],
+                              maxcolwidths=[None, None, 90]))
         lines.append("")
     share = {x: f"{100 * tot['runnable'][x] / tot['cells']:.0f}%" if tot["cells"] else "-" for x in TIERS}
     lines.append(f"{tot['tables']} tables/figures, {tot['cells']} cells, {tot['reported']} reported values; "

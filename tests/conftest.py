@@ -105,6 +105,19 @@ def tmp_registry(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def scratch_store(tmp_path, monkeypatch):
+    """The real registry (experiments/) with a throwaway result store, reports and logs under
+    tmp_path: smoke runs of committed specs that never touch results/ or reports/."""
+    for name, env in (("results", "PUBENCH_RESULTS"), ("reports", "PUBENCH_REPORTS"), ("logs", "PUBENCH_LOGS")):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(env, str(tmp_path / name))
+    monkeypatch.delenv("PUBENCH_EXPERIMENTS", raising=False)
+    monkeypatch.setenv("PUBENCH_NO_MALLOC_TUNING", "1")
+    monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
+    return tmp_path
+
+
+@pytest.fixture
 def one_thread():
     """Tiny models: one torch thread avoids OpenMP overhead on a shared 2-core machine."""
     import torch

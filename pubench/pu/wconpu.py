@@ -281,7 +281,8 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
     opt = build_optimizer(train.optimizer, query_net)
     sched = build_scheduler(train.schedule, opt, epoch_batches["n"], train.epochs)
     hist: dict[str, list] = {"loss": [], "l_class": [], "l_con": [], "l_dis": [], "n_hard_per_anchor": [],
-                             "n_peers_per_anchor": [], "pseudo_label_acc": [], "tau": [], "epoch_seconds": []}
+                             "n_peers_per_anchor": [], "pseudo_label_acc": [], "pseudo_label_mean_max": [], "tau": [],
+                             "epoch_seconds": []}
     # what a checkpoint must hold besides the query network: the key network, the queue,
     # prototypes, thresholds and pseudo labels (read through `state`), the generators
     trainer = Trainer([query_net], opt, sched, "wconpu",
@@ -375,6 +376,8 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
         unl = observed == 0
         hist["pseudo_label_acc"].append(
             100.0 * float((state["s"][unl].argmax(1) == data.y_true[unl]).float().mean()) if bool(unl.any()) else None)
+        # Fig. 5(b): (1/n) sum_i max(s_i) over the n training rows (labeled positives' s_i stay one-hot)
+        hist["pseudo_label_mean_max"].append(float(state["s"].max(1).values.mean()))
         hist["tau"].append(float(state["tau"]))
 
     trainer.run(train.epochs, batch_iter, step, start_epoch=start_epoch, end_epoch=end_epoch)

@@ -23,6 +23,7 @@ from pubench.registry.spec import (
     ID_RE,
     TIERS,
     Claim,
+    Curve,
     Metric,
     ReportedCell,
     Spec,
@@ -168,6 +169,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
             if c not in cols or c in model.derived_cols:
                 raise SpecError(file, f"{where}.mean_of", f"{c!r} is not a (non-derived) col")
 
+    curves = _curves(model, file)
     expanded = {**raw, "experiment": experiment, "tiers": {n: {**raw["tiers"][n], **tiers[n].layer} for n in TIERS}}
     spec = Spec(
         id=model.id, paper=model.paper, kind=model.kind, title=model.title, caption=model.caption,
@@ -176,8 +178,9 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         rows=list(rows), cols=list(cols), row_groups=model.row_groups, col_groups=model.col_groups,
         reported_seeds=model.reported.seeds, pm=model.reported.pm, reported=_reported_cells(model, file),
         reported_notes=list(model.reported.notes), decisions=list(model.decisions),
-        claims=_claims(model, file), experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
+        claims=_claims(model, file, curves), experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
         path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
+        curves=curves,
     )
     if _has_prior_tokens(experiment) or any(_has_prior_tokens(t.layer) for t in tiers.values()):
         for tier in TIERS:  # fail at load, not when a job starts
@@ -244,11 +247,35 @@ def _reported_cells(model, file: str) -> list[ReportedCell]:
             if (r, c, m) in out or not any(match_cell(p, r, c) for p in excluded)]
 
 
-def _claims(model, file: str) -> list[Claim]:
+def _curves(model: SpecFile, file: str) -> list[Curve]:
+    out: list[Curve] = []
+    if model.curves and model.kind != "figure":
+        raise SpecError(file, "curves", "only a figure draws curves")
+    for i, c in enumerate(model.curves):
+        where = f"curves[{i}]"
+        if c.title in {x.title for x in out}:
+            raise SpecError(file, f"{where}.title", f"duplicate curve title {c.title!r}")
+        for x in c.cols or ():
+            if x not in model.cols or x in model.derived_cols:
+                raise SpecError(file, f"{where}.cols", f"{x!r} is not a (non-derived) col")
+        for key, path in (("y", c.y), ("x", c.x)):
+            if not path or any(not part for part in path.split(".")):
+                raise SpecError(file, f"{where}.{key}", f"{path!r} is not a dotted path into the record's info")
+        xlabel = c.xlabel or ("epoch" if c.x == "epoch" else c.x.rsplit(".", 1)[-1])
+        cols = tuple(c.cols or (x for x in model.cols if x not in model.derived_cols))
+        out.append(Curve(c.title, c.y, c.x, xlabel, c.ylabel, c.format, cols))
+    return out
+
+
+def _claims(model: SpecFile, file: str, curves: list[Curve] = ()) -> list[Claim]:
     out = []
     metrics, rows, cols = list(model.metrics), model.rows, model.cols
+    titles = {c.title: c for c in curves}
     for i, c in enumerate(model.claims):
         where = f"claims[{i}]"
+        if c.kind == "curve_rises" or c.curve is not None:
+            out.append(_curve_claim(c, where, file, rows, titles, metrics[0]))
+            continue
         metric = c.metric or (metrics[0] if len(metrics) == 1 else None)
         if metric is None:
             raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
@@ -270,6 +297,27 @@ def _claims(model, file: str) -> list[Claim]:
             raise SpecError(file, f"{where}.cols", f"a {c.kind} claim names at least 2 cols")
         out.append(Claim(c.kind, c.text, metric, tuple(c.rows), tuple(ccols)))
     return out
+
+
+def _curve_claim(c, where: str, file: str, rows: list[str], curves: dict[str, Curve], metric: str) -> Claim:
+    """A ``curve_rises`` claim: its rows' curve (by title) ends above where it starts, in each listed col."""
+    if c.kind != "curve_rises":
+        raise SpecError(file, f"{where}.curve", f"only a curve_rises claim names a curve (this one is {c.kind})")
+    if c.curve not in curves:
+        raise SpecError(file, f"{where}.curve", f"{c.curve!r} is not the title of one of the spec's curves "
+                                                f"({', '.join(map(repr, curves)) or 'none'})")
+    if c.metric is not None:
+        raise SpecError(file, f"{where}.metric", "a curve_rises claim reads its curve, not a metric")
+    for r in c.rows:
+        if r not in rows:
+            raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
+    curve = curves[c.curve]
+    for x in c.cols or ():
+        if x not in curve.cols:
+            raise SpecError(file, f"{where}.cols", f"{x!r} is not one of the curve's cols")
+    if not c.rows:
+        raise SpecError(file, f"{where}.rows", "a curve_rises claim names at least 1 row")
+    return Claim(c.kind, c.text, metric, tuple(c.rows), tuple(c.cols or curve.cols), curve=c.curve)
 
 
 def _has_prior_tokens(node: Any) -> bool:

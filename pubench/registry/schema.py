@@ -72,7 +72,8 @@ class ClaimModel(_Model):
     kind: str
     rows: list[str]
     cols: list[str] | None = Field(None, description="default: every col")
-    metric: str | None = Field(None, description="required when the spec has several metrics")
+    metric: str | None = Field(None, description="required when the spec has several metrics (not for curve claims)")
+    curve: str | None = Field(None, description="kind curve_rises: the title of one of the spec's `curves`")
     text: str
 
     @field_validator("kind")
@@ -85,6 +86,20 @@ class ClaimModel(_Model):
 
 class DerivedColModel(_Model):
     mean_of: list[str]
+
+
+class CurveModel(_Model):
+    """A figure panel drawn from lists each job records in its ``info`` (a training curve, a
+    density): one panel per column, one line per row, the seeds' mean ± std at each x."""
+
+    title: str = Field(description="the panel's title, unique; a curve_rises claim names it")
+    y: str = Field(description="dotted path into a record's info of a list of numbers (null entries skipped)")
+    x: str = Field("epoch", description="'epoch' (1, 2, ... one per entry of y) or a dotted info path of a list "
+                                        "as long as y")
+    xlabel: str | None = Field(None, description="default: 'epoch', or the last part of x")
+    ylabel: str
+    format: str = Field(".2f", description="Python format spec of the curve's values in reports")
+    cols: list[str] | None = Field(None, description="the columns drawn, one panel each (default: every column)")
 
 
 class LayerModel(_Model):
@@ -146,6 +161,8 @@ class SpecFile(_Model):
     decisions: list[str] = []
     claims: list[ClaimModel] = []
     derived_cols: dict[str, DerivedColModel] = {}
+    curves: list[CurveModel] = Field([], description="figures only: panels drawn from lists in each record's info "
+                                                     "(training curves, densities), besides the metric panels")
     experiment: ExperimentModel
     tiers: TiersModel
 

@@ -32,7 +32,7 @@ PAPERS = {
 }
 TIERS = ("paper", "reduced", "smoke")
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
-CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order")
+CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order", "curve_rises")
 
 
 class SpecError(PubenchError, ValueError):
@@ -71,10 +71,24 @@ class ReportedCell:
 
 @dataclass(frozen=True)
 class Claim:
-    kind: str  # best_row | order | greater
+    kind: str  # best_row | order | greater | best_col | col_order | curve_rises
     text: str
     metric: str
     rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    curve: str | None = None  # curve_rises: the title of the spec's curve (its last point beats its first)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A figure panel from lists in each record's ``info`` (``curves:`` of a spec)."""
+
+    title: str
+    y: str
+    x: str
+    xlabel: str
+    ylabel: str
+    fmt: str
     cols: tuple[str, ...]
 
 
@@ -112,6 +126,7 @@ class Spec:
     exclude: list[str]
     tiers: dict[str, Tier]
     derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
+    curves: list[Curve] = field(default_factory=list)  # figure panels drawn from lists in the records' info
 
     @property
     def significance(self) -> dict[str, Any] | None:
@@ -205,6 +220,9 @@ class Spec:
                     params = deep_merge(params, over)
             params = evaluate_priors(params)
         return {"task": self.experiment["task"], "params": copy.deepcopy(params)}
+
+    def curve(self, title: str) -> Curve:
+        return next(c for c in self.curves if c.title == title)
 
     def group_of_row(self, row: str) -> str | None:
         for g, rows in self.row_groups.items():

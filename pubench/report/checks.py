@@ -4,7 +4,8 @@
   as the paper's, and how well do the row rankings agree (Kendall tau)?
 * Spec claims (``claims:`` in the YAML): ``best_row`` (a row is best in each column),
   ``order`` (rows rank in the given order), ``greater`` (row a beats row b), ``best_col`` and
-  ``col_order`` (the same along a row). A claim is the conjunction of the pairwise comparisons
+  ``col_order`` (the same along a row), ``curve_rises`` (a figure curve of a cell ends above its
+  start: its last point against its first, per seed). A claim is the conjunction of the pairwise comparisons
   it makes; each is a one-sided t-test over seeds (:mod:`pubench.report.stats`), and the claim
   is as strong as its weakest link.
 """
@@ -167,9 +168,17 @@ def _paper_status(links, reported, higher: bool, fmt: str) -> str:
     return "tie" if any(format(a, fmt) == format(b, fmt) for a, b in diffs) else "holds"
 
 
+def claim_fmt(claim: Claim, spec) -> str:
+    """The format of the numbers a claim compares: its curve's, else its metric's."""
+    return spec.curve(claim.curve).fmt if claim.curve else spec.metrics[claim.metric].fmt
+
+
 def describe(claim: Claim, spec) -> str:
     """What a claim compares, compactly: ``A > B`` means A is better than B (``<`` when lower
     is better); names the columns (rows) a row (column) claim is limited to."""
+    if claim.kind == "curve_rises":
+        where = "" if set(claim.cols) == set(spec.curve(claim.curve).cols) else f" in {', '.join(claim.cols)}"
+        return f"{claim.curve}: last point > first point of {', '.join(claim.rows)}{where}"
     better = " > " if spec.metrics[claim.metric].higher_is_better else " < "
     if claim.kind in ("best_col", "col_order"):
         what = (f"{claim.cols[0]} best of {', '.join(claim.cols)}" if claim.kind == "best_col"
@@ -194,6 +203,9 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
 
     out = []
     for claim in spec.claims:
+        if claim.kind == "curve_rises":
+            out.append(_curve_check(res, claim))
+            continue
         m = spec.metrics[claim.metric]
         links = _links(claim, group_rows)
         is_col_claim = claim.kind in ("best_col", "col_order")
@@ -211,3 +223,18 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
 
         out.append(ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt)))
     return out
+
+
+def _curve_check(res: TableResult, claim: Claim) -> ClaimCheck:
+    """``curve_rises``: in each (row, col), the curve's last point beats its first, paired by
+    seed (the two points of one run). The paper's curves print no numbers: ``n/a``."""
+    fmt = res.spec.curve(claim.curve).fmt
+    tests = []
+    for row in claim.rows:
+        for col in claim.cols:
+            series = res.curve(claim.curve, row, col)
+            first, last = (series.end(False), series.end(True)) if series else (None, None)
+            if first is not None and last is not None:
+                tests.append(compare_cells(last, first, higher_is_better=True, fmt=fmt,
+                                           labels=("last", "first", f"{row} at {col}")))
+    return ClaimCheck(claim, tests, "n/a")

@@ -47,6 +47,55 @@ class CellStats:
         return statistics.stdev(self.values) if self.n > 1 else None
 
 
+@dataclass(frozen=True)
+class CurveSeries:
+    """One curve (a spec's ``curves`` entry) of one cell over seeds: per seed index its points
+    (x, y) read from the record's info, and the data split the seed ran on."""
+
+    by_seed: Mapping[int, tuple[tuple[float, float], ...]]
+    splits: Mapping[int, Hashable]
+
+    def pointwise(self) -> list[tuple[float, float, float | None, int]]:
+        """(x, mean, sample std or None, n) at every x some seed has, in order of x."""
+        at: dict[float, list[float]] = {}
+        for pts in self.by_seed.values():
+            for x, y in pts:
+                at.setdefault(x, []).append(y)
+        return [(x, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
+                for x, v in sorted(at.items())]
+
+    def end(self, last: bool) -> CellStats | None:
+        """The curve's last (else first) point of each seed, as a cell over seeds."""
+        vals = {k: (pts[-1] if last else pts[0])[1] for k, pts in self.by_seed.items() if pts}
+        return CellStats(vals, {k: self.splits[k] for k in vals}) if vals else None
+
+
+def info_path(info: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path of a record's info (``pu_method.pseudo_label_acc``), None if absent."""
+    node: Any = info
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def curve_points(info: Mapping[str, Any], curve) -> tuple[tuple[float, float], ...]:
+    """The (x, y) points of a spec curve in one record's info: ``y`` a list of numbers, ``x``
+    ``epoch`` (1, 2, ...) or a list of the same length; null or non-finite entries skipped."""
+    ys = info_path(info, curve.y)
+    if not isinstance(ys, list):
+        return ()
+    xs = list(range(1, len(ys) + 1)) if curve.x == "epoch" else info_path(info, curve.x)
+    if not isinstance(xs, list) or len(xs) != len(ys):
+        return ()
+    return tuple((float(x), float(y)) for x, y in zip(xs, ys) if _finite(x) and _finite(y))
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 @dataclass
 class TableResult:
     spec: Spec
@@ -62,6 +111,10 @@ class TableResult:
     compute_all: Compute = field(default_factory=Compute)  # every record of the tier: stale and failed too
     degenerate: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)  # cell -> seed -> why
     checks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # claim/column checks, once
+    curves: dict[tuple[str, str, str], CurveSeries] = field(default_factory=dict)  # (curve title, row, col)
+
+    def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
+        return self.curves.get((title, row, col))
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
         """How many of the cell's seeds ended as a one-class classifier (:func:`degenerate_classifier`),
@@ -192,6 +245,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     profiles: dict[str, int] = {}
     dirty = 0
     degenerate: dict[tuple[str, str], dict[int, str]] = {}
+    curve_points_: dict[tuple[str, str, str], dict[int, tuple]] = {}
     for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
@@ -205,6 +259,9 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
+        for curve in spec.curves:
+            if cell[1] in curve.cols and (pts := curve_points(rec.get("info") or {}, curve)):
+                curve_points_.setdefault((curve.title, *cell), {})[job["seed_index"]] = pts
     failed = {}
     failure_records = scan.failures
     for rec in failure_records:
@@ -214,6 +271,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
     stats = {k: CellStats(v, {s: splits[k[:2]][s] for s in v}) for k, v in values.items()}
     stats.update(_derived(spec, values, splits))
+    curves = {k: CurveSeries(v, {s: splits[k[1:]][s] for s in v}) for k, v in curve_points_.items()}
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
-                       compute_all=of_records(scan.records, failure_records), degenerate=degenerate)
+                       compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves)

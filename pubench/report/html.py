@@ -13,14 +13,16 @@ from __future__ import annotations
 from html import escape
 
 from pubench.registry.spec import PAPERS, Spec
-from pubench.report.checks import claim_checks, column_checks, describe
+from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import (
+    CURVES_HEADERS,
     DASH,
     DEGENERATE_LEGEND,
     blocks,
     cell_marks,
+    curve_summary,
     degenerate_summary,
     fmt_ours,
     fmt_reported,
@@ -178,7 +180,7 @@ def claims_table(res: TableResult) -> str:
         return '<p class="muted">This spec states no claims.</p>'
     rows = []
     for c in claims:
-        w, f = c.weakest_link, res.spec.metrics[c.claim.metric].fmt
+        w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
         rows.append("<tr>" + "".join([
             f"<td>{e(c.claim.text)}</td>", f"<td>{e(describe(c.claim, res.spec))}</td>",
             f"<td>{badge(c.status, c.outcome_text)}</td>",
@@ -273,6 +275,15 @@ def notes_list(spec: Spec) -> str:
     return items(notes)
 
 
+def curves_table(res: TableResult) -> str:
+    rows = curve_summary(res)
+    if not rows:
+        return '<p class="muted">no results</p>'
+    head = "".join(f"<th>{e(h)}</th>" for h in CURVES_HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
 def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str) -> str:
     spec, tier = res.spec, res.tier
     t = spec.tiers[tier]
@@ -289,6 +300,9 @@ def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str,
     if res.marks_degenerate:
         parts.append(f'<p class="legend">{e(DEGENERATE_LEGEND)}</p>')
     parts.append(results_tables(res))
+    if spec.curves:
+        parts += ['<h3>Curves <span class="muted">(first and last point; the plot draws them whole)</span></h3>',
+                  curves_table(res)]
     if plot:
         parts += ['<h2 id="plot">Plot</h2>',
                   f'<img class="plot" src="{e(plot)}" alt="{e(spec.id)} ({e(tier)} tier): ours (solid) and the '

@@ -18,7 +18,7 @@ import textwrap
 import unicodedata
 
 from pubench.registry.spec import PAPERS
-from pubench.report.checks import claim_checks, describe
+from pubench.report.checks import claim_checks, claim_fmt, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
@@ -150,7 +150,7 @@ def _claims(res: TableResult) -> list[str]:
     difference, and the paper's numbers' verdict (already escaped)."""
     items = []
     for c in claim_checks(res):
-        w, f = c.weakest_link, res.spec.metrics[c.claim.metric].fmt
+        w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
         text = f"{escape_tex(describe(c.claim, res.spec))}: \\emph{{{escape_tex(c.outcome_text)}}}"
         if w is not None:
             text += f"; {escape_tex(pair_text(w))}, $\\Delta = {format(w.diff, '+' + f)}$"

@@ -103,3 +103,23 @@ def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]
         if c.note and c.note not in {n for _, n in notes.values()}:
             notes[c.note] = (len(notes) + 1, c.note)
     return blocks(spec), notes
+
+
+CURVES_HEADERS = ["curve", "row", "col", "first point", "last point", "seeds"]
+
+
+def curve_summary(res) -> list[list[str]]:
+    """One line per (curve, row, col) with results: the seeds' mean ± std at the curve's first
+    and last x (``x: mean ± std``), for the reports' text (the plot draws the whole curve)."""
+    out = []
+    for c in res.spec.curves:
+        for row in res.spec.rows:
+            for col in c.cols:
+                series = res.curve(c.title, row, col)
+                if series is None:
+                    continue
+                pts = series.pointwise()
+                ends = [f"{format(x, 'g')}: {fmt_ours(m, s, k, c.fmt)}" for x, m, s, k in (pts[0], pts[-1])]
+                out.append([c.title, row, col, *ends, str(len(series.by_seed))])
+    return out
+

@@ -5,14 +5,16 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from pubench.registry.spec import Spec
-from pubench.report.checks import claim_checks, column_checks, describe
+from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.layout import (
     DASH,
+    CURVES_HEADERS,
     DEGENERATE_LEGEND,
     blocks,
     cell_marks,
+    curve_summary,
     degenerate_summary,
     fmt,
     fmt_ours,
@@ -79,6 +81,13 @@ def render_markdown(res: TableResult) -> str:
             else:
                 body.append([name] + [_cell(res, name, c, b.metric) for c in b.cols])
         lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github", disable_numparse=True))
+    if spec.curves:
+        curves = curve_summary(res)
+        lines += ["", "### Curves (recorded per job; the plot draws them whole)", "",
+                  "First and last point of each curve: x: mean ± std over seeds (n). The paper prints no number "
+                  "of its curves."]
+        lines += ["", tabulate(curves, headers=CURVES_HEADERS, tablefmt="github", disable_numparse=True)
+                  if curves else "(no results)"]
     lines += ["", _checks_md(res), "", _status_md(res)]
     notes = [c for c in spec.reported if c.note]
     if notes or spec.reported_notes:
@@ -105,7 +114,7 @@ def _checks_md(res: TableResult) -> str:
     if claims:
         rows, prev = [], None
         for c in claims:  # a claim split into several checks prints its text once
-            w, f = c.weakest_link, res.spec.metrics[c.claim.metric].fmt
+            w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
             rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec),
                          c.outcome_text, DASH if w is None else pair_text(w),
                          DASH if w is None else format(w.diff, "+" + f), c.paper_status, c.detail])

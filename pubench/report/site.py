@@ -70,8 +70,17 @@ def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], 
     return atomic_write_text(folder / tier / f"{spec.id}.html", html)
 
 
+def _left_out_row(figures: dict | None, paper: str, width: int) -> str:
+    """The paper's figures without a spec (the figure audit), as one index row, or ''."""
+    mine = [f for f in (figures or {}).get("left_out", []) if f["paper"] == paper]
+    if not mine:
+        return ""
+    text = "; ".join(f"<b>{e(f['figure'])}</b>: {e(f['why'])}" for f in mine)
+    return f'<tr class="muted"><td colspan="{width}">Figures without a spec (no numbers or measured curves): {text}</td></tr>'
+
+
 def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
-           store: ResultStore) -> str:
+           store: ResultStore, figures: dict | None = None) -> str:
     per_tier = {t: {"reports": 0, "cells": 0, "claims": Counter(), "compute": Compute()} for t in TIERS}
     for (sid, tier), res in results.items():
         s = per_tier[tier]
@@ -107,6 +116,7 @@ def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], 
             rows.append(f'<tr><td class="name"><a href="spec/{e(spec.id)}.html">{e(spec.id)}</a></td>'
                         f"<td>{e(spec.kind)}</td><td>{e(spec.caption[:160])}{'…' if len(spec.caption) > 160 else ''}"
                         f"</td><td>{reported}</td>{''.join(tiers)}</tr>")
+        rows.append(_left_out_row(figures, paper, 4 + len(TIERS)))
     tier_heads = "".join(f"<th>tier {t}</th>" for t in TIERS)
     body = [
         "<h1>pubench: the papers' numbers beside ours</h1>",
@@ -125,7 +135,12 @@ def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], 
     if has_crossref:
         body.append('<p><a href="crossref.html">Across papers</a>: one method on one data set as several papers '
                     "report it, beside our run of each paper's cell.</p>")
-    body += ['<h2 id="tables">Tables and figures</h2>',
+    audit = []
+    if figures:
+        audit = [f'<p>Every figure of the five papers is audited in <code>experiments/_figures.yaml</code>: '
+                 f'{figures["audited"]} figures, {figures["registered"]} registered; each paper lists its figures '
+                 "without a spec and why.</p>"]
+    body += ['<h2 id="tables">Tables and figures</h2>', *audit,
              '<div class="scroll"><table class="index"><thead><tr><th class="name">id</th><th>kind</th>'
              f'<th>caption</th><th>reported values</th>{tier_heads}</tr></thead><tbody>{"".join(rows)}</tbody>'
              "</table></div>"]
@@ -195,8 +210,9 @@ def _clear(out: Path) -> None:
 
 
 def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
-               crossref_entries: list[CrossEntry] | None = None) -> Path:
-    """Write the whole site into ``out`` (replacing what was there) and return its index."""
+               crossref_entries: list[CrossEntry] | None = None, figures: dict | None = None) -> Path:
+    """Write the whole site into ``out`` (replacing what was there) and return its index;
+    ``figures``: the figure audit (:func:`pubench.coverage.figure_audit`) the index lists."""
     out = Path(out)
     results: dict[tuple[str, str], TableResult] = {}
     for sid, spec in specs.items():
@@ -216,4 +232,4 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
     entries = crossref_entries or []
     view = crossref(entries, specs, store)  # a cell has ours at a tier only when that report page exists
     atomic_write_text(out / "crossref.html", _crossref_page(view, results, store))
-    return atomic_write_text(out / "index.html", _index(specs, results, bool(entries), store))
+    return atomic_write_text(out / "index.html", _index(specs, results, bool(entries), store, figures))

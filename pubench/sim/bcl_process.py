@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 from scipy.stats import rankdata
 
 
@@ -84,22 +85,42 @@ def proposal_intervals(cfg: ProcessConfig, rng: np.random.Generator) -> tuple[np
 
 def accept_reject(a: np.ndarray, b: np.ndarray, n: int, tn: np.ndarray, alpha: float,
                   rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """Draw scores from phi_TN (where ``tn``) or phi_FN, per anchor, by Algorithms 2-3.
+    """Draw scores from phi_TN (where ``tn``) or phi_FN, per anchor, by Algorithms 2-3, with
+    the anchor-specific uniform proposals U(a_m, b_m) of Algorithm 1.
 
     ``a, b``: (M,) proposal bounds; ``tn``: (M, n) bool. Returns (M, n) raw scores and the
     number of rounds used.
     """
+    width = b - a
+    return accept_reject_from(lambda rows, k: a[rows] + width[rows] * rng.random(k),
+                              lambda x, rows: (x - a[rows]) / width[rows], tn, alpha, rng)
+
+
+def accept_reject_normal(mean: float, std: float, tn: np.ndarray, alpha: float,
+                         rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Algorithms 2-3 with the proposal phi = N(mean, std^2) for every anchor (Sec. 3.1's
+    illustration, Fig. 3: phi = N(0, 1)); Phi is the normal CDF."""
+    return accept_reject_from(lambda rows, k: mean + std * rng.standard_normal(k),
+                              lambda x, rows: ndtr((x - mean) / std), tn, alpha, rng)
+
+
+def accept_reject_from(draw, cdf, tn: np.ndarray, alpha: float, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Accept-reject sampling of phi_TN (where ``tn``) or phi_FN from a proposal phi with CDF Phi
+    (Algorithms 2-3): a candidate x ~ phi is accepted with probability [alpha + (1-2alpha) Phi(x)]/alpha
+    (TN) or [1-alpha + (2alpha-1) Phi(x)]/alpha (FN). Vectorized: every round redraws all
+    pending slots at once. ``draw(rows, k)`` returns k candidates for the anchors ``rows``
+    (one per pending slot), ``cdf(x, rows)`` their Phi. Returns the (M, n) raw scores and the
+    number of rounds."""
     out = np.empty(tn.shape)
     pending = np.ones(tn.shape, dtype=bool)
-    lo, width = np.broadcast_to(a[:, None], tn.shape), np.broadcast_to((b - a)[:, None], tn.shape)
     rounds = 0
     while pending.any():
         rounds += 1
         idx = np.nonzero(pending)
-        cand = lo[idx] + width[idx] * rng.random(idx[0].size)
-        cdf = (cand - lo[idx]) / width[idx]
-        p_tn = (alpha + (1 - 2 * alpha) * cdf) / alpha
-        p_fn = (1 - alpha + (2 * alpha - 1) * cdf) / alpha
+        cand = draw(idx[0], idx[0].size)
+        phi_cdf = cdf(cand, idx[0])
+        p_tn = (alpha + (1 - 2 * alpha) * phi_cdf) / alpha
+        p_fn = (1 - alpha + (2 * alpha - 1) * phi_cdf) / alpha
         accept = rng.random(idx[0].size) <= np.where(tn[idx], p_tn, p_fn)
         out[idx[0][accept], idx[1][accept]] = cand[accept]
         pending[idx[0][accept], idx[1][accept]] = False
@@ -176,3 +197,22 @@ def mse(estimate: np.ndarray, target: np.ndarray) -> float:
     """(1/M) sum_m (theta_hat_m - theta_SUP_m)^2 over anchors with at least one TN."""
     ok = np.isfinite(target)
     return float(np.mean((estimate[ok] - target[ok]) ** 2))
+
+
+def simulate_scores(M: int, N: int, alpha: float, t: float, tau_plus: float, mean: float, std: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """Steps (i)-(iii) of Sec. 4.2 for M anchors with the proposal phi = N(mean, std^2) (Fig. 4:
+    'corresponds to the distribution depicted in Fig 3', i.e. phi = N(0, 1)): each of N
+    unlabeled samples is a FN with probability tau_plus (Algorithm 1's test), its score drawn
+    from phi_FN or phi_TN (Algorithms 2-3) and mapped to exp(x/t). Returns the (M, N) scores
+    exp(x/t), the TN mask and the accept-reject rounds."""
+    is_tn = rng.random((M, N)) > tau_plus  # p <= tau_plus -> FN (Algorithm 1)
+    raw, rounds = accept_reject_normal(mean, std, is_tn, alpha, rng)
+    return np.exp(raw / t), is_tn, rounds
+
+
+def ranks_above(a: np.ndarray, b: np.ndarray) -> float:
+    """P(A > B) + P(A = B) / 2 for A, B drawn from the samples ``a`` and ``b`` (the
+    Mann-Whitney U statistic over |a| |b|: the AUC of ``a`` against ``b``)."""
+    r = rankdata(np.concatenate([a, b]))  # average ranks: ties count 1/2
+    return float((r[: a.size].sum() - a.size * (a.size + 1) / 2) / (a.size * b.size))

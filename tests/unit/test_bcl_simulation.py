@@ -169,3 +169,72 @@ def test_degenerate_simulation_becomes_a_failure_record(tmp_path):
     assert not store.records("smoke", "fig5-bcl")
     (rec,) = store.records("smoke", "fig5-bcl", failed=True)
     assert rec["error"]["type"] == "DegenerateSimulation" and "params.data.t" in rec["error"]["message"]
+
+
+# ------------------------------------------------------------------ Fig. 4 and Fig. 8
+@pytest.mark.parametrize("alpha", [0.5, 0.8, 1.0])
+def test_accept_reject_from_a_normal_proposal(alpha):
+    """With phi = N(0, 1) (Fig. 3), phi_TN has CDF 2a Phi + (1-2a) Phi^2 and phi_FN
+    2(1-a) Phi + (2a-1) Phi^2 in Phi = the normal CDF (eq. 13-14)."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(2)
+    tn, _ = bp.accept_reject_normal(0.0, 1.0, np.ones((1, 20000), bool), alpha, rng)
+    fn, _ = bp.accept_reject_normal(0.0, 1.0, np.zeros((1, 20000), bool), alpha, rng)
+    assert kstest(tn[0], lambda x: 2 * alpha * norm.cdf(x) + (1 - 2 * alpha) * norm.cdf(x) ** 2).pvalue > 1e-3
+    assert kstest(fn[0], lambda x: 2 * (1 - alpha) * norm.cdf(x) + (2 * alpha - 1) * norm.cdf(x) ** 2).pvalue > 1e-3
+
+
+def test_ranks_above_is_the_mann_whitney_auc():
+    a, b = np.array([3.0, 1.0, 2.0]), np.array([0.5, 2.0])
+    naive = sum((x > y) + 0.5 * (x == y) for x in a for y in b) / (a.size * b.size)
+    assert bp.ranks_above(a, b) == pytest.approx(naive)
+    assert bp.ranks_above(b, a) == pytest.approx(1 - naive)
+
+
+SCORE_PARAMS = {"data": {"M": 1, "N": 4000, "alpha": 1.0, "t": 2.0, "tau_plus": 0.5,
+                         "proposal": {"name": "normal", "mean": 0.0, "std": 1.0}},
+                "scores": "fn", "density": {"grid": {"start": 0.0, "stop": 5.0, "points": 101}, "bandwidth": "scott"}}
+
+
+def test_score_density_task_fig4():
+    """The FN and TN jobs of a column read the same sample (data seed); at alpha = 1 the FN
+    scores rank above the TN ones with probability 5/6 (max vs min of two proposal draws);
+    the density integrates to ~1 on the grid."""
+    task = TASKS.get("bcl_score_density").run
+    fn = task(SCORE_PARAMS, {"data": 3, "init": 1})
+    tn = task({**SCORE_PARAMS, "scores": "tn"}, {"data": 3, "init": 9})
+    assert fn == task(SCORE_PARAMS, {"data": 3, "init": 2})  # only the data seed matters
+    assert fn["metrics"]["auc"] + tn["metrics"]["auc"] == pytest.approx(100.0)
+    assert fn["metrics"]["auc"] == pytest.approx(100 * 5 / 6, abs=2.0)
+    assert fn["metrics"]["mean"] > tn["metrics"]["mean"]
+    assert fn["info"]["n_scores"] + tn["info"]["n_scores"] == 4000
+    x, y = np.array(fn["info"]["density"]["x"]), np.array(fn["info"]["density"]["y"])
+    assert len(x) == 101 and x[0] == 0.0 and x[-1] == 5.0
+    assert np.trapezoid(y, x) == pytest.approx(1.0, abs=0.02)
+    with pytest.raises(ValueError, match="not one of"):
+        task({**SCORE_PARAMS, "scores": "both"}, {"data": 1, "init": 1})
+    with pytest.raises(ValueError, match="alpha must lie"):
+        task({**SCORE_PARAMS, "data": {**SCORE_PARAMS["data"], "alpha": 0.4}}, {"data": 1, "init": 1})
+    with pytest.raises(ValueError, match="proposal.name"):
+        task({**SCORE_PARAMS, "data": {**SCORE_PARAMS["data"], "proposal": {"name": "uniform", "mean": 0.0,
+                                                                            "std": 1.0}}}, {"data": 1, "init": 1})
+
+
+def test_score_density_at_alpha_one_half_does_not_separate_the_classes():
+    """alpha = 1/2: phi_TN = phi_FN = phi, so each class ranks above the other half the time."""
+    out = TASKS.get("bcl_score_density").run({**SCORE_PARAMS, "data": {**SCORE_PARAMS["data"], "alpha": 0.5,
+                                                                      "N": 20000}}, {"data": 5, "init": 1})
+    assert out["metrics"]["auc"] == pytest.approx(50.0, abs=1.5)
+
+
+def test_sup_estimator_and_bias_metrics_fig8():
+    """theta_SUP as an estimator has MSE and bias 0; the others' bias = mean estimate - mean theta_SUP."""
+    task = TASKS.get("bcl_simulation").run
+    data = dict(M=200, N=64, K=10, alpha=0.9, gamma=0.1, t=0.5, tau_plus=0.1)
+    sup = task({"data": data, "estimator": {"name": "sup"}}, {"data": 4, "init": 0})["metrics"]
+    assert sup["mse"] == 0.0 and sup["bias"] == 0.0 and sup["mean_estimate"] == sup["mean_theta_sup"]
+    biased = task({"data": data, "estimator": {"name": "biased"}}, {"data": 4, "init": 0})["metrics"]
+    assert biased["mean_theta_sup"] == sup["mean_theta_sup"]  # the same observations
+    assert biased["bias"] == pytest.approx(biased["mean_estimate"] - sup["mean_estimate"])
+    assert biased["abs_bias"] == abs(biased["bias"]) and biased["bias"] > 0  # FNs score higher at alpha 0.9

@@ -213,3 +213,67 @@ def test_a_figure_panel_without_results_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(type(res), "reported", lambda self, row, col, metric: None)  # no paper curve either
     render_plot(res, tmp_path / "f.png")
     assert said and set(said) == {"no results at the paper tier"}
+
+
+CURVES = """curves:
+  - {title: "(a) accuracy", y: train.acc, ylabel: "Accuracy (%)"}
+  - {title: "(b) density", y: dens.y, x: dens.x, ylabel: Density, cols: [x], format: ".3f"}
+claims:
+  - {kind: curve_rises, curve: "(a) accuracy", rows: [A], text: "A's accuracy rises over training"}
+  - {kind: curve_rises, curve: "(a) accuracy", rows: [B], cols: [x], text: "B's accuracy rises"}
+"""
+
+
+def _curve_store(tmp_path):
+    """fig1-bcl with two curves in the records' info: A's accuracy rises by seed-dependent steps,
+    B's falls; a density on a fixed grid (column x only)."""
+    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CURVES)), "<t>")
+    store = ResultStore(tmp_path)
+    for job in expand(spec, "paper", 3).jobs:
+        k = job.seed_index
+        acc = [50.0 + (i + 1) * (2.0 + k) for i in range(4)] if job.row == "A" else [60.0 - i - k for i in range(4)]
+        acc[1] = None  # a missing epoch is skipped, not drawn as 0
+        info = {"train": {"acc": acc}, "dens": {"x": [0.0, 0.5, 1.0], "y": [0.1 * k, 1.0, 0.2]}}
+        store.write_ok(job, {"score": 1.0 + k}, info, {})
+    return spec, store
+
+
+def test_curves_are_collected_per_seed_and_averaged_pointwise(tmp_path):
+    spec, store = _curve_store(tmp_path)
+    res = collect(spec, "paper", store)
+    a = res.curve("(a) accuracy", "A", "y")
+    assert a.by_seed[0] == ((1.0, 52.0), (3.0, 56.0), (4.0, 58.0))  # x = epoch 1, 2, ...; epoch 2 was null
+    x, mean, std, n = a.pointwise()[0]
+    assert (x, mean, n) == (1.0, 53.0, 3) and std == pytest.approx(1.0)
+    assert a.end(True).by_seed == {0: 58.0, 1: 62.0, 2: 66.0} and a.end(False).splits == a.splits
+    assert res.curve("(b) density", "A", "x").pointwise()[1] == (0.5, 1.0, 0.0, 3)
+    assert res.curve("(b) density", "A", "y") is None  # the curve's cols: x only
+
+
+def test_curve_rises_claims_pair_the_two_ends_of_each_run(tmp_path):
+    spec, store = _curve_store(tmp_path)
+    up, down = claim_checks(collect(spec, "paper", store))
+    assert up.status == "holds" and len(up.tests) == 2 and all(t.paired for t in up.tests)
+    assert up.weakest_link.diff == pytest.approx(9.0)  # last - first: 3 * (2 + k) on average over k = 0..2
+    assert down.status == "fails" and len(down.tests) == 1 and up.paper_status == "n/a"
+
+
+def test_curves_reach_markdown_html_and_the_plot(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from pubench.report.html import report_body
+    from pubench.report.markdown import render_markdown
+    from pubench.report.plot import render_plot
+
+    spec, store = _curve_store(tmp_path / "r")
+    res = collect(spec, "paper", store)
+    md = render_markdown(res)
+    assert "### Curves" in md and "| (a) accuracy | A | x | 1: 53.00 ± 1.00 (3) | 4: 62.00 ± 4.00 (3) | 3 |" in \
+        "\n".join(" ".join(line.split()) for line in md.splitlines())
+    assert "(a) accuracy: last point > first point of A" in md
+    assert "<h3>Curves" in report_body(res, None, [], "spec.html")
+    titles = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda self, t, **kw: titles.append(t))
+    render_plot(res, tmp_path / "f.png")
+    # curve panels first (one per curve and column), then the metric panel of the 2-column axis
+    assert titles == ["(a) accuracy — x", "(a) accuracy — y", "(b) density", ""]

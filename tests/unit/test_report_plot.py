@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pubench.report.plot import axis_values, is_geometric, legend_names
+from pubench.report.plot import axis_values, is_geometric, is_irregular, legend_names
 
 
 def test_axis_values_reads_panel_tag_name_and_magnitude_suffix():
@@ -38,3 +38,11 @@ def test_legend_names_drop_the_first_word_every_row_shares():
     assert legend_names(["infoNCE", "DCL", "SCL", "puNCE"]) == ["infoNCE", "DCL", "SCL", "puNCE"]
     assert legend_names(["probe PN", "init random"]) == ["probe PN", "init random"]
     assert legend_names(["probe PN"]) == ["probe PN"]
+
+
+def test_grids_even_on_neither_scale_are_drawn_at_positions():
+    assert is_irregular([0.9, 0.99, 0.999, 0.9999])  # 004 Fig. 3's alpha and lambda
+    assert not is_irregular([1e-3, 1e-2, 1e-1, 1.0])  # geometric: a log axis
+    assert not is_irregular([0.05, 0.1, 0.12, 0.15, 0.2])  # fig3-pucl's alpha: near even, linear
+    assert not is_irregular([0.2, 0.3, 0.4, 0.5, 0.6])
+    assert not is_irregular([1, 2])

@@ -50,7 +50,43 @@ BAD = [
     ("claim unknown kind", lambda d: d.update(claims=[{"kind": "best", "rows": ["A"], "text": "t"}]),
      "claims[0].kind", "unknown claim kind"),
     ("missing task", lambda d: d["experiment"].pop("task"), "experiment.task", "missing"),
+    ("curves on a table", lambda d: d.update(curves=[{"title": "c", "y": "a.b", "ylabel": "y"}]), "curves",
+     "only a figure"),
+    ("curve claim names no curve", lambda d: d.update(claims=[{"kind": "curve_rises", "curve": "c", "rows": ["A"],
+                                                                "text": "t"}]), "claims[0].curve", "not the title"),
+    ("curve named by another claim kind", lambda d: d.update(claims=[{"kind": "best_row", "curve": "c",
+                                                                       "rows": ["A"], "text": "t"}]),
+     "claims[0].curve", "only a curve_rises claim"),
 ]
+
+
+def _figure_with_curves(**claim) -> str:
+    return _mutate(selftest_spec("fig1-bcl"), lambda d: d.update(
+        curves=[{"title": "loss", "y": "train.loss", "ylabel": "Loss"},
+                {"title": "density", "y": "dens.y", "x": "dens.x", "ylabel": "Density", "cols": ["x"]}],
+        claims=[{"kind": "curve_rises", "curve": "loss", "rows": ["A"], "text": "t", **claim}]))
+
+
+def test_figure_curves_load_with_their_defaults():
+    spec = _parse(_figure_with_curves())
+    loss, dens = spec.curves
+    assert (loss.x, loss.xlabel, loss.cols, loss.fmt) == ("epoch", "epoch", ("x", "y"), ".2f")
+    assert (dens.x, dens.xlabel, dens.cols) == ("dens.x", "x", ("x",))
+    (claim,) = spec.claims
+    assert (claim.kind, claim.curve, claim.rows, claim.cols) == ("curve_rises", "loss", ("A",), ("x", "y"))
+
+
+@pytest.mark.parametrize("mutate, key, problem", [
+    (lambda d: d["curves"][1].update(cols=["z"]), "curves[1].cols", "not a (non-derived) col"),
+    (lambda d: d["curves"][1].update(title="loss"), "curves[1].title", "duplicate curve title"),
+    (lambda d: d["curves"][0].update(y="train..loss"), "curves[0].y", "dotted path"),
+    (lambda d: d["claims"][0].update(metric="score"), "claims[0].metric", "reads its curve"),
+    (lambda d: d["claims"][0].update(curve="density", cols=["y"]), "claims[0].cols", "not one of the curve's cols"),
+])
+def test_bad_curves_and_curve_claims(mutate, key, problem):
+    with pytest.raises(SpecError) as err:
+        _parse(_mutate(_figure_with_curves(), mutate))
+    assert (err.value.key, problem in err.value.problem) == (key, True)
 
 
 @pytest.mark.parametrize("name,mutate,key,problem", BAD, ids=[b[0] for b in BAD])

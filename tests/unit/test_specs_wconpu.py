@@ -1,6 +1,8 @@
-"""The WConPU (paper 004) specs: shape, exact reported values, the Table I protocol."""
+"""The WConPU (paper 004) specs: shape, exact reported values, the Table I protocol; Fig. 3, 5, 6."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -227,3 +229,99 @@ def test_table4_table5_reduced_and_smoke_tiers(sid, variant, key, value):
     paper = s.resolve("paper", variant, "CIFAR-10")["params"]
     assert paper["pu_method"][key] == value and paper["train"]["epochs"] == 800
 
+
+
+# ------------------------------------------------------------------ figures 3, 5, 6
+def test_fig3_sweeps_one_parameter_at_a_time():
+    """Fig. 3: a panel per gamma_0, gamma_1, alpha, lambda; each column changes only its
+    parameter from the base point (gamma_0 = gamma_1 = 1, alpha 0.9, lambda 0.999), with no
+    validation selection; every other setting is table2-wconpu's WConPU row of the data set."""
+    s, t2 = get_spec("fig3-wconpu"), get_spec("table2-wconpu")
+    assert s.rows == DATASETS and len(s.cols) == 16 and s.methods_in == "cols" and s.reported == []
+    assert [len(g) for g in s.col_groups.values()] == [4, 4, 4, 4]
+    for row in s.rows:
+        base = t2.resolve("paper", "WConPU", row)["params"]
+        for col in s.cols:
+            p = s.resolve("paper", row, col)["params"]
+            name, value = col.split(" ", 1)[1].split("=")
+            pm, bpm = p["pu_method"], base["pu_method"]
+            grid = {"gamma0": [float(value) if name == "gamma_0" else 1.0],
+                    "gamma1": [float(value) if name == "gamma_1" else 1.0]}
+            assert pm["tuning"] == {"grid": grid, "select_on": "none", "metric": "acc"}
+            assert pm["alpha"] == (float(value) if name == "alpha" else 0.9)
+            assert pm["momentum"] == (float(value) if name == "lambda" else 0.999)
+            rest = {k: v for k, v in pm.items() if k not in ("tuning", "alpha", "momentum")}
+            assert rest == {k: v for k, v in bpm.items() if k not in ("tuning", "alpha", "momentum")}, (row, col)
+            assert {k: v for k, v in p.items() if k != "pu_method"} == {k: v for k, v in base.items() if k != "pu_method"}
+    # reduced: the CIFAR-10 row in the shared reduced config, the sweep re-applied over it
+    v = get_spec("table3-wconpu").resolve("reduced", "V: WConPU", "CIFAR-10")["params"]
+    r = s.resolve("reduced", "CIFAR-10", "(d) lambda=0.9999")["params"]
+    assert r["pu_method"]["momentum"] == 0.9999 and r["data"] == v["data"] and r["train"] == v["train"]
+    assert s.resolve("reduced", "CIFAR-10", "(a) gamma_0=1")["params"] == v  # the base point = table3's variant V
+    assert s.resolve("reduced", "CIFAR-10", "(c) alpha=0.99")["params"]["pu_method"]["momentum"] == 0.99
+    running = {c for c in s.cells() if s.unavailable_reason("reduced", *c) is None}
+    assert running == {("CIFAR-10", c) for c in s.cols}
+    assert {c for c in s.cells() if s.unavailable_reason("smoke", *c) is None} == {
+        ("CIFAR-10", "(a) gamma_0=0.001"), ("CIFAR-10", "(d) lambda=0.9")}
+
+
+def test_fig5_curves_and_tiers():
+    s = get_spec("fig5-wconpu")
+    assert s.cells() == [("WConPU", "CIFAR-10 n_P=1k")] and s.reported == []
+    assert [(c.y, c.x) for c in s.curves] == [("pu_method.pseudo_label_acc", "epoch"),
+                                              ("pu_method.pseudo_label_mean_max", "epoch")]
+    assert [c.kind for c in s.claims] == ["curve_rises", "curve_rises"]
+    assert s.resolve("paper", "WConPU", "CIFAR-10 n_P=1k")["params"] == get_spec("table2-wconpu").resolve(
+        "paper", "WConPU", "CIFAR-10")["params"]  # the run Table II reports
+    assert s.resolve("reduced", "WConPU", "CIFAR-10 n_P=1k")["params"] == get_spec("table3-wconpu").resolve(
+        "reduced", "V: WConPU", "CIFAR-10")["params"]
+    smoke = s.resolve("smoke", "WConPU", "CIFAR-10 n_P=1k")["params"]
+    assert smoke["train"]["epochs"] == 2 and smoke["data"]["subset"] == {"train": 256, "test": 128}
+
+
+def test_fig6_assumed_prior_replaces_the_true_one():
+    """Fig. 6: true prior 0.4 in the data, each column's assumed prior given to every method;
+    every row of a trial shares the split (the same params.data) at the paper and reduced tiers."""
+    s, t2 = get_spec("fig6-wconpu"), get_spec("table2-wconpu")
+    assert s.rows == ["nnPU", "Self-PU", "Dist-PU", "WConPU"] and s.reported == []
+    assert s.cols == [f"pi_P={p}" for p in (0.2, 0.3, 0.4, 0.5, 0.6)]
+    for tier in ("paper", "reduced"):
+        for col in s.cols:
+            datas = [s.resolve(tier, r, col)["params"]["data"] for r in s.rows]
+            assert all(d == datas[0] for d in datas) and datas[0]["prior"] == 0.4
+            for r in s.rows:
+                assert s.resolve(tier, r, col)["params"]["pu_method"]["prior"] == float(col.split("=")[1])
+    for r in s.rows:  # apart from the prior, the paper tier is table2-wconpu's row on CIFAR-10
+        p = s.resolve("paper", r, "pi_P=0.3")["params"]
+        base = t2.resolve("paper", r, "CIFAR-10")["params"]
+        assert {**p, "pu_method": {k: v for k, v in p["pu_method"].items() if k != "prior"}} == base, r
+    red = {r: s.resolve("reduced", r, "pi_P=0.4")["params"] for r in s.rows}
+    assert red["WConPU"] == {**get_spec("table3-wconpu").resolve("reduced", "V: WConPU", "CIFAR-10")["params"],
+                             "pu_method": {**red["WConPU"]["pu_method"]}}
+    assert red["WConPU"]["train"]["epochs"] == 8 and red["Dist-PU"]["train"]["epochs"] == 5
+    assert red["Dist-PU"]["pu_method"]["warmup_epochs"] == 2 and red["Self-PU"]["pu_method"]["ema_start"] == 3
+    assert red["nnPU"]["train"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
+    assert red["nnPU"]["model"] == {"backbone": {"name": "cnn13", "width": 0.25, "fc_width": 128}}
+    assert {c for c in s.cells() if s.unavailable_reason("smoke", *c) is None} == {
+        (r, c) for r in ("nnPU", "WConPU") for c in ("pi_P=0.2", "pi_P=0.4")}
+
+
+@pytest.mark.parametrize("sid, only", [
+    ("fig5-wconpu", "WConPU|CIFAR-10 n_P=1k"),
+    ("fig3-wconpu", "CIFAR-10|(d) lambda=0.9"),
+    ("fig6-wconpu", "nnPU|pi_P=0.2"),
+])
+def test_figure_smoke_cell_runs_and_reports(sid, only, scratch_store, shared_image_root, monkeypatch):
+    """One smoke cell of each WConPU figure end to end on the CIFAR-10 JPEG copy (seconds):
+    run, report, plot; fig5-wconpu's curves reach the report."""
+    from pubench.cli import main
+
+    monkeypatch.setenv("PUBENCH_DATA", str(shared_image_root))
+    assert main(["run", sid, "--tier", "smoke", "--only", only, "--no-progress", "--threads", "1"]) == 0
+    assert main(["report", sid, "--tier", "smoke", "--quiet"]) == 0
+    folder = scratch_store / "reports" / "smoke"
+    assert (folder / f"{sid}.png").read_bytes()[:4] == b"\x89PNG"
+    md = (folder / f"{sid}.md").read_text()
+    assert "Cells with results: 1 of" in md
+    if sid == "fig5-wconpu":
+        assert "(a) accuracy of pseudo labels | WConPU | CIFAR-10 n_P=1k | 1: " in re.sub(" +", " ", md)

@@ -344,6 +344,25 @@ def test_wconpu_learns_a_separable_problem_and_selects_on_validation():
     assert metrics["time"] > 0 and set(metrics) == {"acc", "precision", "recall", "f1", "auc", "ap", "time"}
 
 
+def test_pseudo_label_curves_are_recorded_per_epoch():
+    """004 Fig. 5 (fig5-wconpu): after each epoch, (a) the accuracy of argmax s_i on the unlabeled
+    rows and (b) the mean max pseudo label (1/n) sum_i max(s_i) over the n training rows. Frozen
+    pseudo labels (Eq. 20: (pi_N, pi_P) on U, one-hot on the labeled rows) give both exactly."""
+    data = tiny_data()
+    frozen = {**BLOCK, "pseudo_labels": {"init": "prior", "update": "none"},
+              "tuning": {"grid": {"gamma0": [1.0], "gamma1": [1.0]}, "select_on": "none", "metric": "acc"}}
+    _, info = run(frozen, data)
+    n, n_lab = len(data.observed), int(data.observed.sum())
+    unl = data.observed == 0
+    assert info["pseudo_label_mean_max"] == pytest.approx([(n_lab + 0.6 * (n - n_lab)) / n] * TRAIN.epochs)
+    assert info["pseudo_label_acc"] == pytest.approx([100.0 * float((data.y_true[unl] == 0).float().mean())]
+                                                     * TRAIN.epochs)
+    _, info = run(BLOCK, data)  # updated pseudo labels move towards one-hot vectors
+    curve = info["pseudo_label_mean_max"]
+    assert len(curve) == TRAIN.epochs and all(0.5 <= v <= 1.0 for v in curve)
+    assert curve[-1] > (n_lab + 0.6 * (n - n_lab)) / n
+
+
 @pytest.mark.parametrize("variant", [
     {"con_loss": {"name": "none"}, "tuning": {"grid": {"gamma1": [1.0]}, "select_on": "none", "metric": "acc"}},
     {"pseudo_labels": {"init": "prior", "update": "none"}},
