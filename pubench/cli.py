@@ -501,7 +501,7 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from pubench.registry import SpecError, load_all
     from pubench.report import render_latex, render_markdown, write_index, write_report
-    from pubench.report.collect import REPORT_FIELDS
+    from pubench.report.collect import report_fields
     from pubench.store import ResultStore
 
     store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
@@ -511,7 +511,7 @@ def cmd_report(args) -> int:
     written = 0
     for sid, spec in specs.items():
         for tier in tiers:
-            scan = store.scan(tier, sid, fields=REPORT_FIELDS)
+            scan = store.scan(tier, sid, fields=report_fields(spec))
             if not scan.done and not (args.ids and args.tier and scan.failed):
                 continue
             if scan.corrupt:

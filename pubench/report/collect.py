@@ -224,6 +224,12 @@ def _preference(rec: dict[str, Any]) -> tuple:
 REPORT_FIELDS = ("job", "metrics", "timing", "provenance", "machine", "info.encoder_cache")
 
 
+def report_fields(spec: Spec) -> tuple[str, ...]:
+    """:data:`REPORT_FIELDS` and the ``info`` entries the spec's curves read."""
+    extra = sorted({f"info.{path.split('.')[0]}" for c in spec.curves for path in (c.y, c.x) if path != "epoch"})
+    return REPORT_FIELDS + tuple(f for f in extra if f not in REPORT_FIELDS)
+
+
 def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     """The table of ``spec`` at ``tier`` from the store's records (once per table for a store
     made with ``memo=True``: the report, the index and the site share it)."""
@@ -239,7 +245,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
 def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
-    scan = store.scan(tier, spec.id, fields=REPORT_FIELDS)  # one pass: ok, failed and corrupt records
+    scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
     records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     profiles: dict[str, int] = {}
