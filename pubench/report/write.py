@@ -7,7 +7,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from pubench.registry.spec import Spec
-from pubench.report.checks import claim_checks
+from pubench.report.agreement import agreement
+from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks
 from pubench.report.collect import TableResult, collect
 from pubench.report.compute import fmt_hours
 from pubench.report.latex import render_latex
@@ -33,8 +34,8 @@ def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
     return res, paths
 
 
-CLAIM_COLUMNS = {HOLDS: "holds", HOLDS_NS: "holds, n.s.", TIE: "tie", FAILS: "fails",
-                 NOT_TESTABLE: "not testable"}
+CLAIM_COLUMNS = {HOLDS: "holds", HOLDS_NS: "holds, n.s.", TIE: "tie", FAILS: "fails", UNDERPOWERED: "underpowered",
+                 NOT_IN_REGIME: "not in regime", NOT_TESTABLE: "not testable"}
 
 
 def write_index(specs: dict[str, Spec], store: ResultStore, reports_root: Path) -> Path:
@@ -48,7 +49,7 @@ def write_index(specs: dict[str, Spec], store: ResultStore, reports_root: Path) 
             statuses = [c.status for c in claim_checks(res)]
             rows.append([tier, f"[{sid}]({tier}/{sid}.md)", spec.title, f"{res.cells_done}/{len(spec.cells())}",
                          len(statuses)] + [statuses.count(o) for o in CLAIM_COLUMNS]
-                        + [fmt_hours(res.compute_all.core_h) + (f" (+{fmt_hours(res.compute_all.gpu_h)} GPU-h)"
+                        + [agreement(res).overall.text(), fmt_hours(res.compute_all.core_h) + (f" (+{fmt_hours(res.compute_all.gpu_h)} GPU-h)"
                                                                  if res.compute_all.gpu_s else "")])
     text = "\n".join([
         "# pubench reports", "",
@@ -58,10 +59,14 @@ def write_index(specs: dict[str, Spec], store: ResultStore, reports_root: Path) 
         "runnable on 2 CPU cores, deviations listed; `smoke`: seconds, a pipeline check only).",
         "Claims: how many of the spec's claims hold on our seeds at 5% (one-sided t-tests, a claim as",
         "strong as its weakest pair; see each report), hold without significance, tie, fail, or cannot",
-        "be tested (fewer than 2 seeds, or no results). CPU core-h: wall time x threads per job over every record",
-        "of the tier in the store (failed and stale ones included). The same reports as a site: `pubench site`.", "",
+        "be tested (fewer than 2 seeds, or no results); underpowered: fails only where the paper's gap is below what",
+        "our seeds can detect; not in regime: a pair lies in a block whose reference rows do not work at this tier",
+        "(see each report's Regime section). Paper's order: of the paper's pairs of methods with both numbers, the",
+        "share our means order the same way (`pubench agreement`). CPU core-h: wall time x threads per job over every",
+        "record of the tier in the store (failed and stale ones included). The same reports as a site: `pubench site`.",
+        "",
         tabulate(rows, headers=["tier", "report", "title", "cells with results", "claims", *CLAIM_COLUMNS.values(),
-                                "CPU core-h"],
+                                "paper's order kept", "CPU core-h"],
                  tablefmt="github", disable_numparse=True) if rows else "(no reports yet)", "",
     ])
     return atomic_write_text(Path(reports_root) / "README.md", text)

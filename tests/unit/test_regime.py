@@ -266,3 +266,60 @@ def test_holds_not_significant_is_never_relabelled(tmp_path):
     values = {("A", "x"): [10.0, 14.0, 8.0], ("B", "x"): [11.0, 13.5, 9.0]}
     (c, *_) = claim_checks(collect(spec, "paper", _store(tmp_path, spec, values)))
     assert c.status == c.test_status == HOLDS_NS and c.decisive_power.underpowered
+
+
+# ---- reports --------------------------------------------------------------------------------
+
+
+def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
+    from pubench.report import render_latex, render_markdown, write_index, write_report
+    from pubench.report.html import report_body
+
+    spec = _spec(TRAINED + CLAIMS)
+    store = _store(tmp_path / "results", spec, VALUES)
+    res = collect(spec, "paper", store)
+    md = " ".join(render_markdown(res).split())
+    assert "## Regime" in md
+    assert "| methods | trained: A beats U by > 10 | x | in regime | gain +20.50 > 10 (paired, 3 seeds, p" in md
+    assert ("| methods | trained: A beats U by > 10 | y | not in regime | gain +2.83 not > 10 (paired, 3 seeds, p=0.99) | "
+            "the paper tier is the regime by construction |") in md
+    assert "| z | not testable | no results for U |" in md
+    assert ("| B beats A on y | B > A in y | not in regime (methods in y) | fails, opposite not significant (p="
+            in md)
+    assert "| MDD | paper gap | seeds for paper gap |" in md
+    tex = render_latex(res)
+    assert "\\paragraph{Regime}" in tex and "\\emph{not in regime}: gain +2.83 not \\textgreater{} 10" in tex
+    assert "\\emph{not in regime (methods in y)}; test: fails, opposite not significant" in tex
+    html = report_body(res, None, [], "spec.html")
+    assert '<h2 id="regime">Regime</h2>' in html and 'class="badge o-not-in-regime">not in regime (methods in y)' in html
+    assert '<span class="badge o-holds-ns">in regime</span>' in html
+    write_report(spec, "paper", store, tmp_path / "reports")
+    index = write_index({spec.id: spec}, store, tmp_path / "reports").read_text()
+    header = next(line for line in index.splitlines() if line.startswith("| tier"))
+    row = next(line for line in index.splitlines() if line.startswith("| paper"))
+    cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
+    assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"]) == ("5", "1", "2", "2")
+
+
+def test_reports_say_underpowered(tmp_path):
+    from pubench.report import render_markdown
+
+    spec = _power_spec()
+    values = {("A", "x"): [10.0, 14.0, 8.0], ("B", "x"): [9.0, 15.0, 7.5]}
+    md = " ".join(render_markdown(collect(spec, "paper", _store(tmp_path, spec, values))).split())
+    assert "| B beats A, noisy seeds | B > A in x | underpowered | fails, opposite not significant (p=" in md
+    assert "1 pair(s) with the paper's gap below our MDD" in md
+
+
+def test_latex_with_regime_and_power_compiles(tmp_path):
+    import shutil
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (Debian: apt-get install texlive-latex-base texlive-latex-recommended)")
+    from pubench.report import render_latex
+    from tests.unit.test_latex_compile import compile_tex, overfull
+
+    spec = _spec(TRAINED + CLAIMS)
+    tex = render_latex(collect(spec, "paper", _store(tmp_path / "results", spec, VALUES)))
+    pdf, log = compile_tex(tex, tmp_path / "tex", "regime")
+    assert pdf.exists() and not [w for w in overfull(log) if w > 1.0]
