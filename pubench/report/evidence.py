@@ -53,14 +53,17 @@ def check_text(v: RegimeVerdict) -> str:
 
 
 def regime_rows(res: TableResult, verdicts: list[RegimeVerdict] | None = None) -> list[list[str]]:
-    """Per block and column: block, check, column, verdict, the numbers, the spec's reason at this tier."""
-    rows = []
-    for v in regime_verdicts(res) if verdicts is None else verdicts:
-        rows.append([v.block.name, check_text(v), v.col, v.verdict, v.numbers, v.block.why_at(res.tier) or ""])
-    return rows
+    """Per block and column: block, check, column, verdict, the numbers."""
+    return [[v.block.name, check_text(v), v.col, v.verdict, v.numbers]
+            for v in (regime_verdicts(res) if verdicts is None else verdicts)]
 
 
-REGIME_HEADERS = ["block", "check", "column", "verdict", "numbers", "why (this tier)"]
+def regime_whys(res: TableResult) -> list[str]:
+    """``block: reason`` for every block whose spec writes a reason for this tier."""
+    return [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+
+
+REGIME_HEADERS = ["block", "check", "column", "verdict", "numbers"]
 
 
 def regime_summary(res: TableResult) -> str | None:

@@ -19,7 +19,7 @@ from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, col
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
-                                     regime_rows)
+                                     regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
     DEGENERATE_LEGEND,
@@ -207,8 +207,9 @@ def regime_table(res: TableResult) -> str:
     body = "".join("<tr>" + "".join(f"<td>{badge(x, x)}</td>" if i == 3 else f"<td>{e(x)}</td>"
                                     for i, x in enumerate(row)) + "</tr>" for row in rows)
     head = "".join(f"<th>{e(h)}</th>" for h in REGIME_HEADERS)
+    whys = items([f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)])
     return (f'<h2 id="regime">Regime</h2><p class="legend">{e(REGIME_LEGEND)}</p>'
-            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{whys}')
 
 
 def agreement_table(res: TableResult) -> str:

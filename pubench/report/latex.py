@@ -23,7 +23,8 @@ from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.evidence import AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
+                                     regime_whys)
 from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -165,8 +166,8 @@ def _claims(res: TableResult) -> list[str]:
 
 def _regime(res: TableResult) -> list[str]:
     lines = [f"{escape_tex(block)} ({escape_tex(check)}), {escape_tex(col)}: \\emph{{{escape_tex(verdict)}}}: "
-             f"{escape_tex(numbers)}" + (f". {escape_tex(why)}" if why else "")
-             for block, check, col, verdict, numbers, why in regime_rows(res)]
+             f"{escape_tex(numbers)}" for block, check, col, verdict, numbers in regime_rows(res)]
+    lines += [f"Why, at tier \\texttt{{{res.tier}}}: {escape_tex(w)}" for w in regime_whys(res)]
     if not lines:
         return []
     return ["", "\\begingroup\\raggedright\\sloppy", f"\\paragraph{{Regime}} {escape_tex(REGIME_LEGEND)}",

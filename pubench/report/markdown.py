@@ -11,7 +11,7 @@ from pubench.report.checks import claim_checks, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
-                                     regime_rows)
+                                     regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
     DEGENERATE_LEGEND,
@@ -107,8 +107,10 @@ def _regime_md(res: TableResult) -> list[str]:
     rows = regime_rows(res)
     if not rows:
         return []
+    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)]
     return ["## Regime", "", REGIME_LEGEND, "",
-            tabulate(rows, headers=REGIME_HEADERS, tablefmt="github", disable_numparse=True)]
+            tabulate(rows, headers=REGIME_HEADERS, tablefmt="github", disable_numparse=True)] + ([""] + whys if whys
+                                                                                                 else [])
 
 
 def _agreement_md(res: TableResult) -> str:
