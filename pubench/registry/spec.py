@@ -31,7 +31,6 @@ PAPERS = {
 TIERS = ("paper", "reduced", "smoke")
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
 CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order")
-REGIME_CHECKS = ("trained", "two_classes")
 
 
 class SpecError(PubenchError, ValueError):

@@ -16,6 +16,7 @@ TN = a - pi r and specificity = TN / (1 - pi). Precision 1 means no false positi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 #: A seed is near-one-class when its test recall or specificity is below this fraction.
@@ -58,11 +59,11 @@ def near_one_class(metrics: Mapping[str, float]) -> str | None:
     recall, spec = rates
     if recall <= _EXACT:
         return RECALL_0
-    if spec == spec and spec <= _EXACT:  # nan-safe
+    if not math.isnan(spec) and spec <= _EXACT:
         return SPECIFICITY_0
     if recall < NEAR_ONE_CLASS - _EXACT:  # a rate derived as 4.9999999% is the 5% it was
         return RECALL_LOW
-    if spec == spec and spec < NEAR_ONE_CLASS - _EXACT:
+    if not math.isnan(spec) and spec < NEAR_ONE_CLASS - _EXACT:
         return SPECIFICITY_LOW
     return None
 

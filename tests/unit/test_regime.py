@@ -81,7 +81,7 @@ BAD = [
     ("no baseline", {"baseline": None}, "regime[0]", "needs `baseline`"),
     ("baseline is the reference", {"baseline": "A"}, "regime[0].baseline", "other than the reference"),
     ("unknown col", {"cols": ["x", "w"]}, "regime[0].cols", "'w' is not one of the cols"),
-    ("unknown check", {"check": "works"}, "regime[0].check", "unknown regime check"),
+    ("unknown check", {"check": "works"}, "regime[0].check", "is not one of 'trained' or 'two_classes'"),
     ("unknown tier in why", {"why": {"huge": "t"}}, "regime[0].why.huge", "unknown tier"),
     ("max share on trained", {"max_share": 0.1}, "regime[0].max_share", "only a two_classes"),
     ("negative margin", {"margin": -1}, "regime[0].margin", ""),
@@ -153,7 +153,7 @@ def test_lower_is_better_turns_the_gain(tmp_path):
 
 def _binary(recall: float) -> dict:
     """Metrics of a test set of 400 positives and 600 negatives with this recall and 90% specificity."""
-    tp, fn, fp, tn = recall * 400, (1 - recall) * 400, 60, 540
+    tp, fp, tn = recall * 400, 60, 540
     return {"acc": 100 * (tp + tn) / 1000, "precision": 100 * tp / (tp + fp) if tp else 0.0, "recall": 100 * recall}
 
 
