@@ -110,9 +110,12 @@ class ClaimCheck:
 
     @property
     def regime_blocks(self) -> list[str]:
-        """``block in col`` for every out-of-regime verdict its pairs lie in (each once)."""
-        seen = dict.fromkeys(f"{v.block.name} in {v.col}" for vs in self.out_of_regime for v in vs)
-        return list(seen)
+        """``block: col, col`` per block with out-of-regime verdicts its pairs lie in (each column once)."""
+        by: dict[str, dict[str, None]] = {}
+        for vs in self.out_of_regime:
+            for v in vs:
+                by.setdefault(v.block.name, {})[v.col] = None
+        return [f"{b}: {', '.join(cols)}" for b, cols in by.items()]
 
     @property
     def detail(self) -> str:
@@ -129,7 +132,7 @@ class ClaimCheck:
         blocks = self.regime_blocks
         if blocks:
             n_out = sum(bool(v) for v in self.out_of_regime)
-            text += f"; {n_out} pair(s) out of regime ({', '.join(blocks[:4])}" + (" ..." if len(blocks) > 4 else "") + ")"
+            text += f"; {n_out} pair(s) out of regime ({'; '.join(blocks)})"
         weak_power = sum(p.underpowered for p in self.powers)
         if weak_power:
             text += f"; {weak_power} pair(s) with the paper's gap below our MDD"

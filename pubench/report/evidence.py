@@ -94,7 +94,7 @@ def claim_row(c: ClaimCheck, fmt: str) -> ClaimRow:
     w, pw = c.decisive_link, c.decisive_power
     status = c.status
     if status == NOT_IN_REGIME and c.regime_blocks:
-        status += f" ({', '.join(c.regime_blocks[:2])}{' ...' if len(c.regime_blocks) > 2 else ''})"
+        status += f" ({'; '.join(c.regime_blocks)})"
     mdd = DASH if pw is None or pw.mdd is None else format(pw.mdd, fmt)
     gap = DASH if pw is None or pw.paper_gap is None else format(pw.paper_gap, "+" + fmt)
     seeds = DASH if pw is None else fmt_seeds(pw.seeds_needed)

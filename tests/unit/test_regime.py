@@ -204,7 +204,7 @@ def test_claims_in_an_out_of_regime_block_read_not_in_regime_and_keep_the_plain_
     # on y A is barely above the untrained encoder: B's loss there is not evidence
     assert y.test_status == FAILS and y.status == NOT_IN_REGIME
     assert y.outcome_text.startswith("fails, opposite not significant (p=") and y.test_text == y.outcome_text
-    assert y.regime_blocks == ["methods in y"] and "1 pair(s) out of regime (methods in y)" in y.detail
+    assert y.regime_blocks == ["methods: y"] and "1 pair(s) out of regime (methods: y)" in y.detail
     # x holds, y out of regime: the claim cannot be confirmed where the methods do not work
     assert checks["B beats A on x and y"].status == NOT_IN_REGIME
     # A loses on x, where the block is in regime: a real failure, whatever y says
@@ -285,14 +285,14 @@ def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
     assert md.count("the paper tier is the regime by construction") == 1
     assert "- Why, at tier `paper`: methods: the paper tier is the regime by construction" in md
     assert "| z | not testable | no results for U |" in md
-    assert ("| B beats A on y | B > A in y | not in regime (methods in y) | fails, opposite not significant (p="
+    assert ("| B beats A on y | B > A in y | not in regime (methods: y) | fails, opposite not significant (p="
             in md)
     assert "| MDD | paper gap | seeds for paper gap |" in md
     tex = render_latex(res)
     assert "\\paragraph{Regime}" in tex and "\\emph{not in regime}: gain +2.83 not \\textgreater{} 10" in tex
-    assert "\\emph{not in regime (methods in y)}; test: fails, opposite not significant" in tex
+    assert "\\emph{not in regime (methods: y)}; test: fails, opposite not significant" in tex
     html = report_body(res, None, [], "spec.html")
-    assert '<h2 id="regime">Regime</h2>' in html and 'class="badge o-not-in-regime">not in regime (methods in y)' in html
+    assert '<h2 id="regime">Regime</h2>' in html and 'class="badge o-not-in-regime">not in regime (methods: y)' in html
     assert '<span class="badge o-holds-ns">in regime</span>' in html
     write_report(spec, "paper", store, tmp_path / "reports")
     index = write_index({spec.id: spec}, store, tmp_path / "reports").read_text()
