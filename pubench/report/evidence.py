@@ -10,7 +10,7 @@ from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, ClaimCheck
 from pubench.report.collect import TableResult
 from pubench.report.oneclass import NEAR_ONE_CLASS
 from pubench.report.power import MAX_SEEDS, POWER, fmt_seeds
-from pubench.report.regime import RegimeVerdict, regime_verdicts
+from pubench.report.regime import IN, UNTESTED, RegimeVerdict, regime_verdicts
 from pubench.report.stats import ALPHA, pair_text
 
 DASH = "—"
@@ -66,13 +66,17 @@ def regime_whys(res: TableResult) -> list[str]:
 REGIME_HEADERS = ["block", "check", "column", "verdict", "numbers"]
 
 
-def regime_summary(res: TableResult) -> str | None:
-    """``2 of 3 block-columns in regime, 1 not in regime`` or ``None`` without blocks."""
-    vs = regime_verdicts(res)
-    if not vs:
-        return None
-    counts = {k: sum(v.verdict == k for v in vs) for k in ("in regime", "not in regime", "not testable")}
-    return f"{len(vs)} block-column(s): " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+def regime_summary(res: TableResult) -> list[str]:
+    """Per block, how many of its columns are in regime at this tier: ``All Conv PU methods: 2/3 in
+    regime`` (``, 1 not testable`` where some are); empty without blocks."""
+    by: dict[str, list[RegimeVerdict]] = {}
+    for v in regime_verdicts(res):
+        by.setdefault(v.block.name, []).append(v)
+    out = []
+    for name, vs in by.items():
+        n_in, n_untested = sum(v.verdict == IN for v in vs), sum(v.verdict == UNTESTED for v in vs)
+        out.append(f"{name}: {n_in}/{len(vs)} in regime" + (f", {n_untested} not testable" if n_untested else ""))
+    return out
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pubench.report.checks import NOT_IN_REGIME, STATUSES, UNDERPOWERED, claim_c
 from pubench.report.collect import TableResult, collect
 from pubench.report.compute import Compute, fmt_hours
 from pubench.report.crossref import CrossEntry, crossref
+from pubench.report.evidence import regime_summary
 from pubench.report.html import badge, delta_class, e, items, page, report_body, spec_body
 from pubench.report.layout import DASH, fmt_ours, fmt_reported
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
@@ -102,8 +103,9 @@ def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], 
                 if res is None:
                     tiers.append(f'<td class="tier muted">{DASH}</td>')
                     continue
+                regime = "".join(f'<br><span class="muted">{e(x)}</span>' for x in regime_summary(res))
                 tiers.append(f'<td class="tier"><a href="{t}/{e(spec.id)}.html">{res.cells_done}/'
-                             f'{len(spec.cells())} cells</a><br>{_claims_summary(_outcome_counts(res))}<br>'
+                             f'{len(spec.cells())} cells</a><br>{_claims_summary(_outcome_counts(res))}{regime}<br>'
                              f'<span class="muted">{fmt_hours(res.compute_all.core_h)} core-h</span></td>')
             reported = sum(c.mean is not None for c in spec.reported)
             rows.append(f'<tr><td class="name"><a href="spec/{e(spec.id)}.html">{e(spec.id)}</a></td>'
@@ -120,7 +122,8 @@ def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], 
         "our seeds with one-sided t-tests at 5%: hold (significant), hold n.s., tie, fail, or not testable "
         "(fewer than 2 seeds); not in regime (a pair lies in a block whose reference rows do not work at that tier, "
         "e.g. an encoder no better than an untrained one); underpowered (fails only where the paper's gap is below "
-        "what our seeds can detect). Paper's order kept: of the paper's pairs of methods with both numbers, the share "
+        "what our seeds can detect); under them, per declared block, its columns in regime. Paper's order kept: of "
+        "the paper's pairs of methods with both numbers, the share "
         "our means order the same way (chance: half). Compute: CPU core-hours = wall time × threads per job over every "
         "record of the tier (failed and stale ones included).</p>",
         "<h2>Summary</h2>",

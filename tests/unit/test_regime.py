@@ -300,6 +300,7 @@ def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
     row = next(line for line in index.splitlines() if line.startswith("| paper"))
     cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
     assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"]) == ("5", "1", "2", "2")
+    assert cells["regime"] == "methods: 1/3 in regime, 1 not testable"
 
 
 def test_reports_say_underpowered(tmp_path):
@@ -324,3 +325,16 @@ def test_latex_with_regime_and_power_compiles(tmp_path):
     tex = render_latex(collect(spec, "paper", _store(tmp_path / "results", spec, VALUES)))
     pdf, log = compile_tex(tex, tmp_path / "tex", "regime")
     assert pdf.exists() and not [w for w in overfull(log) if w > 1.0]
+
+
+def test_site_index_shows_regime_and_order_per_tier(tmp_path):
+    from pubench.report.site import write_site
+
+    spec = _spec(TRAINED + CLAIMS)
+    store = _store(tmp_path / "results", spec, VALUES)
+    index = write_site({spec.id: spec}, store, tmp_path / "site").read_text()
+    assert "methods: 1/3 in regime, 1 not testable" in index and "<th>paper's order kept</th>" in index
+    assert '<span class="muted">paper</span> 100% of 1' in index  # B over A in x, as the paper orders them
+    assert "2 not in regime" in index  # the claims summary badge
+    page = (tmp_path / "site" / "paper" / f"{spec.id}.html").read_text()
+    assert 'id="regime"' in page and 'id="order"' in page
