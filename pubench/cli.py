@@ -1,6 +1,5 @@
 """Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site |
-crossref | verify |
-compare``.
+crossref | agreement | verify | compare``.
 
 Each subcommand parses its arguments and calls library functions. Bad input exits with
 status 2 and a one-line reason (a :class:`~pubench.errors.PubenchError`; anything else is
@@ -590,6 +589,35 @@ def cmd_crossref(args) -> int:
     return 0
 
 
+def cmd_agreement(args) -> int:
+    from pubench.report.agreement import agreements_json, render_agreements, table_agreements
+    from pubench.store import ResultStore
+
+    tiers = [args.tier] if args.tier else list(TIER_CHOICES)
+    ags = table_agreements(_specs(args.ids or None), ResultStore(paths.results_root()), tiers)
+    if not ags:
+        raise UsageError("no results for " + (", ".join(args.ids) if args.ids else "any table")
+                         + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
+    print(json.dumps(agreements_json(ags), indent=1) if args.json else render_agreements(ags).rstrip("\n"))
+    return 0
+
+
+def _agreement_parser(sub, fmt) -> None:
+    s = sub.add_parser("agreement", help="how often our means order the paper's pairs of methods as the paper does",
+                       formatter_class=fmt,
+                       description="Per table and tier: of the paper's pairs of methods (two rows of one row group in "
+                                   "one column, per metric; two columns of a row where methods are columns) with both "
+                                   "numbers printed and ours present, the share our means order as the paper, split by "
+                                   "the paper's gap (< 1, 1-2, >= 2 in the metric's units) and by whether our test of "
+                                   "the pair is significant (p < 0.05); then every table pooled per tier.",
+                       epilog="examples:\n  pubench agreement\n  pubench agreement table2-punce --tier reduced\n"
+                              "  pubench agreement --json")
+    s.add_argument("ids", nargs="*", help="tables or figures (default: all)")
+    s.add_argument("--tier", choices=TIER_CHOICES, help="only this tier (default: every tier with results)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_agreement)
+
+
 @_quiet_jobs_when_asked
 def cmd_verify(args) -> int:
     from pubench import numerics
@@ -786,6 +814,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--check", action="store_true", help="only validate the mapping")
     s.set_defaults(fn=cmd_crossref)
+
+    _agreement_parser(sub, fmt)
 
     s = sub.add_parser(
         "verify", help="rerun a sample of a table's stored jobs into a scratch store and compare, bit for bit",

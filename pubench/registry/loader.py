@@ -25,6 +25,7 @@ from pubench.registry.spec import (
     Claim,
     Curve,
     Metric,
+    RegimeBlock,
     ReportedCell,
     Spec,
     SpecError,
@@ -182,6 +183,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
         curves=curves,
     )
+    spec.regime = _regime(model, spec, file)
     if _has_prior_tokens(experiment) or any(_has_prior_tokens(t.layer) for t in tiers.values()):
         for tier in TIERS:  # fail at load, not when a job starts
             for row, col in spec.cells():
@@ -318,6 +320,76 @@ def _curve_claim(c, where: str, file: str, rows: list[str], curves: dict[str, Cu
     if not c.rows:
         raise SpecError(file, f"{where}.rows", "a curve_rises claim names at least 1 row")
     return Claim(c.kind, c.text, metric, tuple(c.rows), tuple(c.cols or curve.cols), curve=c.curve)
+
+
+def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
+    """The ``regime:`` blocks, with their rows (a group's or listed), their columns (listed, or
+    every non-derived column where the reference and baseline rows run) and metric resolved;
+    every name checked against the spec."""
+    out: list[RegimeBlock] = []
+    metrics = list(model.metrics)
+    for i, b in enumerate(model.regime):
+        where = f"regime[{i}]"
+        if b.block in {x.name for x in out}:
+            raise SpecError(file, f"{where}.block", f"duplicate block name {b.block!r}")
+        if (b.group is None) == (b.rows is None):
+            raise SpecError(file, where, "give the block's rows as `group` (a row group) or `rows`, one of them")
+        if b.group is not None and b.group not in spec.row_groups:
+            raise SpecError(file, f"{where}.group", f"{b.group!r} is not one of the row_groups")
+        rows = list(spec.row_groups[b.group]) if b.group is not None else list(b.rows)
+        for r in rows:
+            if r not in spec.rows:
+                raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
+        reference = [b.reference] if isinstance(b.reference, str) else list(b.reference)
+        if not reference:
+            raise SpecError(file, f"{where}.reference", "name at least one row")
+        for r in reference:
+            if r not in rows:
+                raise SpecError(file, f"{where}.reference", f"{r!r} is not one of the block's rows")
+        metric = None
+        if b.check == "trained":
+            if len(reference) != 1:
+                raise SpecError(file, f"{where}.reference", "a trained check names exactly one reference row")
+            if b.baseline is None or b.margin is None:
+                raise SpecError(file, where, "a trained check needs `baseline` (a row) and `margin` (metric units)")
+            if b.baseline not in spec.rows or b.baseline in reference:
+                raise SpecError(file, f"{where}.baseline", f"{b.baseline!r} is not one of the rows (other than the "
+                                                           "reference)")
+            if b.max_share is not None:
+                raise SpecError(file, f"{where}.max_share", "only a two_classes check has a max_share")
+            metric = b.metric or (metrics[0] if len(metrics) == 1 else None)
+            if metric is None:
+                raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
+            if metric not in metrics:
+                raise SpecError(file, f"{where}.metric", f"unknown metric {metric!r}")
+        else:
+            for key in ("baseline", "margin", "metric"):
+                if getattr(b, key) is not None:
+                    raise SpecError(file, f"{where}.{key}", "only a trained check has one")
+        needed = reference + ([b.baseline] if b.baseline else [])
+        runs = [c for c in spec.cols if c not in spec.derived_cols
+                and all(not spec.is_excluded(r, c) for r in needed)]
+        if b.cols is None:
+            cols = runs
+        else:
+            cols = list(b.cols)
+            for c in cols:
+                if c not in spec.cols:
+                    raise SpecError(file, f"{where}.cols", f"{c!r} is not one of the cols")
+                if c in spec.derived_cols:
+                    raise SpecError(file, f"{where}.cols", f"{c!r} is a derived col (it follows its sources)")
+                if c not in runs:
+                    raise SpecError(file, f"{where}.cols", f"the reference or baseline rows do not run in {c!r}")
+        if not cols:
+            raise SpecError(file, f"{where}.cols", "no column where the reference (and baseline) rows run")
+        for tier in b.why:
+            if tier not in TIERS:
+                raise SpecError(file, f"{where}.why.{tier}", f"unknown tier (one of {', '.join(TIERS)})")
+        out.append(RegimeBlock(
+            name=b.block, check=b.check, rows=tuple(rows), cols=tuple(cols), reference=tuple(reference),
+            group=b.group, baseline=b.baseline, margin=float(b.margin or 0.0), metric=metric,
+            max_share=float(b.max_share or 0.0), why=tuple(b.why.items())))
+    return out
 
 
 def _has_prior_tokens(node: Any) -> bool:

@@ -84,6 +84,33 @@ class ClaimModel(_Model):
         return v
 
 
+class RegimeBlockModel(_Model):
+    """A block of the table whose methods only mean something once its reference row works: the
+    report checks it per column and tier (``pubench.report.regime``) and a claim whose compared
+    cells lie in a column where the block is not in regime reads "not in regime"."""
+
+    block: str = Field(description="the block's name, as the report prints it")
+    group: str | None = Field(None, description="a row group: the block's rows are its rows (or give `rows`)")
+    rows: list[str] | None = Field(None, description="the block's rows (instead of `group`)")
+    cols: list[str] | None = Field(
+        None, description="the columns checked; default: every (non-derived) column in which the reference rows (and "
+                          "the baseline) run")
+    check: Literal["trained", "two_classes"] = Field(description="trained: the reference row beats `baseline` by at least `margin` (one-sided t-test "
+                                   "over seeds, p < 0.05); two_classes: at most `max_share` of the reference rows' "
+                                   "seeds are near-one-class (test recall or specificity under 5%)")
+    reference: str | list[str] = Field(description="the row (trained: exactly one) whose working the block needs, "
+                                                    "e.g. the plain method every other row modifies")
+    baseline: str | None = Field(None, description="trained: a row the spec runs that has not learned, e.g. an "
+                                                   "untrained encoder of the same architecture")
+    margin: float | None = Field(None, ge=0, description="trained: the gain over the baseline the reference needs, "
+                                                         "in the metric's units")
+    metric: str | None = Field(None, description="trained: required when the spec has several metrics")
+    max_share: float | None = Field(None, ge=0, le=1, description="two_classes: the largest share of near-one-class "
+                                                                  "seeds among the reference rows' (default 0)")
+    why: dict[str, str] = Field({}, description="tier -> a written reason shown beside the verdict (e.g. what a "
+                                                "config that reaches the regime would cost)")
+
+
 class DerivedColModel(_Model):
     mean_of: list[str]
 
@@ -163,6 +190,9 @@ class SpecFile(_Model):
     derived_cols: dict[str, DerivedColModel] = {}
     curves: list[CurveModel] = Field([], description="figures only: panels drawn from lists in each record's info "
                                                      "(training curves, densities), besides the metric panels")
+    regime: list[RegimeBlockModel] = Field(
+        [], description="blocks whose reference rows must work before the block's claims mean something; checked per "
+                        "column and tier, never from the claims under test")
     experiment: ExperimentModel
     tiers: TiersModel
 

@@ -92,6 +92,30 @@ class Curve:
     cols: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class RegimeBlock:
+    """A block of rows whose methods mean something only once its reference works (``regime:``
+    in a spec; checked by :mod:`pubench.report.regime`). ``check``: ``trained`` (the one
+    ``reference`` row beats ``baseline`` by at least ``margin`` in ``metric``) or
+    ``two_classes`` (at most ``max_share`` of the reference rows' seeds are near-one-class).
+    ``cols`` are the columns checked (never derived ones); ``why``: tier -> written reason."""
+
+    name: str
+    check: str
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    reference: tuple[str, ...]
+    group: str | None = None
+    baseline: str | None = None
+    margin: float = 0.0
+    metric: str | None = None
+    max_share: float = 0.0
+    why: tuple[tuple[str, str], ...] = ()
+
+    def why_at(self, tier: str) -> str | None:
+        return dict(self.why).get(tier)
+
+
 @dataclass
 class Tier:
     name: str
@@ -127,6 +151,7 @@ class Spec:
     tiers: dict[str, Tier]
     derived_cols: dict[str, list[str]] = field(default_factory=dict)  # col -> the cols it averages
     curves: list[Curve] = field(default_factory=list)  # figure panels drawn from lists in the records' info
+    regime: list[RegimeBlock] = field(default_factory=list)  # blocks checked before their claims are read
 
     @property
     def significance(self) -> dict[str, Any] | None:

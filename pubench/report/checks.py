@@ -8,17 +8,26 @@
   start: its last point against its first, per seed). A claim is the conjunction of the pairwise comparisons
   it makes; each is a one-sided t-test over seeds (:mod:`pubench.report.stats`), and the claim
   is as strong as its weakest link.
+* Each claim's plain outcome is then read against the evidence around it: a claim whose
+  pairs lie in a block that is not in regime (:mod:`pubench.report.regime`) reads
+  ``not in regime``, one that fails only where the paper's gap is below what our seeds can
+  detect (:mod:`pubench.report.power`) reads ``underpowered``; the plain result is kept
+  (``test_status``, ``outcome_text``) and printed beside it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 from pubench.registry.spec import Claim
 from pubench.report.collect import TableResult
+from pubench.report.power import PairPower, pair_power
+from pubench.report.regime import RegimeMap, RegimeVerdict
 from pubench.report.stats import (FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
                                   outcome_text, weakest)
+
+NOT_IN_REGIME, UNDERPOWERED = "not in regime", "underpowered"
 
 
 @dataclass
@@ -41,34 +50,77 @@ class ColumnCheck:
 
 
 _COUNTED = {HOLDS: "hold", HOLDS_NS: "hold (n.s.)", NOT_TESTABLE: "not testable", TIE: "tie", FAILS: "fail"}
+#: Every status a claim can read, from the most to the least supportive (reports count them in this order).
+STATUSES = (HOLDS, HOLDS_NS, TIE, FAILS, UNDERPOWERED, NOT_IN_REGIME, NOT_TESTABLE)
 
 
 @dataclass
 class ClaimCheck:
     """A spec claim tested on our seeds: ``tests`` holds one :class:`PairTest` per pairwise
-    comparison the claim makes whose two cells have results; the claim's outcome and p-value
-    are those of its weakest link (:func:`pubench.report.stats.weakest`)."""
+    comparison the claim makes whose two cells have results; the claim's plain outcome and
+    p-value are those of its weakest link (:func:`pubench.report.stats.weakest`).
+    ``powers[i]`` are the power figures of ``tests[i]`` and ``out_of_regime[i]`` the verdicts
+    of the blocks, not in regime, its cells lie in. ``status`` reads the plain outcome against
+    them (:func:`qualify`)."""
 
     claim: Claim
     tests: list[PairTest]
     paper_status: str  # what the reported means say: holds | tie | fails | n/a
+    powers: list[PairPower] = field(default_factory=list)
+    out_of_regime: list[list[RegimeVerdict]] = field(default_factory=list)
 
     @property
     def weakest_link(self) -> PairTest | None:
         return weakest(self.tests) if self.tests else None
 
     @property
-    def status(self) -> str:
-        """holds | holds, not significant | tie | fails | not testable (also: no results)."""
+    def test_status(self) -> str:
+        """The plain outcome: holds | holds, not significant | tie | fails | not testable."""
         return self.weakest_link.outcome if self.tests else NOT_TESTABLE
 
     @property
+    def status(self) -> str:
+        """The plain outcome, or ``not in regime`` / ``underpowered`` where those explain it (:func:`qualify`)."""
+        return qualify(self)[0]
+
+    @property
+    def decisive(self) -> int | None:
+        """The index of the pair that decides ``status`` (its weakest pair; where some pairs are
+        out of regime and an in-regime pair fails, the weakest in-regime pair)."""
+        return qualify(self)[1]
+
+    @property
+    def decisive_link(self) -> PairTest | None:
+        return None if self.decisive is None else self.tests[self.decisive]
+
+    @property
+    def decisive_power(self) -> PairPower | None:
+        i = self.decisive
+        return None if i is None or i >= len(self.powers) else self.powers[i]
+
+    @property
     def outcome_text(self) -> str:
+        """The plain result of the whole claim (its weakest pair), with its p-value."""
         return outcome_text(self.weakest_link) if self.tests else f"{NOT_TESTABLE} (no results)"
 
     @property
+    def test_text(self) -> str:
+        """The plain result of the deciding pair, with its p-value."""
+        return outcome_text(self.decisive_link) if self.tests else f"{NOT_TESTABLE} (no results)"
+
+    @property
+    def regime_blocks(self) -> list[str]:
+        """``block: col, col`` per block with out-of-regime verdicts its pairs lie in (each column once)."""
+        by: dict[str, dict[str, None]] = {}
+        for vs in self.out_of_regime:
+            for v in vs:
+                by.setdefault(v.block.name, {})[v.col] = None
+        return [f"{b}: {', '.join(cols)}" for b, cols in by.items()]
+
+    @property
     def detail(self) -> str:
-        """How many links, by outcome, and the ones that do not hold significantly (first few)."""
+        """How many links, by outcome, and the ones that do not hold significantly (first few);
+        then the blocks out of regime and the pairs too weak for the paper's gap."""
         if not self.tests:
             return "no pair of compared cells has results"
         counts = {o: sum(t.outcome == o for t in self.tests) for o in WEAKNESS}
@@ -77,7 +129,51 @@ class ClaimCheck:
         if len(self.tests) > 1 and weak:
             text += "; " + "; ".join(f"{t.where}: {t.better} vs {t.worse} {outcome_text(t)}" for t in weak[:4])
             text += f"; {len(weak) - 4} more" if len(weak) > 4 else ""
+        blocks = self.regime_blocks
+        if blocks:
+            n_out = sum(bool(v) for v in self.out_of_regime)
+            text += f"; {n_out} pair(s) out of regime ({'; '.join(blocks)})"
+        weak_power = sum(p.underpowered for p in self.powers)
+        if weak_power:
+            text += f"; {weak_power} pair(s) with the paper's gap below our MDD"
         return text
+
+
+def qualify(check: ClaimCheck) -> tuple[str, int | None]:
+    """A claim's status and the index of its deciding pair.
+
+    * Pairs whose cells lie in a block (column) not in regime are *out*; the others *in*.
+    * If some pair is out: an in-regime pair that fails makes the claim ``fails`` (or
+      ``underpowered``, below) where the methods work; otherwise the claim reads
+      ``not in regime``, unless no pair was testable at all (``not testable``).
+    * A claim that fails (over the in-regime pairs when some are out) reads ``underpowered``
+      when every failing pair is not significant in the opposite direction and its paper gap is
+      positive but below our minimum detectable difference; a significant result against the
+      claim stays ``fails``.
+    """
+    if not check.tests:
+        return NOT_TESTABLE, None
+    idx = range(len(check.tests))
+    out = [i for i in idx if i < len(check.out_of_regime) and check.out_of_regime[i]]
+    considered = [i for i in idx if i not in out] if out else list(idx)
+
+    def weakest_of(ids):
+        return max(ids, key=lambda i: (WEAKNESS[check.tests[i].outcome],
+                                       -1.0 if check.tests[i].p is None else check.tests[i].p))
+
+    overall = weakest_of(idx)
+    if all(t.outcome == NOT_TESTABLE for t in check.tests):
+        return NOT_TESTABLE, overall
+    if out and not (considered and check.tests[weakest_of(considered)].outcome == FAILS):
+        return NOT_IN_REGIME, overall
+    w = weakest_of(considered)
+    status = check.tests[w].outcome
+    if status == FAILS:
+        failing = [i for i in considered if check.tests[i].outcome == FAILS]
+        if all(not check.tests[i].opposite_significant and i < len(check.powers) and check.powers[i].underpowered
+               for i in failing):
+            return UNDERPOWERED, w
+    return status, w
 
 
 def _row_sets(res: TableResult) -> list[tuple[str | None, list[str]]]:
@@ -196,6 +292,7 @@ def claim_checks(res: TableResult) -> list[ClaimCheck]:
 
 def _claim_checks(res: TableResult) -> list[ClaimCheck]:
     spec = res.spec
+    regime = RegimeMap(res)
 
     def group_rows(row: str) -> list[str]:
         g = spec.group_of_row(row)
@@ -209,19 +306,25 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
         m = spec.metrics[claim.metric]
         links = _links(claim, group_rows)
         is_col_claim = claim.kind in ("best_col", "col_order")
-        tests = []
+        tests, powers, out_of_regime = [], [], []
+
+        def reported(cell, metric=claim.metric):
+            r = res.reported(*cell, metric)
+            return None if r is None else r.mean
+
         for where, x, y in links:
             sx, sy = res.get(*x, claim.metric), res.get(*y, claim.metric)
             if sx is not None and sy is not None:
                 names = (x[1], y[1]) if is_col_claim else (x[0], y[0])
                 tests.append(compare_cells(sx, sy, higher_is_better=m.higher_is_better, fmt=m.fmt,
                                            labels=(*names, where)))
+                rx, ry = reported(x), reported(y)
+                gap = None if rx is None or ry is None else (rx - ry) * (1.0 if m.higher_is_better else -1.0)
+                powers.append(pair_power(sx, sy, gap))
+                out_of_regime.append(regime.out_of_regime(*x) + regime.out_of_regime(*y))
 
-        def reported(cell, metric=claim.metric):
-            r = res.reported(*cell, metric)
-            return None if r is None else r.mean
-
-        out.append(ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt)))
+        out.append(ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt), powers,
+                              out_of_regime))
     return out
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from pubench.registry.spec import ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
+from pubench.report.oneclass import class_rates, near_one_class
+from pubench.report.oneclass import one_class as degenerate_classifier  # noqa: F401 (the exact case, for callers)
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import canonical_json
 
@@ -115,15 +117,17 @@ class TableResult:
 
     def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
         return self.curves.get((title, row, col))
+    binary: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # cell -> seeds with binary metrics
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
-        """How many of the cell's seeds ended as a one-class classifier (:func:`degenerate_classifier`),
-        for a metric read at the threshold (accuracy, precision, recall, F1); 0 for the others (AUC ranks)."""
+        """How many of the cell's seeds ended as a near-one-class classifier (recall or specificity
+        under 5%, :func:`pubench.report.oneclass.near_one_class`), for a metric read at the threshold
+        (accuracy, precision, recall, F1); 0 for the others (AUC ranks)."""
         return len(self.degenerate.get((row, col), {})) if metric in THRESHOLD_METRICS else 0
 
     @property
     def marks_degenerate(self) -> bool:
-        """Whether any cell carries the one-class mark (and the report needs its legend)."""
+        """Whether any cell carries the near-one-class mark (and the report needs its legend)."""
         return bool(self.degenerate) and any(m in THRESHOLD_METRICS for m in self.spec.metrics)
 
     def get(self, row: str, col: str, metric: str) -> CellStats | None:
@@ -146,24 +150,6 @@ class TableResult:
 
 
 THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
-
-
-def degenerate_classifier(metrics: Mapping[str, float]) -> str | None:
-    """Why a binary classifier's test predictions (score > 0, :mod:`pubench.train.metrics`)
-    ignore one class, or ``None``: ``"recall 0"`` when no test positive is called positive,
-    ``"specificity 0"`` when every test negative is. Its accuracy is then a class share, not
-    the method's. Specificity is not recorded; it follows from accuracy a, precision p and
-    recall r (in %): with pi the positive share of the test set, TP = pi r, FP = TP (1-p)/p and
-    TN = a - pi r, so TN + FP = 1 - pi gives pi = (1 - a) / (1 - 2r + r/p)."""
-    if not {"acc", "precision", "recall"} <= metrics.keys():
-        return None
-    a, p, r = (metrics[k] / 100.0 for k in ("acc", "precision", "recall"))
-    if r == 0.0:
-        return "recall 0"
-    if not 0.0 < p < 1.0:
-        return None
-    pi = (1.0 - a) / (1.0 - 2.0 * r + r / p)
-    return "specificity 0" if abs(a - pi * r) < 1e-6 else None
 
 
 def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],
@@ -252,6 +238,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     dirty = 0
     degenerate: dict[tuple[str, str], dict[int, str]] = {}
     curve_points_: dict[tuple[str, str, str], dict[int, tuple]] = {}
+    binary: dict[tuple[str, str], set[int]] = {}
     for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
@@ -259,9 +246,11 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         profiles[label] = profiles.get(label, 0) + 1
         dirty += bool(rec.get("provenance", {}).get("git_dirty"))
         splits.setdefault(cell, {})[job["seed_index"]] = job["seeds"]["data"]
-        why = degenerate_classifier(rec["metrics"])
+        why = near_one_class(rec["metrics"])
         if why:
             degenerate.setdefault(cell, {})[job["seed_index"]] = why
+        if class_rates(rec["metrics"]) is not None:
+            binary.setdefault(cell, set()).add(job["seed_index"])
         for metric, v in rec["metrics"].items():
             if metric in spec.metrics and math.isfinite(v):
                 values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
@@ -280,4 +269,5 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     curves = {k: CurveSeries(v, {s: splits[k[1:]][s] for s in v}) for k, v in curve_points_.items()}
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
-                       compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves)
+                       compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
+                       binary=binary)

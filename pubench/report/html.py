@@ -13,9 +13,13 @@ from __future__ import annotations
 from html import escape
 
 from pubench.registry.spec import PAPERS, Spec
-from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
+from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
+from pubench.report.agreement import agreement
+from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
+                                     regime_rows, regime_whys)
 from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
@@ -28,8 +32,8 @@ from pubench.report.layout import (
     fmt_reported,
     reported_table,
 )
-from pubench.report.stats import (ALPHA, FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, SAME, TIE, delta_test, fmt_p,
-                                  pair_text)
+from pubench.report.regime import IN, OUT
+from pubench.report.stats import ALPHA, FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, SAME, TIE, delta_test, fmt_p
 
 CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --link: #0969da; }
@@ -66,6 +70,8 @@ ul.toc { columns: 3 18em; font-size: 13.5px; }
 .o-holds { background: #1a7f37; color: #fff; } .o-holds-ns { background: #d2f4d9; color: #0f5323; }
 .o-tie { background: #eaeef2; color: #24292f; } .o-fails { background: #cf222e; color: #fff; }
 .o-not-testable { background: #fff; color: var(--muted); border-color: var(--line); }
+.o-not-in-regime { background: #fff8c5; color: #7d4e00; border-color: #d4a72c; }
+.o-underpowered { background: #ddf4ff; color: #0a3069; border-color: #54aeff; }
 table.index td { font-size: 13.5px; } table.index td.tier { white-space: nowrap; }
 .swatch { display: inline-block; width: 14px; height: 14px; border: 1px solid var(--line); vertical-align: -2px;
           margin: 0 3px 0 10px; }
@@ -76,7 +82,8 @@ footer { color: var(--muted); font-size: 12px; margin-top: 40px; }
 """
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
-                 NOT_TESTABLE: "o-not-testable"}
+                 NOT_TESTABLE: "o-not-testable", NOT_IN_REGIME: "o-not-in-regime", UNDERPOWERED: "o-underpowered",
+                 IN: "o-holds-ns", OUT: "o-not-in-regime"}
 
 
 def e(text: object) -> str:
@@ -180,17 +187,42 @@ def claims_table(res: TableResult) -> str:
         return '<p class="muted">This spec states no claims.</p>'
     rows = []
     for c in claims:
-        w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
+        r = claim_row(c, claim_fmt(c.claim, res.spec))
         rows.append("<tr>" + "".join([
             f"<td>{e(c.claim.text)}</td>", f"<td>{e(describe(c.claim, res.spec))}</td>",
-            f"<td>{badge(c.status, c.outcome_text)}</td>",
-            f"<td>{e(DASH if w is None else pair_text(w))}</td>",
-            f"<td>{e(DASH if w is None else format(w.diff, '+' + f))}</td>",
-            f"<td>{e(c.paper_status)}</td>", f'<td class="muted">{e(c.detail)}</td>']) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("claim", "checked", "ours", "weakest pair", "Δ", "paper's numbers",
-                                              "detail"))
-    return (f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead>'
+            f"<td>{badge(c.status, r.status)}</td>", f"<td>{e(r.test)}</td>", f"<td>{e(r.pair)}</td>",
+            f'<td class="num">{e(r.delta)}</td>', f'<td class="num">{e(r.mdd)}</td>',
+            f'<td class="num">{e(r.paper_gap)}</td>', f'<td class="num">{e(r.seeds)}</td>',
+            f"<td>{e(c.paper_status)}</td>", f'<td class="muted">{e(r.detail)}</td>']) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("claim", "checked", "ours", "test", "deciding pair", "Δ", "MDD",
+                                              "paper gap", "seeds for paper gap", "paper's numbers", "detail"))
+    return (f'<p class="legend">{e(CLAIM_STATUS_LEGEND)}</p>'
+            f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def regime_table(res: TableResult) -> str:
+    """The regime verdict of each block per column ("" without ``regime:`` blocks)."""
+    rows = regime_rows(res)
+    if not rows:
+        return ""
+    body = "".join("<tr>" + "".join(f"<td>{badge(x, x)}</td>" if i == 3 else f"<td>{e(x)}</td>"
+                                    for i, x in enumerate(row)) + "</tr>" for row in rows)
+    head = "".join(f"<th>{e(h)}</th>" for h in REGIME_HEADERS)
+    whys = items([f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)])
+    return (f'<h2 id="regime">Regime</h2><p class="legend">{e(REGIME_LEGEND)}</p>'
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{whys}')
+
+
+def agreement_table(res: TableResult) -> str:
+    a = agreement(res)
+    out = [f'<h2 id="order">Order of the paper\'s pairs</h2><p class="legend">{e(AGREEMENT_LEGEND)}</p>',
+           f"<p>{e(a.summary())}</p>"]
+    if a.pairs:
+        head = "".join(f"<th>{e(h)}</th>" for h in AGREEMENT_HEADERS)
+        body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in row) + "</tr>" for row in a.rows())
+        out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+    return "".join(out)
 
 
 def column_table(res: TableResult) -> str:
@@ -307,12 +339,12 @@ def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str,
         parts += ['<h2 id="plot">Plot</h2>',
                   f'<img class="plot" src="{e(plot)}" alt="{e(spec.id)} ({e(tier)} tier): ours (solid) and the '
                   f'paper (dashed)">']
-    parts += ['<h2 id="claims">Claim checks</h2>',
+    parts += [regime_table(res), '<h2 id="claims">Claim checks</h2>',
               '<p class="legend">Each claim is a set of pairwise comparisons, each a one-sided t-test over seeds '
               "(paired by seed index when both cells ran on the same data splits, Welch's otherwise); a claim takes "
-              "the outcome and p-value of its weakest pair. Δ: that pair's mean difference, &gt; 0 in the claimed "
-              "direction. paper's numbers: the claim on the printed means.</p>",
-              claims_table(res), column_table(res)]
+              "the outcome and p-value of its weakest pair. Δ: the deciding pair's mean difference, &gt; 0 in the "
+              "claimed direction. paper's numbers: the claim on the printed means.</p>",
+              claims_table(res), column_table(res), agreement_table(res)]
     if t.deviations:
         parts += ['<h2 id="deviations">Deviations of this tier from the paper</h2>', items(t.deviations)]
     if spec.decisions:

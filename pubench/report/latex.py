@@ -18,11 +18,14 @@ import textwrap
 import unicodedata
 
 from pubench.registry.spec import PAPERS
+from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
+from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
+                                     regime_whys)
 from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
-from pubench.report.stats import pair_text
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                 "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
@@ -146,16 +149,40 @@ def _tabulars(res: TableResult, block, target_pt: float) -> list[str]:
 
 
 def _claims(res: TableResult) -> list[str]:
-    """One item per claim: what is checked, our outcome, the weakest pair with its mean
-    difference, and the paper's numbers' verdict (already escaped)."""
+    """One item per claim: what is checked, our outcome, the plain test of the deciding pair with
+    its mean difference, the power figures, and the paper's numbers' verdict (already escaped)."""
     items = []
     for c in claim_checks(res):
-        w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
-        text = f"{escape_tex(describe(c.claim, res.spec))}: \\emph{{{escape_tex(c.outcome_text)}}}"
-        if w is not None:
-            text += f"; {escape_tex(pair_text(w))}, $\\Delta = {format(w.diff, '+' + f)}$"
+        f = claim_fmt(c.claim, res.spec)
+        r = claim_row(c, f)
+        text = f"{escape_tex(describe(c.claim, res.spec))}: \\emph{{{escape_tex(r.status)}}}"
+        if c.decisive_link is not None:
+            text += (f"; test: {escape_tex(r.test)}; {escape_tex(r.pair)}, $\\Delta = {r.delta}$; "
+                     f"MDD {escape_tex(r.mdd)}, paper gap {escape_tex(r.paper_gap)}, seeds for it "
+                     f"{escape_tex(r.seeds)}")
         items.append(text + f"; paper's numbers: {escape_tex(c.paper_status)}.")
     return items
+
+
+def _regime(res: TableResult) -> list[str]:
+    lines = [f"{escape_tex(block)} ({escape_tex(check)}), {escape_tex(col)}: \\emph{{{escape_tex(verdict)}}}: "
+             f"{escape_tex(numbers)}" for block, check, col, verdict, numbers in regime_rows(res)]
+    lines += [f"Why, at tier \\texttt{{{res.tier}}}: {escape_tex(w)}" for w in regime_whys(res)]
+    if not lines:
+        return []
+    return ["", "\\begingroup\\raggedright\\sloppy", f"\\paragraph{{Regime}} {escape_tex(REGIME_LEGEND)}",
+            "\\begin{itemize}\\small", *(f"\\item {x}" for x in lines), "\\end{itemize}", "\\par\\endgroup"]
+
+
+def _agreement(res: TableResult) -> list[str]:
+    a = agreement(res)
+    out = ["", f"\\paragraph{{Order of the paper's pairs}} {escape_tex(AGREEMENT_LEGEND)} {escape_tex(a.summary())}."]
+    if a.pairs:
+        out += ["", "\\begin{center}\\small", "\\begin{tabular}{@{}lrrrrr@{}}", "\\toprule",
+                " & ".join(escape_tex(h) for h in AGREEMENT_HEADERS) + r" \\", "\\midrule",
+                *(" & ".join(escape_tex(x) for x in row) + r" \\" for row in a.rows()),
+                "\\bottomrule", "\\end{tabular}", "\\end{center}"]
+    return out
 
 
 MACROS = r"""\makeatletter
@@ -247,13 +274,16 @@ def render_latex(res: TableResult, standalone: bool = True) -> str:
         else:
             parts += ["", "\\begin{table}[htbp]", "\\centering", f"\\caption{{{title}}}{label}", "\\small"]
             parts += [t + "\\par\\smallskip" for t in tabulars] + ["\\end{table}"]
+    parts += _regime(res)
     claims = _claims(res)
     if claims:
         parts += ["", "\\begingroup\\raggedright\\sloppy  % long lists of column names: no overfull lines",
                   "\\paragraph{Claims} (one-sided $t$-tests over seeds at 5\\%, paired by seed index when the data "
-                  "splits match; a claim takes the outcome of its weakest pair; $\\Delta$ = that pair's mean "
-                  "difference, $> 0$ in the claimed direction)", "\\begin{itemize}\\small",
-                  *(f"\\item {item}" for item in claims), "\\end{itemize}", "\\par\\endgroup"]
+                  "splits match; a claim takes the outcome of its weakest pair; $\\Delta$ = the deciding pair's mean "
+                  "difference, $> 0$ in the claimed direction) " + escape_tex(CLAIM_STATUS_LEGEND),
+                  "\\begin{itemize}\\small", *(f"\\item {item}" for item in claims), "\\end{itemize}",
+                  "\\par\\endgroup"]
+    parts += _agreement(res)
     if standalone:
         parts += _back_matter(res) + ["\\end{document}"]
     return "\n".join(parts) + "\n"

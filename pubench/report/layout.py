@@ -11,16 +11,19 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pubench.registry.spec import ReportedCell, Spec
+from pubench.report.oneclass import NEAR_ONE_CLASS, RECALL_0, RECALL_LOW, SPECIFICITY_0, SPECIFICITY_LOW
 from pubench.report.stats import significance_mark
 
 DASH = "—"
 BOLD_MARK = "(bold)"  # how specs record a number the paper prints in bold
 DEGENERATE_MARK = "◊"
 DEGENERATE_LEGEND = (
-    "◊k: k of the cell's seeds ended as a one-class classifier at its threshold (recall 0: no test "
-    "positive called positive; or specificity 0: every test negative called positive). Their accuracy is "
-    "a class share, not what the method learned; they are averaged in as they are."
+    f"◊k: k of the cell's seeds ended as a near-one-class classifier at its threshold: test recall under "
+    f"{NEAR_ONE_CLASS:.0%} (almost no test positive called positive) or test specificity under {NEAR_ONE_CLASS:.0%} "
+    "(almost every test negative called positive), read from the record's accuracy, precision and recall. Their "
+    "accuracy is mostly a class share, not what the method learned; they are averaged in as they are."
 )
+_KIND_ORDER = (RECALL_0, RECALL_LOW, SPECIFICITY_0, SPECIFICITY_LOW)
 
 
 @dataclass
@@ -77,7 +80,7 @@ def fmt_ours(mean: float, std: float | None, n: int, spec_fmt: str) -> str:
 
 
 def degenerate_mark(res, row: str, col: str, metric: str) -> str:
-    """``◊k`` when k of the cell's seeds are one-class classifiers (``TableResult.degenerate``), else ``""``."""
+    """``◊k`` when k of the cell's seeds are near-one-class classifiers (``TableResult.degenerate``), else ``""``."""
     k = res.degenerate_seeds(row, col, metric)
     return f"{DEGENERATE_MARK}{k}" if k else ""
 
@@ -88,12 +91,17 @@ def cell_marks(res, row: str, col: str, metric: str) -> list[str]:
 
 
 def degenerate_summary(res) -> str | None:
-    """One line on the one-class records of a report, or ``None`` when there are none."""
+    """One line on the near-one-class records of a report, or ``None`` when there are none:
+    how many, in how many cells, of how many records with binary metrics, and by kind (the
+    exact cases, recall 0 and specificity 0, apart from the others under 5%)."""
     if not res.degenerate:
         return None
     kinds = Counter(why for seeds in res.degenerate.values() for why in seeds.values())
-    return (f"One-class classifiers ({DEGENERATE_MARK}): {kinds.total()} record(s) in {len(res.degenerate)} cell(s) ("
-            + ", ".join(f"{why}: {k}" for why, k in sorted(kinds.items())) + ")")
+    binary = sum(len(s) for s in res.binary.values())
+    of = f" of {binary} with binary metrics" if binary else ""
+    return (f"Near-one-class classifiers ({DEGENERATE_MARK}, test recall or specificity under {NEAR_ONE_CLASS:.0%}): "
+            f"{kinds.total()} record(s){of} in {len(res.degenerate)} cell(s) ("
+            + ", ".join(f"{why}: {kinds[why]}" for why in _KIND_ORDER if kinds[why]) + ")")
 
 
 def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:

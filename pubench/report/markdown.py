@@ -5,9 +5,13 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from pubench.registry.spec import Spec
+from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
+from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
+                                     regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
     CURVES_HEADERS,
@@ -21,7 +25,6 @@ from pubench.report.layout import (
     fmt_reported,
     reported_table,
 )
-from pubench.report.stats import pair_text
 
 
 def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
@@ -88,7 +91,8 @@ def render_markdown(res: TableResult) -> str:
                   "of its curves."]
         lines += ["", tabulate(curves, headers=CURVES_HEADERS, tablefmt="github", disable_numparse=True)
                   if curves else "(no results)"]
-    lines += ["", _checks_md(res), "", _status_md(res)]
+    regime = _regime_md(res)
+    lines += ([""] + regime if regime else []) + ["", _checks_md(res), "", _agreement_md(res), "", _status_md(res)]
     notes = [c for c in spec.reported if c.note]
     if notes or spec.reported_notes:
         lines += ["", "## Notes on the reported numbers", ""]
@@ -103,9 +107,27 @@ CLAIMS_LEGEND = (
     "Welch's otherwise. ours: `holds (p)` = in the claimed direction, significant at 5%; "
     "`holds, not significant (p)`; `tie` = the means print the same; `fails` = against it (p of the "
     "opposite direction); `not testable` = fewer than 2 seeds. A claim takes the outcome and p-value of "
-    "its weakest pair (no multiplicity correction: every pair must hold). Δ = mean difference of that "
+    "its weakest pair (no multiplicity correction: every pair must hold). Δ = mean difference of the deciding "
     "pair, > 0 in the claimed direction. paper's numbers: the claim on the reported means."
 )
+
+
+def _regime_md(res: TableResult) -> list[str]:
+    rows = regime_rows(res)
+    if not rows:
+        return []
+    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)]
+    return ["## Regime", "", REGIME_LEGEND, "",
+            tabulate(rows, headers=REGIME_HEADERS, tablefmt="github", disable_numparse=True)] + ([""] + whys if whys
+                                                                                                 else [])
+
+
+def _agreement_md(res: TableResult) -> str:
+    a = agreement(res)
+    lines = ["## Order of the paper's pairs", "", AGREEMENT_LEGEND, "", a.summary()]
+    if a.pairs:
+        lines += ["", tabulate(a.rows(), headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True)]
+    return "\n".join(lines)
 
 
 def _checks_md(res: TableResult) -> str:
@@ -114,13 +136,14 @@ def _checks_md(res: TableResult) -> str:
     if claims:
         rows, prev = [], None
         for c in claims:  # a claim split into several checks prints its text once
-            w, f = c.weakest_link, claim_fmt(c.claim, res.spec)
-            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec),
-                         c.outcome_text, DASH if w is None else pair_text(w),
-                         DASH if w is None else format(w.diff, "+" + f), c.paper_status, c.detail])
+            r = claim_row(c, claim_fmt(c.claim, res.spec))
+            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec), r.status,
+                         r.test, r.pair, r.delta, r.mdd, r.paper_gap, r.seeds, r.paper, r.detail])
             prev = c.claim.text
-        headers = ["claim", "checked", "ours", "weakest pair", "Δ", "paper's numbers", "detail"]
-        lines += ["", CLAIMS_LEGEND, "", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
+        headers = ["claim", "checked", "ours", "test", "deciding pair", "Δ", "MDD", "paper gap", "seeds for paper gap",
+                   "paper's numbers", "detail"]
+        lines += ["", CLAIMS_LEGEND, "", CLAIM_STATUS_LEGEND, "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     cols = column_checks(res)
     if cols:
         rows = []

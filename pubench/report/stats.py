@@ -98,17 +98,21 @@ def _one_sided_p(a: list[float], b: list[float], paired: bool, higher: bool, dif
                                       alternative=alternative).pvalue)
 
 
+def paired_values(a: CellStats, b: CellStats) -> tuple[list[float], list[float], bool]:
+    """The values a comparison of two cells uses: those of the seed indices present in both,
+    in index order, and ``True``, when the cells ran on the same split at each of them; else
+    every value of each cell and ``False`` (independent samples)."""
+    common = sorted(set(a.by_seed) & set(b.by_seed))
+    if common and all(a.splits[k] == b.splits[k] for k in common):
+        return [a.by_seed[k] for k in common], [b.by_seed[k] for k in common], True
+    return list(a.values), list(b.values), False
+
+
 def compare_cells(better: CellStats, worse: CellStats, *, higher_is_better: bool, fmt: str,
                   labels: tuple[str, str, str]) -> PairTest:
     """Test "``better`` beats ``worse``"; ``labels`` = (better, worse, where) names for display."""
-    common = sorted(set(better.by_seed) & set(worse.by_seed))
-    paired = bool(common) and all(better.splits[k] == worse.splits[k] for k in common)
-    if paired:
-        a, b = [better.by_seed[k] for k in common], [worse.by_seed[k] for k in common]
-        n = len(common)
-    else:
-        a, b = list(better.values), list(worse.values)
-        n = min(len(a), len(b))
+    a, b, paired = paired_values(better, worse)
+    n = len(a) if paired else min(len(a), len(b))
     mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
     diff = (mean_a - mean_b) if higher_is_better else (mean_b - mean_a)
     p = None

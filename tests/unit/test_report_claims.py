@@ -250,11 +250,11 @@ def test_claims_in_markdown_and_latex(tmp_path):
     spec = claims_spec()
     res = collect(spec, "paper", claims_store(tmp_path, spec))
     md = render_markdown(res)
-    assert ("| B beats A on x | B > A in x | holds (p<0.001) | B vs A in x (paired, 3 seeds) | +1.50 | holds |"
-            in _squeeze(md))
+    assert ("| B beats A on x | B > A in x | holds | holds (p<0.001) | B vs A in x (paired, 3 seeds) | +1.50 | 0.00 "
+            "| +1.00 | 2 | holds |" in _squeeze(md))
     tex = render_latex(res)
-    assert "\\item B \\textgreater{} A in x: \\emph{holds (p\\textless{}0.001)}; B vs A in x (paired, 3 seeds), " \
-           "$\\Delta = +1.50$; paper's numbers: holds." in tex
+    assert "\\item B \\textgreater{} A in x: \\emph{holds}; test: holds (p\\textless{}0.001); B vs A in x (paired, " \
+           "3 seeds), $\\Delta = +1.50$; MDD 0.00, paper gap +1.00, seeds for it 2; paper's numbers: holds." in tex
     assert "\\textbf{1.00}" in tex
 
 
@@ -267,7 +267,9 @@ def test_index_counts_claims_by_outcome(tmp_path):
     row = next(line for line in index.splitlines() if line.startswith("| paper"))
     cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
     assert (cells["claims"], cells["holds"], cells["holds, n.s."], cells["tie"], cells["fails"],
-            cells["not testable"]) == ("6", "2", "1", "1", "1", "1")
+            cells["underpowered"], cells["not in regime"], cells["not testable"]) == ("6", "2", "1", "1", "1", "0", "0",
+                                                                                      "1")
+    assert cells["paper's order kept"] == "100% of 1"
 
 
 def test_markdown_golden(tmp_path, monkeypatch):

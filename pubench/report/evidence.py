@@ -1,0 +1,106 @@
+"""The texts every renderer prints about the evidence behind a claim: the regime verdicts of a
+report, a claim's qualified outcome beside its plain test and power figures, the order
+agreement, and their legends (plain text; markdown, LaTeX and HTML escape and lay them out)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, ClaimCheck
+from pubench.report.collect import TableResult
+from pubench.report.oneclass import NEAR_ONE_CLASS
+from pubench.report.power import MAX_SEEDS, POWER, fmt_seeds
+from pubench.report.regime import IN, UNTESTED, RegimeVerdict, regime_verdicts
+from pubench.report.stats import ALPHA, pair_text
+
+DASH = "—"
+
+CLAIM_STATUS_LEGEND = (
+    f"ours: the claim's outcome read against the evidence around it: `{NOT_IN_REGIME}` = some of its pairs lie in "
+    "a block (column) whose reference rows do not work at this tier (see Regime), so a result there says nothing "
+    "about the paper's methods (a pair that fails where the block is in regime still makes the claim fail); "
+    f"`{UNDERPOWERED}` = it fails only by pairs that are not significant either way and whose paper gap is below the "
+    "difference our seeds can detect. test: the plain result of the pair that decides the claim (its weakest pair; "
+    "where some pairs are out of regime and an in-regime pair fails, the weakest in-regime one), never hidden by "
+    f"the label. MDD: the smallest true difference that pair's test detects with {POWER:.0%} power at "
+    f"{ALPHA:g} one-sided, from our seeds' spread (paired differences' sd, or Welch); paper gap: the printed means' "
+    "difference in the claimed direction; seeds: how many seeds that gap would need at our spread (capped at "
+    f"{MAX_SEEDS})."
+)
+
+REGIME_LEGEND = (
+    "Each block's methods modify one base that must work before their differences mean anything. trained: the "
+    "reference row beats the baseline row (e.g. an untrained encoder) by more than the margin, a one-sided t-test "
+    f"over seeds at {ALPHA:g} (paired when the splits match); two_classes: at most the stated share of the reference "
+    f"rows' seeds is near-one-class (test recall or specificity under {NEAR_ONE_CLASS:.0%}). Decided from those rows "
+    "and the seeds' spread only, never from a claim; checked the same way at every tier."
+)
+
+AGREEMENT_LEGEND = (
+    "Of the paper's pairs of methods (per column within a row group, per metric; both numbers printed and "
+    "different, ours present), the share our means order as the paper does, by the paper's gap in the metric's "
+    f"units and by whether our test of the pair (the direction our means show, one-sided, p < {ALPHA:g}) is "
+    "significant; not tested: a cell with one seed. Chance alone orders half of them."
+)
+
+
+def check_text(v: RegimeVerdict) -> str:
+    """``trained: SimCLR > untrained encoder + 10`` or ``two_classes: nnPU, at most 0% near-one-class``."""
+    b = v.block
+    if b.check == "trained":
+        return f"trained: {b.reference[0]} beats {b.baseline} by > {b.margin:g}"
+    return f"two_classes: {', '.join(b.reference)}, at most {b.max_share:.0%} near-one-class"
+
+
+def regime_rows(res: TableResult, verdicts: list[RegimeVerdict] | None = None) -> list[list[str]]:
+    """Per block and column: block, check, column, verdict, the numbers."""
+    return [[v.block.name, check_text(v), v.col, v.verdict, v.numbers]
+            for v in (regime_verdicts(res) if verdicts is None else verdicts)]
+
+
+def regime_whys(res: TableResult) -> list[str]:
+    """``block: reason`` for every block whose spec writes a reason for this tier."""
+    return [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+
+
+REGIME_HEADERS = ["block", "check", "column", "verdict", "numbers"]
+
+
+def regime_summary(res: TableResult) -> list[str]:
+    """Per block, how many of its columns are in regime at this tier: ``All Conv PU methods: 2/3 in
+    regime`` (``, 1 not testable`` where some are); empty without blocks."""
+    by: dict[str, list[RegimeVerdict]] = {}
+    for v in regime_verdicts(res):
+        by.setdefault(v.block.name, []).append(v)
+    out = []
+    for name, vs in by.items():
+        n_in, n_untested = sum(v.verdict == IN for v in vs), sum(v.verdict == UNTESTED for v in vs)
+        out.append(f"{name}: {n_in}/{len(vs)} in regime" + (f", {n_untested} not testable" if n_untested else ""))
+    return out
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One claim's printed fields (plain text)."""
+
+    status: str
+    test: str
+    pair: str
+    delta: str
+    mdd: str
+    paper_gap: str
+    seeds: str
+    paper: str
+    detail: str
+
+
+def claim_row(c: ClaimCheck, fmt: str) -> ClaimRow:
+    w, pw = c.decisive_link, c.decisive_power
+    status = c.status
+    if status == NOT_IN_REGIME and c.regime_blocks:
+        status += f" ({'; '.join(c.regime_blocks)})"
+    mdd = DASH if pw is None or pw.mdd is None else format(pw.mdd, fmt)
+    gap = DASH if pw is None or pw.paper_gap is None else format(pw.paper_gap, "+" + fmt)
+    seeds = DASH if pw is None else fmt_seeds(pw.seeds_needed)
+    return ClaimRow(status, c.test_text, DASH if w is None else pair_text(w),
+                    DASH if w is None else format(w.diff, "+" + fmt), mdd, gap, seeds, c.paper_status, c.detail)

@@ -1,0 +1,340 @@
+"""Regime checks (pubench.report.regime) on fake stores: the spec key, the verdicts (in regime, not in
+regime, not testable) of both checks, and how claims read with them and with the power figures:
+"not in regime" and "underpowered" with the plain result kept."""
+
+import textwrap
+
+import pytest
+import yaml
+
+from pubench.jobs import expand
+from pubench.registry import SpecError, parse_spec
+from pubench.report import claim_checks, collect
+from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED
+from pubench.report.regime import IN, OUT, UNTESTED, RegimeMap, regime_verdicts
+from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE
+from pubench.store import ResultStore
+from tests.conftest import selftest_spec
+
+# A (the plain method), B (a variant of it), U (the same network untrained); x: A trained well above U,
+# y: A barely above U, z: U has no results.
+TRAINED = """regime:
+  - block: methods
+    rows: [A, B]
+    check: trained
+    reference: A
+    baseline: U
+    margin: 10
+    why: {paper: "the paper tier is the regime by construction"}
+"""
+CLAIMS = """claims:
+  - {kind: greater, rows: [B, A], cols: [x], text: "B beats A on x"}
+  - {kind: greater, rows: [B, A], cols: [y], text: "B beats A on y"}
+  - {kind: greater, rows: [B, A], cols: [x, y], text: "B beats A on x and y"}
+  - {kind: greater, rows: [A, B], cols: [x, y], text: "A beats B on x and y"}
+  - {kind: greater, rows: [B, A], cols: [z], text: "B beats A on z"}
+"""
+VALUES = {
+    ("A", "x"): [50.0, 52.0, 51.0], ("B", "x"): [53.0, 54.5, 54.0], ("U", "x"): [30.0, 31.0, 30.5],
+    ("A", "y"): [33.0, 35.0, 32.0], ("B", "y"): [32.0, 35.5, 31.0], ("U", "y"): [30.0, 31.0, 30.5],
+    ("A", "z"): [40.0, 41.0, 42.0], ("B", "z"): [39.0, 41.5, 41.0],
+}
+
+
+def _spec(extra: str, rows=("A", "B", "U"), cols=("x", "y", "z")):
+    return parse_spec(yaml.safe_load(selftest_spec(rows=rows, cols=cols, extra=extra)), "<t>")
+
+
+def _store(tmp_path, spec, values, metrics=lambda v: {"score": v}) -> ResultStore:
+    store = ResultStore(tmp_path)
+    for job in expand(spec, "paper", 3).jobs:
+        v = values.get((job.row, job.col))
+        if v is not None and job.seed_index < len(v) and v[job.seed_index] is not None:
+            store.write_ok(job, metrics(v[job.seed_index]), {}, {})
+    return store
+
+
+# ---- the spec key ------------------------------------------------------------------------
+
+
+def test_regime_blocks_parse_with_defaults():
+    spec = _spec(TRAINED)
+    (b,) = spec.regime
+    assert (b.name, b.check, b.rows, b.reference, b.baseline, b.margin, b.metric) == \
+        ("methods", "trained", ("A", "B"), ("A",), "U", 10.0, "score")
+    assert b.cols == ("x", "y", "z") and b.why_at("paper") and b.why_at("reduced") is None
+    two = _spec("regime:\n  - {block: PU, rows: [A, B], check: two_classes, reference: [B]}\n")
+    assert two.regime[0].max_share == 0.0 and two.regime[0].reference == ("B",)
+
+
+def test_default_columns_are_where_the_reference_and_baseline_run():
+    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), cols=("x", "y", "z"), extra=TRAINED))
+    data["experiment"]["exclude"] = ["U|z"]
+    spec = parse_spec(data, "<t>")
+    assert spec.regime[0].cols == ("x", "y")
+
+
+BAD = [
+    ("rows and group", {"group": "g"}, "regime[0]", "one of them"),
+    ("unknown row", {"rows": ["A", "Q"]}, "regime[0].rows", "'Q' is not one of the rows"),
+    ("reference outside the block", {"reference": "U"}, "regime[0].reference", "not one of the block's rows"),
+    ("no baseline", {"baseline": None}, "regime[0]", "needs `baseline`"),
+    ("baseline is the reference", {"baseline": "A"}, "regime[0].baseline", "other than the reference"),
+    ("unknown col", {"cols": ["x", "w"]}, "regime[0].cols", "'w' is not one of the cols"),
+    ("unknown check", {"check": "works"}, "regime[0].check", "is not one of 'trained' or 'two_classes'"),
+    ("unknown tier in why", {"why": {"huge": "t"}}, "regime[0].why.huge", "unknown tier"),
+    ("max share on trained", {"max_share": 0.1}, "regime[0].max_share", "only a two_classes"),
+    ("negative margin", {"margin": -1}, "regime[0].margin", ""),
+    ("unknown group", {"rows": None, "group": "nope"}, "regime[0].group", "not one of the row_groups"),
+]
+
+
+@pytest.mark.parametrize("name, change, key, problem", BAD, ids=[b[0] for b in BAD])
+def test_invalid_regime_blocks_name_the_key(name, change, key, problem):
+    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), extra=TRAINED))
+    block = data["regime"][0]
+    for k, v in change.items():
+        if v is None:
+            block.pop(k, None)
+        else:
+            block[k] = v
+    with pytest.raises(SpecError) as err:
+        parse_spec(data, "<t>")
+    assert err.value.key == key and problem in err.value.problem
+
+
+def test_a_regime_key_changes_no_job_id():
+    with_regime, without = _spec(TRAINED), _spec("")
+    ids = [j.id for j in expand(with_regime, "reduced", 2).jobs]
+    assert ids == [j.id for j in expand(without, "reduced", 2).jobs]
+
+
+# ---- verdicts: trained --------------------------------------------------------------------
+
+
+def test_trained_verdicts_in_not_in_and_not_testable(tmp_path):
+    spec = _spec(TRAINED)
+    values = {k: v for k, v in VALUES.items()}
+    res = collect(spec, "paper", _store(tmp_path, spec, values))
+    v = {x.col: x for x in regime_verdicts(res)}
+    assert v["x"].verdict == IN and v["x"].gain == pytest.approx(20.5) and v["x"].paired and v["x"].n == 3
+    assert v["x"].p < 0.05 and v["x"].text.startswith("in regime: gain +20.50 > 10 (paired, 3 seeds, p")
+    assert v["y"].verdict == OUT and v["y"].gain == pytest.approx(2.8333, abs=1e-3)
+    assert v["y"].text.startswith("not in regime: gain +2.83 not > 10") and v["y"].p > 0.5
+    assert v["z"].verdict == UNTESTED and v["z"].numbers == "no results for U"
+
+
+def test_trained_margin_is_tested_not_just_the_mean(tmp_path):
+    """A gain whose mean is above the margin but within the seeds' noise of it is not in regime."""
+    spec = _spec(TRAINED)
+    values = {("A", "x"): [41.0, 47.0, 36.0], ("U", "x"): [30.0, 31.0, 30.5]}  # gain 10.83 +- 5.5
+    (vx, *_) = regime_verdicts(collect(spec, "paper", _store(tmp_path, spec, values)))
+    assert vx.gain > 10 and vx.verdict == OUT and 0.05 < vx.p < 0.5
+
+
+def test_trained_with_one_seed_is_not_testable(tmp_path):
+    spec = _spec(TRAINED)
+    values = {("A", "x"): [60.0], ("U", "x"): [30.0]}
+    (vx, *_) = regime_verdicts(collect(spec, "paper", _store(tmp_path, spec, values)))
+    assert vx.verdict == UNTESTED and "fewer than 2 seeds" in vx.numbers
+
+
+def test_lower_is_better_turns_the_gain(tmp_path):
+    text = selftest_spec(rows=("A", "B", "U"), extra=TRAINED).replace("higher_is_better: true",
+                                                                    "higher_is_better: false")
+    spec = parse_spec(yaml.safe_load(text), "<t>")
+    values = {("A", "x"): [10.0, 11.0, 10.5], ("U", "x"): [30.0, 31.5, 30.5]}  # A 20 lower: better
+    (vx, _) = regime_verdicts(collect(spec, "paper", _store(tmp_path, spec, values)))
+    assert vx.verdict == IN and vx.gain == pytest.approx(20.1667, abs=1e-3)
+
+
+# ---- verdicts: two_classes -------------------------------------------------------------------
+
+
+def _binary(recall: float) -> dict:
+    """Metrics of a test set of 400 positives and 600 negatives with this recall and 90% specificity."""
+    tp, fp, tn = recall * 400, 60, 540
+    return {"acc": 100 * (tp + tn) / 1000, "precision": 100 * tp / (tp + fp) if tp else 0.0, "recall": 100 * recall}
+
+
+TWO = """regime:
+  - {block: PU methods, rows: [A, B], check: two_classes, reference: [A]}
+  - {block: lenient, rows: [A, B], check: two_classes, reference: [A, B], max_share: 0.2}
+"""
+
+
+def test_two_classes_verdicts(tmp_path):
+    spec = _spec(TWO, rows=("A", "B"), cols=("x", "y", "z"))
+    values = {("A", "x"): [0.5, 0.6, 0.55], ("B", "x"): [0.5, 0.6, 0.55],
+              ("A", "y"): [0.5, 0.03, 0.6], ("B", "y"): [0.5, 0.6, 0.55],
+              ("B", "z"): [0.5, 0.6, 0.55]}
+    res = collect(spec, "paper", _store(tmp_path, spec, values, _binary))
+    v = {(x.block.name, x.col): x for x in regime_verdicts(res)}
+    assert v[("PU methods", "x")].verdict == IN and v[("PU methods", "x")].numbers.startswith("0 of 3 seed(s) of A")
+    assert v[("PU methods", "y")].verdict == OUT and v[("PU methods", "y")].near == 1
+    assert v[("PU methods", "y")].text == "not in regime: 1 of 3 seed(s) of A near-one-class (at most 0% allowed)"
+    assert v[("PU methods", "z")].verdict == UNTESTED and v[("PU methods", "z")].numbers == "no results"
+    assert v[("lenient", "y")].verdict == IN  # 1 of 6 seeds, at most 20%
+
+
+def test_two_classes_without_binary_metrics_is_not_testable(tmp_path):
+    spec = _spec(TWO, rows=("A", "B"), cols=("x", "y", "z"))
+    res = collect(spec, "paper", _store(tmp_path, spec, {("A", "x"): [1.0, 2.0, 3.0]}))
+    (vx, *_) = regime_verdicts(res)
+    assert vx.verdict == UNTESTED and "no binary metrics" in vx.numbers
+
+
+def test_a_derived_column_follows_its_sources(tmp_path):
+    extra = TRAINED + "derived_cols:\n  Mean: {mean_of: [x, y]}\n"
+    spec = _spec(extra, cols=("x", "y", "z", "Mean"))
+    res = collect(spec, "paper", _store(tmp_path, spec, VALUES))
+    rm = RegimeMap(res)
+    assert [v.col for v in rm.of("B", "Mean")] == ["x", "y"]
+    assert [v.col for v in rm.out_of_regime("B", "Mean")] == ["y"] and rm.out_of_regime("U", "x") == []
+
+
+# ---- claims read against the regime ------------------------------------------------------------
+
+
+def test_claims_in_an_out_of_regime_block_read_not_in_regime_and_keep_the_plain_result(tmp_path):
+    spec = _spec(TRAINED + CLAIMS)
+    checks = {c.claim.text: c for c in claim_checks(collect(spec, "paper", _store(tmp_path, spec, VALUES)))}
+    x, y = checks["B beats A on x"], checks["B beats A on y"]
+    assert x.status == HOLDS == x.test_status and not x.regime_blocks
+    # on y A is barely above the untrained encoder: B's loss there is not evidence
+    assert y.test_status == FAILS and y.status == NOT_IN_REGIME
+    assert y.outcome_text.startswith("fails, opposite not significant (p=") and y.test_text == y.outcome_text
+    assert y.regime_blocks == ["methods: y"] and "1 pair(s) out of regime (methods: y)" in y.detail
+    # x holds, y out of regime: the claim cannot be confirmed where the methods do not work
+    assert checks["B beats A on x and y"].status == NOT_IN_REGIME
+    # A loses on x, where the block is in regime: a real failure, whatever y says
+    both = checks["A beats B on x and y"]
+    assert both.status == FAILS and both.decisive_link.where == "x"
+    # z: the regime cannot be tested (no untrained results): the plain outcome stands
+    z = checks["B beats A on z"]
+    assert z.status == z.test_status == FAILS and not z.regime_blocks
+
+
+def test_a_block_in_regime_leaves_claims_as_they_are(tmp_path):
+    spec = _spec(CLAIMS)  # no regime key
+    checks = claim_checks(collect(spec, "paper", _store(tmp_path, spec, VALUES)))
+    assert all(c.status == c.test_status for c in checks) and not any(c.regime_blocks for c in checks)
+
+
+def test_no_results_stay_not_testable(tmp_path):
+    spec = _spec(TRAINED + CLAIMS)
+    checks = claim_checks(collect(spec, "paper", ResultStore(tmp_path)))
+    assert all(c.status == NOT_TESTABLE for c in checks)
+
+
+# ---- claims read against the power ------------------------------------------------------------
+
+POWER = textwrap.dedent("""\
+    claims:
+      - {kind: greater, rows: [B, A], cols: [x], text: "B beats A, noisy seeds"}
+      - {kind: greater, rows: [B, A], cols: [y], text: "B beats A, precise seeds"}
+      - {kind: greater, rows: [B, A], cols: [z], text: "B loses significantly"}
+    """)
+
+
+def _power_spec():
+    text = selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=POWER)
+    text = text.replace("    - {row: B, col: y, mean: null, note: not printed}\n",
+                        "    - {row: A, col: y, mean: 1.0}\n    - {row: B, col: y, mean: 2.0}\n"
+                        "    - {row: A, col: z, mean: 1.0}\n    - {row: B, col: z, mean: 1.5}\n")
+    return parse_spec(yaml.safe_load(text), "<t>")  # paper gap B - A: 1.0 on x and y, 0.5 on z
+
+
+def test_a_failure_below_the_detectable_difference_reads_underpowered(tmp_path):
+    spec = _power_spec()
+    values = {("A", "x"): [10.0, 14.0, 8.0], ("B", "x"): [9.0, 15.0, 7.5],   # differences -1, +1, -0.5: sd ~1
+              ("A", "y"): [10.0, 11.0, 12.0], ("B", "y"): [9.9, 11.1, 11.85],  # -0.1, +0.1, -0.15: sd 0.13
+              ("A", "z"): [10.0, 11.0, 12.0], ("B", "z"): [8.0, 9.1, 9.9]}     # B 2 below, consistently
+    checks = {c.claim.text: c for c in claim_checks(collect(spec, "paper", _store(tmp_path, spec, values)))}
+    noisy = checks["B beats A, noisy seeds"]
+    assert noisy.test_status == FAILS and not noisy.weakest_link.opposite_significant
+    assert noisy.decisive_power.paper_gap == pytest.approx(1.0) and noisy.decisive_power.mdd > 1.0
+    assert noisy.status == UNDERPOWERED and noisy.decisive_power.seeds_needed > 3
+    precise = checks["B beats A, precise seeds"]  # our seeds could see a gap of 1: the failure stands
+    assert precise.test_status == FAILS and precise.decisive_power.mdd < 1.0 and precise.status == FAILS
+    strong = checks["B loses significantly"]  # the opposite is significant: fails, whatever the power
+    assert strong.weakest_link.opposite_significant and strong.status == FAILS
+
+
+def test_holds_not_significant_is_never_relabelled(tmp_path):
+    spec = _power_spec()
+    values = {("A", "x"): [10.0, 14.0, 8.0], ("B", "x"): [11.0, 13.5, 9.0]}
+    (c, *_) = claim_checks(collect(spec, "paper", _store(tmp_path, spec, values)))
+    assert c.status == c.test_status == HOLDS_NS and c.decisive_power.underpowered
+
+
+# ---- reports --------------------------------------------------------------------------------
+
+
+def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
+    from pubench.report import render_latex, render_markdown, write_index, write_report
+    from pubench.report.html import report_body
+
+    spec = _spec(TRAINED + CLAIMS)
+    store = _store(tmp_path / "results", spec, VALUES)
+    res = collect(spec, "paper", store)
+    md = " ".join(render_markdown(res).split())
+    assert "## Regime" in md
+    assert "| methods | trained: A beats U by > 10 | x | in regime | gain +20.50 > 10 (paired, 3 seeds, p" in md
+    assert "| methods | trained: A beats U by > 10 | y | not in regime | gain +2.83 not > 10 (paired, 3 seeds, p=0.99) |" in md
+    assert md.count("the paper tier is the regime by construction") == 1
+    assert "- Why, at tier `paper`: methods: the paper tier is the regime by construction" in md
+    assert "| z | not testable | no results for U |" in md
+    assert ("| B beats A on y | B > A in y | not in regime (methods: y) | fails, opposite not significant (p="
+            in md)
+    assert "| MDD | paper gap | seeds for paper gap |" in md
+    tex = render_latex(res)
+    assert "\\paragraph{Regime}" in tex and "\\emph{not in regime}: gain +2.83 not \\textgreater{} 10" in tex
+    assert "\\emph{not in regime (methods: y)}; test: fails, opposite not significant" in tex
+    html = report_body(res, None, [], "spec.html")
+    assert '<h2 id="regime">Regime</h2>' in html and 'class="badge o-not-in-regime">not in regime (methods: y)' in html
+    assert '<span class="badge o-holds-ns">in regime</span>' in html
+    write_report(spec, "paper", store, tmp_path / "reports")
+    index = write_index({spec.id: spec}, store, tmp_path / "reports").read_text()
+    header = next(line for line in index.splitlines() if line.startswith("| tier"))
+    row = next(line for line in index.splitlines() if line.startswith("| paper"))
+    cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
+    assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"]) == ("5", "1", "2", "2")
+    assert cells["regime"] == "methods: 1/3 in regime, 1 not testable"
+
+
+def test_reports_say_underpowered(tmp_path):
+    from pubench.report import render_markdown
+
+    spec = _power_spec()
+    values = {("A", "x"): [10.0, 14.0, 8.0], ("B", "x"): [9.0, 15.0, 7.5]}
+    md = " ".join(render_markdown(collect(spec, "paper", _store(tmp_path, spec, values))).split())
+    assert "| B beats A, noisy seeds | B > A in x | underpowered | fails, opposite not significant (p=" in md
+    assert "1 pair(s) with the paper's gap below our MDD" in md
+
+
+def test_latex_with_regime_and_power_compiles(tmp_path):
+    import shutil
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (Debian: apt-get install texlive-latex-base texlive-latex-recommended)")
+    from pubench.report import render_latex
+    from tests.unit.test_latex_compile import compile_tex, overfull
+
+    spec = _spec(TRAINED + CLAIMS)
+    tex = render_latex(collect(spec, "paper", _store(tmp_path / "results", spec, VALUES)))
+    pdf, log = compile_tex(tex, tmp_path / "tex", "regime")
+    assert pdf.exists() and not [w for w in overfull(log) if w > 1.0]
+
+
+def test_site_index_shows_regime_and_order_per_tier(tmp_path):
+    from pubench.report.site import write_site
+
+    spec = _spec(TRAINED + CLAIMS)
+    store = _store(tmp_path / "results", spec, VALUES)
+    index = write_site({spec.id: spec}, store, tmp_path / "site").read_text()
+    assert "methods: 1/3 in regime, 1 not testable" in index and "<th>paper's order kept</th>" in index
+    assert '<span class="muted">paper</span> 100% of 1' in index  # B over A in x, as the paper orders them
+    assert "2 not in regime" in index  # the claims summary badge
+    page = (tmp_path / "site" / "paper" / f"{spec.id}.html").read_text()
+    assert 'id="regime"' in page and 'id="order"' in page
