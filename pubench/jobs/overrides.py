@@ -30,6 +30,11 @@ def parse_override(text: str) -> tuple[list[str], Any, bool]:
         return path, None, True
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
+        if isinstance(value, str):  # YAML 1.1 reads 5e-5 as a string; a user means the number
+            try:
+                value = float(value) if any(c in value for c in ".eE") else int(value)
+            except ValueError:
+                pass
     except yaml.YAMLError as e:
         raise OverrideError(f"--set {shorten(text, 60)!r}: the value is not YAML ({' '.join(str(e).split())[:120]})") \
             from None

@@ -50,6 +50,11 @@ VIEWS = ("dropout",)
 #: Two-view losses whose ``labels`` may mark unlabeled samples with -1 (PNU losses).
 PNU_LOSSES = ("punce_pnu", "supcon_pnu")
 INFO_KEYS = ("data_source", "eval_split", "n_labeled", "n_unlabeled", "backbone")
+#: ``dev``: GLUE's dev set (the reported evaluation); ``train_holdout``: HOLDOUT_SIZE training
+#: sentences drawn from the data seed and kept out of the labeled and unlabeled draws, so a
+#: hyperparameter can be chosen without reading the set a table reports
+EVAL_SPLITS = ("dev", "train_holdout")
+HOLDOUT_SIZE = 872  # the dev set's size
 
 
 @dataclass(frozen=True)
@@ -114,8 +119,10 @@ def validate(params: dict[str, Any]):
         raise ConfigError(f"params.data.dataset: {data.dataset!r} is not a text data set")
     if data.n_per_class < 1 or data.n_unlabeled < 0 or data.max_length < 4:
         raise ConfigError("params.data: n_per_class >= 1, n_unlabeled >= 0 and max_length >= 4 are required")
-    if data.eval_split != "dev":
-        raise ConfigError("params.data.eval_split: 'dev' (GLUE's test labels are hidden)")
+    if data.eval_split not in EVAL_SPLITS:
+        raise ConfigError(f"params.data.eval_split: one of {', '.join(EVAL_SPLITS)} ('dev': the GLUE dev set, what the "
+                          "tables report, GLUE's test labels being hidden; 'train_holdout': sentences held out of the "
+                          "training set, for choices that must not read the reported set)")
     model = build_config(TextModelConfig, params["model"], "params.model")
     from pubench.models import BACKBONES
 
@@ -158,6 +165,20 @@ def draw_fewshot(labels: torch.Tensor, n_per_class: int, n_unlabeled: int, seed:
     if len(pool) < n_unlabeled:
         raise ValueError(f"only {len(pool)} sentences are left for n_unlabeled={n_unlabeled}")
     return labeled, pool[torch.randperm(len(pool), generator=g)[:n_unlabeled]]
+
+
+def holdout_split(train_set, data_seed: int):
+    """``(train_set, holdout, pool)``: :data:`HOLDOUT_SIZE` training sentences drawn by the data
+    seed (their own stream) as an evaluation set, and the indices of the others, from which
+    the labeled and unlabeled sentences are drawn."""
+    from pubench.data.text import TextSet
+    from pubench.utils.hashing import derive_seed
+
+    order = torch.randperm(len(train_set), generator=torch_generator(derive_seed("holdout", data_seed)))
+    held, pool = order[:HOLDOUT_SIZE].sort().values, order[HOLDOUT_SIZE:].sort().values
+    holdout = TextSet([train_set.sentences[k] for k in held.tolist()], train_set.labels[held], train_set.classes,
+                      f"{train_set.source} ({HOLDOUT_SIZE} held out of the training set)")
+    return train_set, holdout, pool
 
 
 class UnlabeledStream:
@@ -258,8 +279,14 @@ class TextFewshot(Task):
         data, model, train, objective, loss = validate(params)
         ds = DATASETS.get(data.dataset)
         t0 = time.perf_counter()
-        train_set, eval_set = ds.load("train"), ds.load(data.eval_split)
-        labeled, unlabeled = draw_fewshot(train_set.labels, data.n_per_class, data.n_unlabeled, seeds["data"])
+        train_set = ds.load("train")
+        if data.eval_split == "train_holdout":
+            train_set, eval_set, pool = holdout_split(train_set, seeds["data"])
+            labeled, unlabeled = (pool[i] for i in draw_fewshot(train_set.labels[pool], data.n_per_class,
+                                                               data.n_unlabeled, seeds["data"]))
+        else:
+            eval_set = ds.load(data.eval_split)
+            labeled, unlabeled = draw_fewshot(train_set.labels, data.n_per_class, data.n_unlabeled, seeds["data"])
         dev = device()
         enc_seed, head_seed, batch_seed, global_seed = sub_seeds(seeds["init"], 4)
         kwargs = {k: v for k, v in model.backbone.items() if k != "name"}

@@ -316,3 +316,22 @@ def test_roberta_large_offline_miss_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="'roberta-large' weights.*HF_HOME"):
         build_backbone("roberta_large", 0)
     assert time.perf_counter() - t < 20
+
+
+def test_train_holdout_is_disjoint_from_the_fewshot_draws_and_seeded():
+    """`eval_split: train_holdout` (choosing a hyperparameter without reading the reported dev
+    set): 872 training sentences held out by the data seed, never drawn as labeled or unlabeled."""
+    from pubench.data.text import TextSet
+    from pubench.tasks.text_fewshot import HOLDOUT_SIZE, draw_fewshot, holdout_split
+
+    n = 3000
+    ts = TextSet([f"s{i}" for i in range(n)], torch.arange(n) % 2, ["negative", "positive"], "synthetic")
+    _, held, pool = holdout_split(ts, 7)
+    assert len(held) == HOLDOUT_SIZE and len(pool) == n - HOLDOUT_SIZE
+    held_ids = {int(s[1:]) for s in held.sentences}
+    assert held_ids.isdisjoint(pool.tolist())
+    labeled, unlabeled = (pool[i] for i in draw_fewshot(ts.labels[pool], 10, 500, 7))
+    assert held_ids.isdisjoint(labeled.tolist()) and held_ids.isdisjoint(unlabeled.tolist())
+    assert torch.equal(held.labels, ts.labels[sorted(held_ids)])
+    assert [s for s in holdout_split(ts, 7)[1].sentences] == held.sentences        # the same for the same seed
+    assert holdout_split(ts, 8)[1].sentences != held.sentences
