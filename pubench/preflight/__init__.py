@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pubench.errors import PubenchError
-from pubench.preflight.plan import Cell, Group, group, sample, select
+from pubench.preflight.plan import Cell, Group, group, sample, select, step_flops
 
 
 class PreflightError(PubenchError):
@@ -42,6 +42,7 @@ class Options:
     threads: int | None = None
     only: list[str] | None = None
     sample: bool = False            # one cell per task kind and backbone
+    max_step_gflop: float | None = None  # only cells whose largest batch's forward is at most this (estimated)
     max_memory: int | None = None   # bytes a CPU check may hold (default: 3/4 of the available memory)
     max_seconds: float | None = None
     flops: bool = True
@@ -128,6 +129,8 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     t0 = time.perf_counter()
     num = numerics.resolve(device=opts.device, threads=opts.threads)
     cells, unavailable = select(specs, opts.tier, opts.only, num)
+    if opts.max_step_gflop is not None:
+        cells = [c for c in cells if step_flops(c.job) <= opts.max_step_gflop * 1e9]
     if opts.sample:
         cells = sample([c for c in cells if c.error is None]) + [c for c in cells if c.error is not None]
     if not cells:

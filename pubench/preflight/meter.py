@@ -97,12 +97,14 @@ def _counting(on: bool) -> Iterator[list[float]]:
 
 class Meter(StepCap):
     """Runs each stage's first and last epoch for at most ``steps`` steps each and
-    measures them (module docstring). ``flops``: count FLOPs too."""
+    measures them (module docstring). ``flops``: count FLOPs too. ``clock``: seconds (default
+    wall time; a CPU check passes the process's CPU time per thread, which other work on a
+    busy machine does not inflate)."""
 
-    def __init__(self, steps: int, flops: bool = True):
+    def __init__(self, steps: int, flops: bool = True, clock: Callable[[], float] = time.perf_counter):
         if steps < 1:
             raise ValueError("steps must be >= 1")
-        self.max_steps, self.flops = steps, flops
+        self.max_steps, self.flops, self.clock = steps, flops, clock
         self.stages: list[Stage] = []
         self.top = _Calls()               # predict calls outside any stage
         self._open: list[dict[str, Any]] = []  # the running stages (innermost last) and their epoch state
@@ -113,7 +115,7 @@ class Meter(StepCap):
         stage = Stage(trainer.desc, epochs)
         self.stages.append(stage)
         self.device = device
-        self._open.append({"stage": stage, "t0": time.perf_counter(), "epoch": 0, "calls": _Calls()})
+        self._open.append({"stage": stage, "t0": self.clock(), "epoch": 0, "calls": _Calls()})
 
     def epochs(self, first: int, epochs: int) -> Iterable[int]:
         return [e for e in dict.fromkeys((first, epochs - 1)) if first <= e < epochs]
@@ -128,12 +130,11 @@ class Meter(StepCap):
             taken += 1
             if taken >= self.max_steps:
                 break
-        t = time.perf_counter()
+        t = self.clock()
         rest = sum(1 for _ in it) if run["epoch"] == 0 else 0
-        run["count_s"] = time.perf_counter() - t
+        run["count_s"] = self.clock() - t
         if run["epoch"] == 0:
             run["stage"].batches_per_epoch = taken + rest
-        run["t_end"] = time.perf_counter()
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -141,21 +142,21 @@ class Meter(StepCap):
         stage: Stage = run["stage"]
         first = not stage.step_s
         _sync(self.device)
-        t0 = time.perf_counter()
+        t0 = self.clock()
         with _counting(self.flops and first) as flops:
             yield
             _sync(self.device)
-        dt = time.perf_counter() - t0
+        dt = self.clock() - t0
         stage.step_s.append(dt)
         run["steps_s"] += dt
         if first and self.flops:
             stage.step_flops = flops[0]
 
-    def epoch_end(self, stats: EpochStats) -> bool:
+    def epoch_end(self, stats: EpochStats) -> bool:  # noqa: ARG002 - the interface's
         run = self._open[-1]
         if run["epoch"] == 0:
             stage: Stage = run["stage"]
-            wall = stats.seconds + (time.perf_counter() - run.get("t_end", time.perf_counter()))
+            wall = self.clock() - run["t0"]  # the stage's first epoch, its hooks included
             calls: _Calls = run["calls"]
             stage.hooks_s = max(0.0, wall - run["steps_s"] - run["count_s"] - calls.actual_s) + calls.full_s
             stage.hooks_flops = calls.full_flops
@@ -164,18 +165,18 @@ class Meter(StepCap):
 
     def end(self, trainer) -> None:
         run = self._open.pop()
-        run["stage"].ran_s = time.perf_counter() - run["t0"]
+        run["stage"].ran_s = self.clock() - run["t0"]
 
     def predict(self, fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int) -> torch.Tensor:
         idx = torch.arange(0, min(n, chunk))
         _sync(self.device)
-        t0 = time.perf_counter()
+        t0 = self.clock()
         with _counting(self.flops) as flops:
             out = fn(idx).float().cpu()
         _sync(self.device)
         chunks = math.ceil(n / chunk)
         scope = self._open[-1]["calls"] if self._open else self.top
-        scope.add(time.perf_counter() - t0, chunks, flops[0])
+        scope.add(self.clock() - t0, chunks, flops[0])
         reps = math.ceil(n / max(1, out.shape[0]))
         return out.repeat((reps,) + (1,) * (out.dim() - 1))[:n]
 

@@ -14,6 +14,7 @@ keys, units the code lacks), so a config error fails in seconds with one line.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,26 +135,58 @@ def kind(job: Job) -> str:
     return job.task
 
 
-def step_size(job: Job) -> float:
-    """A rough step cost from the config: the largest batch x the input pixels (for
-    picking the cheapest cell of a kind; no data is loaded)."""
-    from math import prod
-
+def _input_shape(params: dict[str, Any]) -> tuple[int, ...] | None:
     from pubench.preflight.standins import IMAGE_SETS
+
+    data = params.get("data") if isinstance(params.get("data"), dict) else {}
+    shape = data.get("input_size") or getattr(IMAGE_SETS.get(data.get("dataset")), "shape", None)
+    return tuple(shape) if shape else None
+
+
+@functools.lru_cache(maxsize=None)
+def forward_flops(backbone: str, shape: tuple[int, ...] | None) -> float:
+    """FLOPs of one example's forward pass through a backbone (``name`` + kwargs as JSON),
+    counted on the meta device (nothing is computed; 0 where it cannot be counted: graphs,
+    text, no backbone)."""
+    import json
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pubench.models import build_backbone
+
+    bb = json.loads(backbone)
+    if not bb or shape is None:
+        return 0.0
+    try:
+        with torch.device("meta"):
+            net = build_backbone(bb["name"], shape[0], **{k: v for k, v in bb.items() if k != "name"}).eval()
+            counter = FlopCounterMode(display=False)
+            with counter, torch.no_grad():
+                net(torch.empty(2, *shape))
+    except Exception:  # noqa: BLE001 - a backbone the meta device cannot run: no estimate
+        return 0.0
+    return counter.get_total_flops() / 2
+
+
+def step_flops(job: Job) -> float:
+    """A rough forward cost of a cell's largest batch: the backbone's FLOPs per example x
+    the largest ``batch_size`` of its blocks (no data is loaded; for picking and filtering)."""
+    import json
 
     p = job.params
     batch = max([int(b.get("batch_size") or 1) for b in p.values()
                  if isinstance(b, dict) and "batch_size" in b] or [1])
-    data = p.get("data") if isinstance(p.get("data"), dict) else {}
-    shape = data.get("input_size") or getattr(IMAGE_SETS.get(data.get("dataset")), "shape", None) or [1]
-    return batch * prod(shape)
+    model = p.get("model") if isinstance(p.get("model"), dict) else {}
+    bb = model.get("backbone") if isinstance(model.get("backbone"), dict) else {}
+    return batch * forward_flops(json.dumps(bb, sort_keys=True), _input_shape(p))
 
 
 def sample(cells: list[Cell]) -> list[Cell]:
-    """One cell per task kind and backbone: the cheapest by :func:`step_size` (the first on a tie)."""
+    """One cell per task kind and backbone: the cheapest by :func:`step_flops` (the first on a tie)."""
     best: dict[tuple[str, str], Cell] = {}
     for c in cells:
         k = (kind(c.job), _backbone(c.job.params))
-        if k not in best or step_size(c.job) < step_size(best[k].job):
+        if k not in best or step_flops(c.job) < step_flops(best[k].job):
             best[k] = c
     return sorted(best.values(), key=lambda c: (c.spec_id, c.row, c.col))

@@ -102,7 +102,7 @@ def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flo
             out_["process_s"] = round(wall, 2)
             return out_
         if stopped == "memory":
-            error = (f"stopped at {peak / 2**30:.1f} GiB of resident memory, above this machine's budget "
+            error = (f"stopped at {peak / 2**30:.1f} GiB of resident memory, above this machine's memory budget "
                      f"({max_bytes / 2**30:.1f} GiB; --max-memory)")
         elif stopped == "time":
             error = f"stopped after {max_seconds:.0f} s (--max-seconds)"

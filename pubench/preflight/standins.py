@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 IMAGENET_DOGS = range(151, 269)
+#: distinct random images per split of a synthetic image set (the rest repeat them)
+DISTINCT = 4096
 
 
 def _even(n: int, k: int) -> tuple[int, ...]:
@@ -155,6 +157,15 @@ def stand_in_names(modality: str) -> set[str]:
 
 
 # ------------------------------------------------------------------ the stand-ins
+def _random_images(n: int, shape: tuple[int, ...], g):
+    """``n`` random uint8 images: a block of :data:`DISTINCT` drawn, then repeated (drawing
+    gigabytes takes long; the memory is the same)."""
+    import torch
+
+    block = torch.randint(0, 256, (min(n, DISTINCT), *shape), generator=g, dtype=torch.uint8)
+    return block.repeat((math.ceil(n / len(block)),) + (1,) * len(shape))[:n] if n > len(block) else block
+
+
 def synthetic_images(name: str, split: str, seed: int = 0):
     """An :class:`pubench.data.images.ImageSet` of random images of ``name``'s ``split``."""
     import torch
@@ -162,19 +173,18 @@ def synthetic_images(name: str, split: str, seed: int = 0):
     from pubench.data.images import ImageSet
 
     spec = IMAGE_SETS[name]
-    xs, ys = [], []
+    ys = []
     g = torch.Generator().manual_seed(seed)
     for part in split.split("+"):
         counts = spec.counts(part)
-        n = counts if isinstance(counts, int) else sum(counts)
-        xs.append(torch.randint(0, 256, (n, *spec.shape), generator=g, dtype=torch.uint8))
         if isinstance(counts, int):
-            ys.append(torch.full((n,), -1, dtype=torch.long))
+            ys.append(torch.full((counts,), -1, dtype=torch.long))
         else:
             y = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
-            ys.append(y[torch.randperm(n, generator=g)])
+            ys.append(y[torch.randperm(len(y), generator=g)])
+    y = torch.cat(ys)
     k = max(len(c) for c in spec.splits.values() if not isinstance(c, int))
-    return ImageSet(torch.cat(xs), torch.cat(ys), [str(c) for c in range(k)],
+    return ImageSet(_random_images(len(y), spec.shape, g), y, [str(c) for c in range(k)],
                     f"synthetic {name} {split} (pubench preflight: random images of the data set's shape and size)")
 
 

@@ -4,7 +4,9 @@
 ``synthetic`` (stand-ins: name -> modality), ``flops``. The worker runs the job as
 ``pubench run`` would (the numerics profile applied: threads, deterministic algorithms)
 under the step cap (:class:`pubench.preflight.meter.Meter`) and writes ``OUT``: ``ok``, the
-error (one line, and its traceback), the measured figures and their projection, the peak
+error (one line, and its traceback), the measured figures and their projection (times on a CUDA
+device: wall clock; on the CPU: this process's CPU time per thread, which the machine's
+other work does not inflate), the peak
 memory of this process (``VmHWM`` on the CPU, ``torch.cuda.max_memory_allocated`` on
 CUDA), the device's name and what was replaced by a stand-in. Its own process gives each
 check a fresh memory peak, and lets the parent stop a check that outgrows the machine.
@@ -48,8 +50,9 @@ def check(spec: dict[str, Any]) -> dict[str, Any]:
 
     num = numerics.Numerics.from_dict(spec["numerics"])
     out: dict[str, Any] = {"ok": False, "notes": []}
-    t0 = time.perf_counter()
-    meter = Meter(int(spec["steps"]), flops=bool(spec.get("flops", True)))
+    clock = time.perf_counter if num.device == "cuda" else (lambda: time.process_time() / num.threads)
+    t0 = clock()
+    meter = Meter(int(spec["steps"]), flops=bool(spec.get("flops", True)), clock=clock)
     try:
         numerics.apply(num)
         out["device_name"] = accel.device_name(num.device)
@@ -59,7 +62,8 @@ def check(spec: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a failed check is a result
         out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
         out["traceback"] = traceback.format_exc()
-    out["figures"] = meter.figures(time.perf_counter() - t0)
+    out["figures"] = meter.figures(clock() - t0)
+    out["clock"] = "wall" if num.device == "cuda" else f"process CPU time / {num.threads} thread(s)"
     out["peak_memory"] = peak_memory(num.device)
     return out
 
