@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pubench.data.images import ALZHEIMER_CLASSES
+
 IMAGENET_DOGS = range(151, 269)
 #: distinct random images per split of a synthetic image set (the rest repeat them)
 DISTINCT = 4096
@@ -52,6 +54,7 @@ class ImageShape:
 
     shape: tuple[int, int, int]
     splits: dict[str, tuple[int, ...] | int]
+    classes: tuple[str, ...] | None = None  # the loader's class names (specs may name classes); None: "0", "1", ...
 
     def size(self, split: str) -> int:
         return sum(_total(self.counts(p)) for p in split.split("+"))
@@ -82,8 +85,10 @@ IMAGE_SETS: dict[str, ImageShape] = {
         "test": (1744, 5099, 4149, 2882, 2523, 2384, 1977, 2019, 1660, 1595),
         "extra": _even(531131, 10)}),
     "imagenet": ImageShape((3, 224, 224), {"train": _imagenet(260, 25), "val": _imagenet(50, 10)}),
-    "imagewoof_imagenette": ImageShape((3, 224, 224), {"train": (9469, 9025), "val": (3925, 3929)}),
-    "alzheimer_kaggle": ImageShape((3, 208, 176), {"train": (717, 52, 2560, 1792), "test": (179, 12, 640, 448)}),
+    "imagewoof_imagenette": ImageShape((3, 224, 224), {"train": (9469, 9025), "val": (3925, 3929)},
+                                       ("imagenette", "imagewoof")),
+    "alzheimer_kaggle": ImageShape((3, 208, 176), {"train": (717, 52, 2560, 1792), "test": (179, 12, 640, 448)},
+                                   tuple(ALZHEIMER_CLASSES)),
 }
 #: node-label counts of the TU sets with node labels (the one-hot width of ``features: auto``)
 GRAPH_NODE_LABELS = {"mutag": 7, "ptc_mr": 18, "enzymes": 3, "proteins": 3, "nci1": 37, "dd": 89}
@@ -184,7 +189,7 @@ def synthetic_images(name: str, split: str, seed: int = 0):
             ys.append(y[torch.randperm(len(y), generator=g)])
     y = torch.cat(ys)
     k = max(len(c) for c in spec.splits.values() if not isinstance(c, int))
-    return ImageSet(_random_images(len(y), spec.shape, g), y, [str(c) for c in range(k)],
+    return ImageSet(_random_images(len(y), spec.shape, g), y, list(spec.classes or (str(c) for c in range(k))),
                     f"synthetic {name} {split} (pubench preflight: random images of the data set's shape and size)")
 
 
