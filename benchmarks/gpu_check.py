@@ -162,7 +162,7 @@ def child_env(device: str) -> dict[str, str]:
     from pubench import numerics
 
     env = {**os.environ, **numerics.process_env(numerics.resolve(device=device))}
-    paths = [str(ROOT), *([str(SITE)] if SITE.is_dir() else []), *filter(None, [os.environ.get("PYTHONPATH")])]
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # with install_wheels' site
     env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONUNBUFFERED="1", PUBENCH_ENCODER_CACHE="0",
                PUBENCH_PROGRESS="0", HF_HUB_OFFLINE="1", PUBENCH_OFFLINE="1")
     return env
@@ -189,7 +189,7 @@ def run_part(name: str, args, timeout: float, work: Path) -> dict:
     took = round(time.perf_counter() - t0, 1)
     if name == "tests":
         last = [s for s in proc.stdout.splitlines() if s.strip()][-1:] or ["no output"]
-        return {"ok": proc.returncode in (0, 5), "summary": last[0], "seconds": took,
+        return {"ok": proc.returncode in (0, 5), "pytest": last[0], "seconds": took,
                 "tail": proc.stdout[-1500:] if proc.returncode not in (0, 5) else ""}
     if out.is_file():
         return {**json.loads(out.read_text()), "seconds": took}
@@ -229,33 +229,35 @@ def run_preflight(args, timeout: float, work: Path) -> dict:
 
 
 # ------------------------------------------------------------------ results
-def install_wheels() -> str | None:
-    """Install ``.whl/*.whl`` into :data:`SITE` when pydantic is missing; what was done."""
-    wheels = sorted((ROOT / ".whl").glob("*.whl"))
-    if importlib.util.find_spec("pydantic") is not None or not wheels:
+def install_wheels(folder: Path = ROOT / ".whl", site: Path = SITE, needed: str = "pydantic") -> str | None:
+    """Install ``folder/*.whl`` into ``site`` when ``needed`` is not importable, and put
+    ``site`` first on this process's and its children's path; what was done (None: nothing)."""
+    wheels = sorted(folder.glob("*.whl"))
+    if importlib.util.find_spec(needed) is not None or not wheels:
         return None
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--upgrade",
-           "--target", str(SITE), *map(str, wheels)]
+           "--target", str(site), *map(str, wheels)]
     how = "pip"
     if subprocess.run(cmd).returncode != 0:  # no pip here: a wheel is a zip of the installed files
         import zipfile
 
         for w in wheels:
             with zipfile.ZipFile(w) as z:
-                z.extractall(SITE)
+                z.extractall(site)
         how = "unzipped"
-    sys.path.insert(0, str(SITE))
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return (f"installed {len(wheels)} wheel(s) from .whl/ into {SITE} ({how}): "
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return (f"installed {len(wheels)} wheel(s) from {folder.name}/ into {site} ({how}): "
             f"{', '.join(w.name.split('-')[0] for w in wheels)}")
 
 
 def environment(device: str) -> dict:
     import torch
 
-    from pubench.train.accel import device_name
+    from pubench.numerics import cpu_model  # the orchestrator imports nothing that needs pydantic
 
-    return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
+    name = torch.cuda.get_device_name() if device == "cuda" else cpu_model()
+    return {"device": device, "device_name": name, "torch": torch.__version__,
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if device == "cuda" else None,
             "python": sys.version.split()[0], "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
@@ -300,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"{name} ...")
                 results["parts"][name] = run_part(name, args, min(LIMITS[name], left), Path(tmp))
             results["parts"][name]["summary"] = describe(name, results["parts"][name])
-            say(f"{name}: {describe(name, results['parts'][name])}")
+            say(f"{name}: {results['parts'][name]['summary']}")
     results["seconds"] = round(time.perf_counter() - t0, 1)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu_report import publish
@@ -331,10 +333,12 @@ def run_one_part(args) -> int:
 
 
 def describe(name: str, r: dict) -> str:
+    """One line for a part's result."""
     if not r.get("ok"):
-        return "FAILED: " + str(r.get("error") or r.get("summary") or r.get("note") or "see the JSON")
+        cells = [f"{c['cell']}: {c.get('error') or 'failed'}" for c in r.get("cells", []) if not c.get("ok")]
+        return "FAILED: " + str(r.get("error") or r.get("pytest") or "; ".join(cells) or r.get("note") or "see the JSON")
     if name == "tests":
-        return r.get("summary", "")
+        return r.get("pytest", "")
     if name in ("determinism", "resume"):
         return r.get("note", "ok")
     if name == "gpu_step":

@@ -40,8 +40,7 @@ def render_measured(results: dict) -> str:
            "| part | result |", "|---|---|"]
     for name, r in parts.items():
         status = "ok" if r.get("ok") else "**failed**"
-        detail = r.get("summary") or r.get("note") or r.get("error") or ""
-        detail = detail.removeprefix("FAILED: ")
+        detail = str(r.get("summary") or r.get("note") or r.get("error") or "").removeprefix("FAILED: ")
         if name == "resume" and r.get("checkpoint"):
             detail += f" (resumed: {r['checkpoint'].get('resumed')})"
         out.append(f"| {name} | {status}: {str(detail).replace('|', '/')} |")

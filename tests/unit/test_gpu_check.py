@@ -76,3 +76,36 @@ def test_the_cpu_capable_parts_run_without_submitit_and_write_their_figures(no_c
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([raw.name, "gpu.md"])
     progress = [line for line in out.splitlines() if line.startswith("gpu-check: ")]
     assert len(progress) >= 11  # a line before and after each part, the header and the closing lines
+
+
+def _wheel(folder: Path, name: str) -> Path:
+    """A minimal pure-Python wheel of a module ``name``."""
+    import zipfile
+
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}/__init__.py", "VALUE = 42\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return path
+
+
+@pytest.mark.parametrize("pip_works", [True, False])
+def test_wheels_are_installed_only_where_the_module_is_missing(tmp_path, monkeypatch, pip_works):
+    gc = load_benchmark("gpu_check")
+    (tmp_path / "whl").mkdir()
+    _wheel(tmp_path / "whl", "pubench_fake_dep")
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    if not pip_works:
+        real = subprocess.run
+        monkeypatch.setattr(subprocess, "run", lambda cmd, *a, **k: subprocess.CompletedProcess(cmd, 1)
+                            if "pip" in cmd else real(cmd, *a, **k))
+    assert gc.install_wheels(tmp_path / "whl", tmp_path / "site", needed="json") is None  # present: nothing
+    note = gc.install_wheels(tmp_path / "whl", tmp_path / "site", needed="pubench_fake_dep")
+    assert note and ("pip" if pip_works else "unzipped") in note
+    out = subprocess.run([sys.executable, "-c", "import pubench_fake_dep; print(pubench_fake_dep.VALUE)"],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "42"
