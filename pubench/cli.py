@@ -618,7 +618,7 @@ def cmd_preflight(args) -> int:
         _writable(Path(args.json).resolve().parent, "--json")
     opts = Options(tier=args.tier, device=args.device, steps=args.steps, threads=args.threads, only=args.only,
                    sample=args.sample, max_step_gflop=args.max_step_gflop, max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
-                   max_seconds=args.max_seconds, flops=not args.no_flops)
+                   max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs)
     report = preflight(_specs(args.ids or None), opts, say=lambda line: print(line, flush=True))
     print(render(report))
     if args.json:
@@ -659,6 +659,9 @@ def _add_preflight_parser(sub) -> None:
                         "(default: 3/4 of the memory available at the start)")
     s.add_argument("--max-seconds", type=_positive_float("--max-seconds"), metavar="S",
                    help="stop a check after this long and report it failed (default: no limit)")
+    s.add_argument("--jobs", type=_bounded_int("--jobs", 1, 64), default=1,
+                   help="checks at once, each in its own process (default 1; on the CPU each gets 1/JOBS of the "
+                        "memory budget; on one GPU keep 1)")
     s.add_argument("--no-flops", action="store_true", help="do not count FLOPs (PyTorch's FlopCounterMode)")
     s.set_defaults(fn=cmd_preflight)
 

@@ -19,6 +19,7 @@ Library use: ``preflight(specs, Options(...), say=print) -> Report``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import time
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Options:
     max_seconds: float | None = None
     flops: bool = True
     cache: bool = True              # write the projections to the preflight cache
+    jobs: int = 1                   # checks at once (CPU: each gets 1/jobs of the memory budget)
 
 
 @dataclass
@@ -118,6 +120,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     configuration and per cell whose config fails."""
     from pubench import numerics
     from pubench.preflight.report import describe_check, store_cached
+    from pubench.preflight.runner import stop_all
 
     if opts.steps < 1:
         raise PreflightError("--steps must be >= 1")
@@ -143,15 +146,25 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
         f"last epoch)" + (f"; {len(results)} config error(s)" if results else ""))
-    for i, g in enumerate(groups, 1):
-        status, reason, res = _check_group(g, opts, budget)
-        head, *rest = g.cells
-        results.append(CellResult(head, status, reason, None, res))
-        results += [CellResult(c, status, reason, head.name, res) for c in rest]
-        say(f"[{i}/{len(groups)}] {head.name}" + (f" (+{len(rest)} cell(s) sharing it)" if rest else "")
-            + f": {describe_check(status, reason, res)}")
-        if status == "ok" and opts.cache:
-            store_cached(g.key, opts.device, res, opts.steps)
+    jobs = max(1, min(opts.jobs, len(groups)))
+    share = None if budget is None else budget // jobs  # each check its part of the memory
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait
+    futures = [pool.submit(_check_group, g, opts, share) for g in groups]
+    try:
+        for i, (g, fut) in enumerate(zip(groups, futures), 1):
+            status, reason, res = fut.result()
+            head, *rest = g.cells
+            results.append(CellResult(head, status, reason, None, res))
+            results += [CellResult(c, status, reason, head.name, res) for c in rest]
+            say(f"[{i}/{len(groups)}] {head.name}" + (f" (+{len(rest)} cell(s) sharing it)" if rest else "")
+                + f": {describe_check(status, reason, res)}")
+            if status == "ok" and opts.cache:
+                store_cached(g.key, opts.device, res, opts.steps)
+    except BaseException:  # Ctrl-C, SIGTERM: no check outlives the command
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+        raise
+    pool.shutdown()
     order = {id(c): k for k, c in enumerate(cells)}
     results.sort(key=lambda r: order[id(r.cell)])
     return Report(opts, _device_name(opts.device), num.torch, datetime.now(timezone.utc).date().isoformat(),

@@ -24,6 +24,13 @@ from typing import Any
 from pubench.numerics import Numerics, process_env
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
+#: the running checks' processes (so that an interrupted preflight stops them: :func:`stop_all`)
+LIVE: set[subprocess.Popen] = set()
+
+
+def stop_all() -> None:
+    for proc in list(LIVE):
+        proc.kill()
 
 
 def available_memory() -> int | None:
@@ -79,6 +86,7 @@ def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flo
             proc = subprocess.Popen([sys.executable, "-m", "pubench.preflight.worker", str(spec), str(result)],
                                     env=worker_env(num), stdout=out, stderr=subprocess.STDOUT,
                                     cwd=str(SOURCE_ROOT), start_new_session=True)
+            LIVE.add(proc)
             try:
                 while proc.poll() is None:
                     rss = _rss(proc.pid)
@@ -96,6 +104,8 @@ def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flo
                 proc.kill()
                 proc.wait()
                 raise
+            finally:
+                LIVE.discard(proc)
         wall = time.perf_counter() - t0
         if result.is_file() and stopped is None:
             out_ = json.loads(result.read_text())

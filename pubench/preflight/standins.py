@@ -171,15 +171,14 @@ def _random_images(n: int, shape: tuple[int, ...], g):
     return block.repeat((math.ceil(n / len(block)),) + (1,) * len(shape))[:n] if n > len(block) else block
 
 
-def synthetic_images(name: str, split: str, seed: int = 0):
-    """An :class:`pubench.data.images.ImageSet` of random images of ``name``'s ``split``."""
+def synthetic_labels(name: str, split: str, g=None):
+    """``(labels, class names)`` of ``name``'s ``split``: its class counts in random order
+    (-1 for an unlabelled split)."""
     import torch
 
-    from pubench.data.images import ImageSet
-
     spec = IMAGE_SETS[name]
+    g = g if g is not None else torch.Generator().manual_seed(0)
     ys = []
-    g = torch.Generator().manual_seed(seed)
     for part in split.split("+"):
         counts = spec.counts(part)
         if isinstance(counts, int):
@@ -187,9 +186,19 @@ def synthetic_images(name: str, split: str, seed: int = 0):
         else:
             y = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
             ys.append(y[torch.randperm(len(y), generator=g)])
-    y = torch.cat(ys)
     k = max(len(c) for c in spec.splits.values() if not isinstance(c, int))
-    return ImageSet(_random_images(len(y), spec.shape, g), y, list(spec.classes or (str(c) for c in range(k))),
+    return torch.cat(ys), list(spec.classes or (str(c) for c in range(k)))
+
+
+def synthetic_images(name: str, split: str, seed: int = 0):
+    """An :class:`pubench.data.images.ImageSet` of random images of ``name``'s ``split``."""
+    import torch
+
+    from pubench.data.images import ImageSet
+
+    g = torch.Generator().manual_seed(seed)
+    y, classes = synthetic_labels(name, split, g)
+    return ImageSet(_random_images(len(y), IMAGE_SETS[name].shape, g), y, classes,
                     f"synthetic {name} {split} (pubench preflight: random images of the data set's shape and size)")
 
 
