@@ -22,8 +22,9 @@ Per paper-tier job (every cell x the tier's seeds), per training stage:
   names a ``make gpu-check`` JSON (its preflight cells' counted FLOPs / measured step
   time on the GPU).
 
-Not counted: data loading and augmentation, evaluation outside the networks (k-means,
-SVMs), the contrastive losses' N x N products (< 1 % of a ResNet step). Tasks that train on
+Counted besides the networks: the contrastive losses' similarity products (about 40 % of a
+LeNet-5 step at batch 1,024, under 1 % of a ResNet's). Not counted: data loading and
+augmentation, evaluation outside the networks (k-means, SVMs). Tasks that train on
 the CPU (``infograph``: the task keeps its GIN on the CPU; ``bcl_simulation``) are given in
 CPU-hours from the committed records' median wall per cell.
 """
@@ -63,29 +64,35 @@ def _meta_flops(fn) -> float:
     return float(counter.get_total_flops())
 
 
-def _cached(fn):
-    """``fn(params, *rest)`` memoized on the JSON of what it reads (the cells of a table repeat them)."""
-    memo: dict = {}
+def _cached(*keys: str):
+    """``fn(params, *rest)`` memoized on the JSON of the params blocks it reads (``keys``):
+    the cells of a table repeat them."""
 
-    def wrapped(params: dict, *rest, keys=("data", "model", "pretrain")):
-        key = json.dumps([{k: params.get(k) for k in keys}, rest], sort_keys=True, default=str)
-        if key not in memo:
-            memo[key] = fn(params, *rest)
-        return memo[key]
+    def decorate(fn):
+        memo: dict = {}
 
-    return wrapped
+        def wrapped(params: dict, *rest):
+            key = json.dumps([{k: params.get(k) for k in keys}, rest], sort_keys=True, default=str)
+            if key not in memo:
+                memo[key] = fn(params, *rest)
+            return memo[key]
+
+        return wrapped
+
+    return decorate
 
 
-@_cached
-def pretrain_flops(params: dict, shape: tuple[int, ...]) -> float:
-    """FLOPs of one source image's pre-training step (its views' forward and backward)."""
+@_cached("model")
+def pretrain_flops(params: dict, shape: tuple[int, ...], framework: str) -> float:
+    """FLOPs of one source image's pre-training step (its views' forward and backward) with
+    ``framework`` (the JSON of ``params.pretrain.framework``)."""
     import torch
 
     from pubench.tasks._image_common import build_encoder, build_projector, model_config
     from pubench.train.pretrain import build_framework, build_models
 
     model = model_config(params["model"])
-    fw = params["pretrain"]["framework"]
+    fw = json.loads(framework)
 
     def step():
         enc, proj = build_models(fw, lambda ch, s: build_encoder(model, ch, s), lambda d, s: build_projector(model, d, s),
@@ -96,7 +103,19 @@ def pretrain_flops(params: dict, shape: tuple[int, ...]) -> float:
     return _meta_flops(step) / 2
 
 
-@_cached
+def loss_flops(params: dict, batch: int) -> float:
+    """FLOPs of one pre-training step's similarity products (forward + backward = 3 x 2mnk):
+    SimCLR-type ``(2B) x (2B) x d``, MoCo ``B x queue x d``, CMC twice ``B x negatives x d``."""
+    fw = params["pretrain"]["framework"]
+    d = (params["model"].get("projector") or {}).get("out", 128)
+    if fw["name"] == "moco":
+        return 6.0 * batch * (fw.get("queue") or 0) * d
+    if fw["name"] == "cmc":
+        return 12.0 * batch * (fw.get("negatives") or 0) * d
+    return 6.0 * (2 * batch) ** 2 * d
+
+
+@_cached("model")
 def backbone_flops(params: dict, shape: tuple[int, ...]) -> float:
     """FLOPs of one example's forward pass through the cell's backbone."""
     import torch
@@ -131,7 +150,7 @@ def labels_only():
         images.load_images, _image_common._resize = real_load, real_resize
 
 
-@_cached
+@_cached("data")
 def sizes(params: dict, data_seed: int) -> dict[str, int]:
     from pubench.tasks._image_common import data_config, prepare_data
 
@@ -154,8 +173,9 @@ def stages(job) -> list[dict]:
     if "pretrain" in p:
         pre, down = p["pretrain"], p["downstream"]
         steps = pre["epochs"] * (n["pretrain"] // pre["batch_size"])
+        per_image = pretrain_flops(p, shape, json.dumps(pre["framework"], sort_keys=True))
         out.append({"stage": "pretrain", "kind": kind, "steps": steps,
-                    "flops": steps * pre["batch_size"] * pretrain_flops(p, shape)})
+                    "flops": steps * (pre["batch_size"] * per_image + loss_flops(p, pre["batch_size"]))})
         feats = (n["train"] + n["test"]) * f_b
         if down["name"] == "finetune":
             steps = down["epochs"] * math.ceil(n["train"] / down["batch_size"])
