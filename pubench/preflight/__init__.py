@@ -97,7 +97,14 @@ def _default_budget() -> int | None:
 
 
 def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
-    """(status, reason, worker result) of one configuration."""
+    """(status, reason, worker result) of one configuration; never raises for the cell's own error."""
+    try:
+        return _run_group(g, opts, budget)
+    except Exception as exc:  # noqa: BLE001 - e.g. a data block the stand-ins cannot read: the cell's result
+        return "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400], {}
+
+
+def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
     from pubench.preflight.runner import run_check
     from pubench.preflight.standins import plan as plan_inputs
 
