@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export MALLOC_MMAP_MAX_ := 0
 export MALLOC_TRIM_THRESHOLD_ := 100000000000
 
-.PHONY: install demo test smoke clean-venv
+.PHONY: install demo test smoke gpu-check clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,6 +51,14 @@ test: install
 
 smoke: install
 	$(PY) -m pytest -q -m smoke
+
+# The whole GPU path on a machine with one CUDA GPU, in at most 8 minutes (README "Speed on
+# GPUs"): runs from the source tree with the machine's own python3 and torch (no install;
+# wheels in .whl/ are installed into /tmp/pubench-site where pydantic is missing). Without
+# CUDA: one line, exit 0. GPU_PY=... picks the interpreter, GPU_CHECK_ARGS=... adds options.
+GPU_PY ?= python3
+gpu-check:
+	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,7 +1,7 @@
 """Images/s of one pre-training step of each framework (SimCLR, MoCo, CMC) at paper size on
 a GPU, and how much of the step is the network.
 
-Usage: python benchmarks/gpu_step.py [--precision fp32|bf16] [--compile] [--rounds 10]
+Usage: python benchmarks/gpu_step.py [--precision fp32|bf16] [--compile] [--rounds 10] [--json FILE]
        python benchmarks/gpu_step.py --device cpu --small      # tiny sizes, exercises the script
 
 Paper size = table1-pucl's paper tier (preset ``dcl_hcl_simclr``): ResNet-50 with the CIFAR
@@ -25,6 +25,7 @@ script prints one line saying so and exits 0.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", default="fp32", choices=list(accel.PRECISIONS))
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_step: no CUDA device on this machine; nothing measured "
@@ -138,8 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         print(f"{case.name:10s} {case.model_s:10.4f} {case.step_s:10.4f} {case.step_s / case.model_s:7.3f} "
               f"{case.batch / case.step_s:10.1f}")
-    if device.type == "cuda":
-        print(f"peak memory: {torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB")
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    if peak is not None:
+        print(f"peak memory: {peak / 2**30:.2f} GiB")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "device_name": name, "torch": torch.__version__, "size": "small" if args.small else "paper",
+            "backbone": size[0], "batch": size[2], "negatives": size[3], "precision": args.precision,
+            "compile": args.compile, "rounds": args.rounds, "peak_memory_bytes": peak,
+            "frameworks": [{"name": c.name, "model_s": c.model_s, "step_s": c.step_s, "ratio": c.step_s / c.model_s,
+                            "images_per_s": c.batch / c.step_s} for c in cases]}, indent=1))
     return 0
 
 

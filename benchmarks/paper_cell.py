@@ -21,7 +21,9 @@ whose rows differ only in the loss (e.g. table1-pucl) and not for one that mixes
 
 ``--synthetic NAME``: the image data set NAME is replaced by random uint8 images of its
 shape and size (a temporary data root holding only those), for timing where the data are
-not at hand; data sets not named are read from ``$PUBENCH_DATA`` as usual.
+not at hand; data sets not named are read from ``$PUBENCH_DATA`` as usual. (``pubench
+preflight`` measures every cell of a tier in a few steps each; this script runs whole
+epochs of one.)
 """
 
 from __future__ import annotations
@@ -42,32 +44,18 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-#: name -> {split: (n, C, H, W)}, classes: the data sets' own sizes (torchvision's splits)
-SHAPES = {
-    "cifar10": ({"train": (50000, 3, 32, 32), "test": (10000, 3, 32, 32)}, 10),
-    "cifar100": ({"train": (50000, 3, 32, 32), "test": (10000, 3, 32, 32)}, 100),
-    "stl10": ({"train": (5000, 3, 96, 96), "test": (8000, 3, 96, 96), "unlabeled": (100000, 3, 96, 96)}, 10),
-    "svhn": ({"train": (73257, 3, 32, 32), "test": (26032, 3, 32, 32)}, 10),
-    "mnist": ({"train": (60000, 1, 28, 28), "test": (10000, 1, 28, 28)}, 10),
-    "fashion_mnist": ({"train": (60000, 1, 28, 28), "test": (10000, 1, 28, 28)}, 10),
-}
-
-
 def synthetic_root(names: list[str]) -> Path:
-    """A temporary data root with random images of each named data set (processed caches)."""
-    from pubench.data.images import ImageSet, _save_cache, cache_path
+    """A temporary data root with random images of each named data set (processed caches;
+    the stand-ins of ``pubench preflight``: :mod:`pubench.preflight.standins`)."""
+    from pubench.data.images import _save_cache, cache_path
+    from pubench.preflight.standins import IMAGE_SETS, synthetic_images
 
     root = Path(tempfile.mkdtemp(prefix="pubench-synthetic-"))
     for name in names:
-        if name not in SHAPES:
-            raise SystemExit(f"paper_cell: --synthetic knows {', '.join(SHAPES)}, not {name!r}")
-        splits, k = SHAPES[name]
-        g = torch.Generator().manual_seed(0)
-        for split, shape in splits.items():
-            x = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
-            y = torch.randint(0, k, (shape[0],), generator=g)
-            _save_cache(cache_path(name, split, root),
-                        ImageSet(x, y, [str(c) for c in range(k)], "synthetic (benchmarks/paper_cell.py)"))
+        if name not in IMAGE_SETS:
+            raise SystemExit(f"paper_cell: --synthetic knows {', '.join(IMAGE_SETS)}, not {name!r}")
+        for split in IMAGE_SETS[name].splits:
+            _save_cache(cache_path(name, split, root), synthetic_images(name, split))
     return root
 
 
@@ -129,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, the canonical count)")
     ap.add_argument("--synthetic", nargs="*", default=[], metavar="NAME",
-                    help=f"image data sets to replace by random images ({', '.join(SHAPES)})")
+                    help="image data sets to replace by random images (those of pubench.preflight.standins)")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default=None,
                     help="set pretrain/train.precision (default: the spec's, i.e. fp32)")
     ap.add_argument("--compile", action="store_true", help="set pretrain/train.compile: true")

@@ -139,12 +139,13 @@ def binarize(y: torch.Tensor, positive: list[int], negative: list[int] | None = 
 
 def restrict(images, labels: dict | None, classes: list[str] | None = None):
     """The rows of an ImageSet whose class is in ``positive`` or ``negative`` (test sets of
-    definitions that use only some classes, e.g. CIFAR-0 dog vs cat); unchanged when
-    ``negative`` is not given."""
+    definitions that use only some classes, e.g. CIFAR-0 dog vs cat), and the rows of an
+    unknown class (``y < 0``: STL-10's unlabeled split, the case-control pool that
+    :func:`make_split` draws from); unchanged when ``negative`` is not given."""
     lab = resolve_labels(labels, classes or images.classes)
     if lab is None or lab["negative"] is None:
         return images
-    keep = torch.nonzero(binarize(images.y, lab["positive"], lab["negative"]) >= 0).squeeze(1)
+    keep = torch.nonzero((binarize(images.y, lab["positive"], lab["negative"]) >= 0) | (images.y < 0)).squeeze(1)
     return images.take(keep, note=f"classes {lab['positive']} vs {lab['negative']} only")
 
 

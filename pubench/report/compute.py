@@ -13,7 +13,9 @@ device of its numerics profile (``job.numerics``; older records without one give
 :func:`estimate` predicts a run from the past records of the same cells: per job, the
 median wall of the records of its cell with the same resolved config (any seed, preferring
 its own numerics profile and saying when it had to use another); cells without one have no
-estimate and are counted as such.
+estimate from records; ``estimate(..., preflight=...)`` fills them from the figures of
+``pubench preflight`` (its cache: the job's configuration on its device, projected from
+a few measured steps), and says so.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,6 +168,8 @@ class Estimate:
     gpu_s: float
     records_used: int
     other_profile: int = 0  # of ``known``: estimated from records of another device / threads / code path
+    from_preflight: int = 0  # of ``known``: estimated from preflight figures (no past record)
+    preflight_sources: list[str] = field(default_factory=list)  # "device name, date" of those figures
 
     @property
     def unknown(self) -> int:
@@ -185,28 +189,38 @@ def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tupl
             for key, seen in out.items()}
 
 
-def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]]) -> Estimate:
+def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
+             preflight: Callable[[Any], dict[str, Any] | None] | None = None) -> Estimate:
     """Predict the jobs (``pubench.jobs.Job``) from ``past_walls``: each job's cell-and-config
-    median wall, over the records of its own numerics profile when there are any."""
+    median wall, over the records of its own numerics profile when there are any; a job
+    without records from ``preflight(job)`` (a preflight cache entry: ``job_s``,
+    ``device_name``, ``date``) when given."""
     jobs = list(jobs)
-    known = other = 0
+    known = other = from_preflight = 0
     used: dict[tuple, int] = {}  # cell key -> records its estimate rests on
+    sources: dict[str, None] = {}
     job_s = core_s = gpu_s = 0.0
     for j in jobs:
         key = _cell_key(j.to_dict())
         past = walls.get(key)
-        if not past:
-            continue
-        mine = [w for p, w in past if p == _profile(j.numerics)]
-        other += not mine
-        mine = mine or [w for _, w in past]
-        wall = statistics.median(mine)
+        if past:
+            mine = [w for p, w in past if p == _profile(j.numerics)]
+            other += not mine
+            wall = statistics.median(mine or [w for _, w in past])
+            used[key] = len(mine or past)
+        else:
+            entry = preflight(j) if preflight is not None else None
+            if entry is None:
+                continue
+            wall = float(entry["job_s"])
+            from_preflight += 1
+            sources[f"{entry.get('device_name') or '?'}, {entry.get('date') or '?'}"] = None
         known += 1
-        used[key] = len(mine)
         job_s += wall
         core_s += wall * int(j.numerics.get("threads") or 1)
         gpu_s += wall if j.numerics.get("device") == "cuda" else 0.0
-    return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other)
+    return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other, from_preflight,
+                    list(sources))
 
 
 def render_estimate(e: Estimate, parallel: int | None) -> str:
@@ -215,19 +229,28 @@ def render_estimate(e: Estimate, parallel: int | None) -> str:
         return "  estimate: nothing to run"
     if not e.known:
         return (f"  estimate: cannot estimate: no past record of these cells with the same config in the store "
-                f"({e.jobs} job(s))")
+                f"and no preflight figure for them on this device ({e.jobs} job(s); `pubench preflight ID --tier "
+                f"TIER --device DEVICE` measures them)")
     scale = e.jobs / e.known
-    text = (f"  estimate: {fmt_duration(e.job_s)} of job time for the {e.known} of {e.jobs} job(s) whose cell and "
-            f"config have past records (median wall per cell, {e.records_used} record(s)); "
+    records = e.known - e.from_preflight
+    if records:
+        where = (f"whose cell and config have past records (median wall per cell, {e.records_used} record(s))"
+                 + (f" or preflight figures ({e.from_preflight})" if e.from_preflight else ""))
+    else:
+        where = "from preflight figures"
+    text = (f"  estimate: {fmt_duration(e.job_s)} of job time for the {e.known} of {e.jobs} job(s) {where}; "
             f"{fmt_hours(e.core_s / 3600)} CPU core-hours")
     if e.gpu_s:
         text += f", {fmt_hours(e.gpu_s / 3600)} GPU-hours"
     if parallel:
         text += f"; about {fmt_duration(e.job_s / parallel)} of wall time with {parallel} worker(s)"
+    if e.from_preflight:
+        text += (f"\n  estimate: {e.from_preflight} job(s) estimated by `pubench preflight` (a few steps measured on "
+                 f"{'; '.join(e.preflight_sources)}, projected to every epoch; no past record)")
     if e.other_profile:
         text += (f"\n  estimate: {e.other_profile} of these job(s) have past records only under another numerics profile "
                  "(device, threads or CPU code paths): a rough guess")
     if e.unknown:
-        text += (f"\n  estimate: {e.unknown} job(s) have no past record of their cell and config: "
-                 f"if they take as long as the others, about {fmt_duration(e.job_s * scale)} of job time in all")
+        text += (f"\n  estimate: {e.unknown} job(s) have no past record of their cell and config nor a preflight "
+                 f"figure: if they take as long as the others, about {fmt_duration(e.job_s * scale)} of job time in all")
     return text

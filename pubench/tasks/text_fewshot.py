@@ -41,7 +41,7 @@ from pubench.losses.ce_contrastive import OBJECTIVES, ce_plus_contrastive
 from pubench.models.text import REQUIRES
 from pubench.tasks._image_common import check_top, device, run_info_common
 from pubench.tasks.base import TASKS, Task
-from pubench.train.loop import Step, Trainer, batches
+from pubench.train.loop import Step, Trainer, batches, predict
 from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -204,12 +204,14 @@ def evaluate(encoder, head, ids: list[list[int]], labels: torch.Tensor, dev, chu
     """Accuracy (%) in eval mode; sentences batched by length (less padding)."""
     encoder.eval()
     head.eval()
-    order = sorted(range(len(ids)), key=lambda k: len(ids[k]))
+    order = torch.tensor(sorted(range(len(ids)), key=lambda k: len(ids[k])), dtype=torch.long)
+
+    def classes(pos: torch.Tensor) -> torch.Tensor:  # the sentences at these positions of ``order``
+        x, mask = encoder.pad([ids[k] for k in order[pos].tolist()], dev)
+        return head(encoder(x, mask)).argmax(1)
+
     pred = torch.empty(len(ids), dtype=torch.long)
-    for i in range(0, len(order), chunk):
-        idx = order[i:i + chunk]
-        x, mask = encoder.pad([ids[k] for k in idx], dev)
-        pred[idx] = head(encoder(x, mask)).argmax(1).cpu()
+    pred[order] = predict(classes, len(ids), chunk).long()
     return 100.0 * float((pred == labels).float().mean())
 
 

@@ -23,10 +23,15 @@ epoch, loss and learning rate), then, inside a job, the checkpoint of
 :mod:`pubench.train.checkpoint`: every stateful part of the run must be the trainer's
 (modules, optimizer, scheduler) or registered in ``Trainer(state=...)`` (generators, hook
 state, queues), so that a resumed run continues bit for bit. Neither draws random numbers.
+
+Inside :func:`capped` (``pubench preflight``), every trainer runs only the epochs and the
+few steps a :class:`StepCap` allows (its first and last epoch) and :func:`predict` computes
+one chunk; the cap measures them. Outside it nothing changes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -146,6 +151,7 @@ class Trainer:
                 self.restore(shared)
                 history = [EpochStats(**h) for h in shared["history"]]
                 first = self.prefix_start = shared["epoch"]
+        cap = current_cap()
         settings = accel.current()
         device = accel.module_device(self.modules)
         accel.prepare_modules(self.modules, device, settings.compile)
@@ -157,18 +163,21 @@ class Trainer:
             cb.begin(self, epochs, first)
         if session is not None:
             session.in_loop += 1
+        if cap is not None:
+            cap.begin(self, epochs - first, device)
         try:
-            for epoch in range(first, epochs):
+            for epoch in range(first, epochs) if cap is None else cap.epochs(first, epochs):
                 t0 = time.perf_counter()
                 if start_epoch is not None:
                     start_epoch(epoch)
                 for m in self.modules:
                     m.train()
                 total, weight, steps, sums = 0.0, 0, 0, {}
-                for batch in batches(epoch):
-                    with accel.autocast(device, settings.precision):
-                        s = step(batch, epoch)
-                    out = self.optimize(s, epoch)
+                for batch in batches(epoch) if cap is None else cap.batches(batches(epoch)):
+                    with contextlib.nullcontext() if cap is None else cap.step():
+                        with accel.autocast(device, settings.precision):
+                            s = step(batch, epoch)
+                        out = self.optimize(s, epoch)
                     total += out.pop("value") * s.weight
                     weight += s.weight
                     steps += 1
@@ -186,10 +195,14 @@ class Trainer:
                                  [dataclasses.asdict(h) for h in history])
                     if session.stop_signal is not None:
                         raise JobInterrupted(session.stop_signal)
-            if self.prefix_key is not None and epochs > first:
+                if cap is not None and cap.epoch_end(stats):
+                    break
+            if self.prefix_key is not None and epochs > first and cap is None:
                 prefix_cache.store(self.prefix_key, epochs, self.state_dict(), checkpoint.global_rng_state(),
                                    [dataclasses.asdict(h) for h in history])
         finally:
+            if cap is not None:
+                cap.end(self)
             if session is not None:
                 session.in_loop -= 1
             if seconds > 0:
@@ -283,9 +296,69 @@ def has_batchnorm(module: nn.Module) -> bool:
 
 @torch.no_grad()
 def predict(fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int = 1024) -> torch.Tensor:
-    """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU."""
+    """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU (inside
+    :func:`capped`: what the cap returns, one chunk's outputs repeated)."""
+    cap = current_cap()
+    if cap is not None and n > 0:
+        return cap.predict(fn, n, chunk)
     outs = [fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)]
     return torch.cat(outs) if outs else torch.zeros(0)
+
+
+# ------------------------------------------------------------------ the step cap (pubench preflight)
+class StepCap:
+    """What :func:`capped` installs: every :class:`Trainer` inside calls these, in this
+    order, instead of running its epochs in full (:class:`pubench.preflight.meter.Meter`
+    measures them):
+
+    * ``begin(trainer, epochs, device)`` once, with the epochs the stage would run;
+    * ``epochs(first, epochs)``: the epochs of ``range(first, epochs)`` to run (the
+      epoch-dependent phases of a stage, e.g. a method's later selection, run too);
+    * ``batches(iterable)`` per epoch: the batches to run (at most the steps left);
+    * ``step()`` a context around each step's forward, objective and optimizer step;
+    * ``epoch_end(stats) -> bool`` after each epoch (its hooks and callbacks): True stops;
+    * ``end(trainer)`` when the stage stops (also on an error);
+
+    and :func:`predict` returns ``predict(fn, n, chunk)`` (the tensor :func:`predict` would
+    return, of the right shape). No checkpoint or prefix-cache state is written meanwhile."""
+
+    def begin(self, trainer: "Trainer", epochs: int, device: torch.device) -> None:
+        raise NotImplementedError
+
+    def epochs(self, first: int, epochs: int) -> Iterable[int]:
+        raise NotImplementedError
+
+    def batches(self, batches: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def step(self):
+        raise NotImplementedError
+
+    def epoch_end(self, stats: EpochStats) -> bool:
+        raise NotImplementedError
+
+    def end(self, trainer: "Trainer") -> None:
+        raise NotImplementedError
+
+    def predict(self, fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int) -> torch.Tensor:
+        raise NotImplementedError
+
+
+_CAPS: list[StepCap] = []
+
+
+def current_cap() -> StepCap | None:
+    return _CAPS[-1] if _CAPS else None
+
+
+@contextlib.contextmanager
+def capped(cap: StepCap):
+    """Every trainer and :func:`predict` inside the block runs under ``cap``."""
+    _CAPS.append(cap)
+    try:
+        yield cap
+    finally:
+        _CAPS.pop()
 
 
 # ------------------------------------------------------------------ progress

@@ -39,8 +39,11 @@ def test_the_projection_counts_the_warm_up_once_and_scales_the_rest():
 
 
 def test_synthetic_data_have_the_data_set_shape_and_are_read_by_the_loaders(monkeypatch):
+    from pubench.preflight import standins
+
     pc = load_paper_cell()
-    monkeypatch.setitem(pc.SHAPES, "mnist", ({"train": (30, 1, 28, 28), "test": (10, 1, 28, 28)}, 10))
+    monkeypatch.setitem(standins.IMAGE_SETS, "mnist", standins.ImageShape((1, 28, 28), {"train": (3,) * 10,
+                                                                                         "test": (1,) * 10}))
     root = pc.synthetic_root(["mnist"])
     from pubench.data.images import load_images
 

@@ -252,3 +252,18 @@ def test_holdout_and_balanced(y100):
     b = balanced_indices(binarize(y100, VEHICLES), rng())
     assert len(b) == 80 and int(binarize(y100, VEHICLES)[b].sum()) == 40
     assert np.array_equal(b, balanced_indices(binarize(y100, VEHICLES), rng()))
+
+
+def test_restrict_keeps_the_rows_of_unknown_class(y100):
+    """STL-10's unlabeled images (y = -1) are the case-control pool of a PU split: a
+    binarization with a negative list keeps them (found by `pubench preflight` on
+    table2-pupl's paper-tier STL-I cells, whose split draws 100,000 unlabeled images)."""
+    from pubench.data.images import ImageSet
+
+    y = torch.cat([y100, torch.full((30,), -1)])
+    imgs = ImageSet(torch.zeros(130, 1, 2, 2, dtype=torch.uint8), y, [str(i) for i in range(10)], "synthetic")
+    r = restrict(imgs, {"positive": [5], "negative": [3]})
+    assert len(r) == 50 and int((r.y == -1).sum()) == 30 and set(r.y[r.y >= 0].tolist()) == {3, 5}
+    split = make_split(r.y, {"positive": [5], "negative": [3]},
+                       {"kind": "pu", "scheme": "case_control", "n_labeled": 5, "n_unlabeled": 30, "prior": 0.5}, rng())
+    assert split.record()["counts"]["n_unlabeled"] == 30

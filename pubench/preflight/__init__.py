@@ -1,0 +1,184 @@
+"""``pubench preflight``: before cluster hours are spent, check that every cell of a tier
+builds, fits in memory, and what it will cost.
+
+For every configuration of the selected cells (:mod:`pubench.preflight.plan`: cells that
+differ only in a loss hyperparameter or a class prior share one), a worker process
+(:mod:`pubench.preflight.worker`) runs the cell's seed-0 job as ``pubench run`` would, with
+its full-size data pipeline (real data where the data root has it, a synthetic stand-in of
+the data set's shape and size where not: :mod:`pubench.preflight.standins`), model,
+optimizer and schedule, but with every training stage capped at ``steps`` steps of its
+first and of its last epoch and every ``predict`` at one chunk
+(:mod:`pubench.preflight.meter`). Per cell: ok / failed (one line) / skipped (why it cannot
+be checked here), the step time, the peak memory (resident set on the CPU,
+``max_memory_allocated`` on CUDA), and the projected job and table cost on this device.
+Nothing is written to a result store; each ok configuration's projection goes to the
+preflight cache (:mod:`pubench.preflight.report`), where ``run --dry-run`` finds it.
+
+Library use: ``preflight(specs, Options(...), say=print) -> Report``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from pubench.errors import PubenchError
+from pubench.preflight.plan import Cell, Group, group, sample, select, step_flops
+
+
+class PreflightError(PubenchError):
+    """A preflight that cannot start (no CUDA device, nothing selected)."""
+
+
+@dataclass
+class Options:
+    tier: str = "paper"
+    device: str = "cpu"
+    steps: int = 2
+    threads: int | None = None
+    only: list[str] | None = None
+    sample: bool = False            # one cell per task kind and backbone
+    max_step_gflop: float | None = None  # only cells whose largest batch's forward is at most this (estimated)
+    max_memory: int | None = None   # bytes a CPU check may hold (default: 3/4 of the available memory)
+    max_seconds: float | None = None
+    flops: bool = True
+    cache: bool = True              # write the projections to the preflight cache
+    jobs: int = 1                   # checks at once (CPU: each gets 1/jobs of the memory budget)
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    status: str                     # ok | failed | skipped
+    reason: str | None = None       # the error or why it was skipped (one line)
+    shares: str | None = None       # the cell whose check this one shares
+    check: dict[str, Any] = field(default_factory=dict)  # the worker's result
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        return self.check.get("figures") or {}
+
+    @property
+    def job_s(self) -> float | None:
+        return self.figures.get("job_s") if self.status == "ok" else None
+
+
+@dataclass
+class Report:
+    options: Options
+    device_name: str
+    torch: str
+    date: str
+    cells: list[CellResult]
+    unavailable: list[tuple[str, str]]
+    wall_s: float = 0.0
+
+    @property
+    def failed(self) -> list[CellResult]:
+        return [r for r in self.cells if r.status == "failed"]
+
+
+def _device_name(device: str) -> str:
+    from pubench.train.accel import device_name
+
+    return device_name(device)
+
+
+def _default_budget() -> int | None:
+    from pubench.preflight.runner import available_memory
+
+    free = available_memory()
+    return None if free is None else int(0.75 * free)
+
+
+def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
+    """(status, reason, worker result) of one configuration; never raises for the cell's own error."""
+    try:
+        return _run_group(g, opts, budget)
+    except Exception as exc:  # noqa: BLE001 - e.g. a data block the stand-ins cannot read: the cell's result
+        return "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400], {}
+
+
+def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
+    from pubench.preflight.runner import run_check
+    from pubench.preflight.standins import plan as plan_inputs
+
+    job = g.job
+    inputs = plan_inputs(job.task, job.params, budget if opts.device == "cpu" else None)
+    if inputs.skip:
+        return "skipped", inputs.skip, {"inputs": inputs.describe()}
+    res = run_check(job.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops,
+                    max_bytes=budget if opts.device == "cpu" else None, max_seconds=opts.max_seconds)
+    res["inputs"] = inputs.describe()
+    if res.get("ok"):
+        return "ok", None, res
+    if res.get("stopped") == "memory":
+        return "skipped", res["error"], res
+    return "failed", res.get("error") or "unknown error", res
+
+
+def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] = print) -> Report:
+    """Check the cells of ``specs`` (module docstring); ``say`` gets one progress line per
+    configuration and per cell whose config fails."""
+    from pubench import numerics
+    from pubench.preflight.report import describe_check, store_cached
+    from pubench.preflight.runner import stop_all
+
+    if opts.steps < 1:
+        raise PreflightError("--steps must be >= 1")
+    if opts.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise PreflightError("--device cuda: this machine has no CUDA device")
+    t0 = time.perf_counter()
+    num = numerics.resolve(device=opts.device, threads=opts.threads)
+    cells, unavailable = select(specs, opts.tier, opts.only, num)
+    if opts.max_step_gflop is not None:
+        cells = [c for c in cells if step_flops(c.job) <= opts.max_step_gflop * 1e9]
+    if opts.sample:
+        cells = sample([c for c in cells if c.error is None]) + [c for c in cells if c.error is not None]
+    if not cells:
+        raise PreflightError(f"no runnable {opts.tier}-tier cell selected")
+    results = [CellResult(c, "failed", c.error) for c in cells if c.error is not None]
+    for r in results:
+        say(f"  config error: {r.cell.name}: {r.reason}")
+    groups = group(cells)
+    budget = opts.max_memory if opts.max_memory is not None else _default_budget()
+    say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
+        f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
+        f"last epoch)" + (f"; {len(results)} config error(s)" if results else ""))
+    jobs = max(1, min(opts.jobs, len(groups)))
+    share = None if budget is None else budget // jobs  # each check its part of the memory
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait
+    futures = [pool.submit(_check_group, g, opts, share) for g in groups]
+    try:
+        for i, (g, fut) in enumerate(zip(groups, futures), 1):
+            status, reason, res = fut.result()
+            head, *rest = g.cells
+            results.append(CellResult(head, status, reason, None, res))
+            results += [CellResult(c, status, reason, head.name, res) for c in rest]
+            say(f"[{i}/{len(groups)}] {head.name}" + (f" (+{len(rest)} cell(s) sharing it)" if rest else "")
+                + f": {describe_check(status, reason, res)}")
+            if status == "ok" and opts.cache:
+                store_cached(g.key, opts.device, res, opts.steps)
+    except BaseException:  # Ctrl-C, SIGTERM: no check outlives the command
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+        raise
+    pool.shutdown()
+    order = {id(c): k for k, c in enumerate(cells)}
+    results.sort(key=lambda r: order[id(r.cell)])
+    return Report(opts, _device_name(opts.device), num.torch, datetime.now(timezone.utc).date().isoformat(),
+                  results, unavailable, time.perf_counter() - t0)
+
+
+def write_json(report: Report, path: Path) -> None:
+    from pubench.preflight.report import to_json
+
+    path.write_text(json.dumps(to_json(report), indent=1))

@@ -1,0 +1,192 @@
+"""Which cells preflight checks, and which of them share one check.
+
+A cell is checked through its seed-0 job (seeds change no cost). Cells whose configs
+differ only in what changes a job's numbers but not its work share one check (a
+*configuration*, :func:`cost_key`): a loss's hyperparameters (every key of a ``loss``
+mapping but its ``name``: temperatures, tau+, priors, schedules) and the class priors
+(``prior``, ``unlabeled_prior``: the same numbers of examples, other labels). Everything
+else (data set and split sizes, model, framework, method, batch sizes, epochs) stays in
+the key, so the projection of the configuration is each of its cells'.
+
+Every cell is validated on its own first (its task's ``validate``: unknown or mistyped
+keys, units the code lacks), so a config error fails in seconds with one line.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from pubench.jobs.plan import Job, expand
+from pubench.numerics import Numerics
+from pubench.utils.hashing import config_hash
+
+#: keys that change a job's numbers but not its cost (besides the hyperparameters of a loss)
+COST_FREE = ("prior", "unlabeled_prior")
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k in COST_FREE:
+                continue
+            out[k] = {"name": v.get("name")} if k == "loss" and isinstance(v, dict) else _strip(v)
+        return out
+    if isinstance(node, list):
+        return [_strip(v) for v in node]
+    return node
+
+
+def cost_key(task: str, params: dict[str, Any]) -> str:
+    """The configuration a cell's check stands for (module docstring); device-independent."""
+    return config_hash({"task": task, "params": _strip(params)}, 16)
+
+
+@dataclass
+class Cell:
+    spec_id: str
+    row: str
+    col: str
+    job: Job                  # the seed-0 job
+    seeds: int                # the tier's seeds: jobs of this cell in a full run
+    error: str | None = None  # the config check's one line
+
+    @property
+    def name(self) -> str:
+        return f"{self.spec_id} {self.row}|{self.col}"
+
+    @property
+    def key(self) -> str:
+        return cost_key(self.job.task, self.job.params)
+
+
+@dataclass
+class Group:
+    """One configuration: the cells sharing a check; the first is the one run."""
+
+    key: str
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def job(self) -> Job:
+        return self.cells[0].job
+
+
+def config_error(task: str, params: dict[str, Any]) -> str | None:
+    """The task's config check and the units the code lacks, as one line (None: fine)."""
+    from pubench.registry.units import implemented, units
+    from pubench.tasks import TASKS
+
+    try:
+        have = implemented()
+        missing = sorted({f"{k}:{n}" for k, n in units(task, params) if n not in have[k]})
+        if missing:
+            return f"not implemented yet: {', '.join(missing)}"
+        TASKS.get(task).validate(params)
+    except Exception as exc:  # noqa: BLE001 - any config error is the cell's result
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]
+    return None
+
+
+def select(specs: dict[str, Any], tier: str, only: list[str] | None, numerics: Numerics
+           ) -> tuple[list[Cell], list[tuple[str, str]]]:
+    """The runnable cells of ``specs`` at ``tier`` (seed 0, validated) and the cells the tier
+    marks unavailable, as ``(name, reason)``."""
+    cells, unavailable = [], []
+    for spec_id in sorted(specs):
+        spec = specs[spec_id]
+        if tier not in spec.tiers:
+            continue
+        try:
+            plan = expand(spec, tier, seeds=1, only=only, numerics=numerics)
+        except ValueError:  # --only selects none of this spec's cells
+            continue
+        n = spec.tiers[tier].seeds
+        unavailable += [(f"{spec_id} {r}|{c}", why) for r, c, why in plan.unavailable]
+        for job in plan.jobs:
+            cells.append(Cell(spec_id, job.row, job.col, job, n, config_error(job.task, job.params)))
+    return cells, unavailable
+
+
+def group(cells: list[Cell]) -> list[Group]:
+    """The configurations of the cells that passed their config check, in cell order."""
+    groups: dict[str, Group] = {}
+    for c in cells:
+        if c.error is None:
+            groups.setdefault(c.key, Group(c.key)).cells.append(c)
+    return list(groups.values())
+
+
+# ------------------------------------------------------------------ a sample (CI)
+def _backbone(params: dict[str, Any]) -> str:
+    bb = (params.get("model") or {}).get("backbone") if isinstance(params.get("model"), dict) else None
+    if isinstance(bb, dict):
+        extra = ",".join(f"{k}={v}" for k, v in sorted(bb.items()) if k != "name")
+        return bb.get("name", "?") + (f"[{extra}]" if extra else "")
+    return "none"
+
+
+def kind(job: Job) -> str:
+    """The task kind of a cell: the task, and for ``pu_benchmark`` its route."""
+    if job.task == "pu_benchmark":
+        return "pu_benchmark/" + ("end_to_end" if "pu_method" in job.params else "contrastive")
+    return job.task
+
+
+def _input_shape(params: dict[str, Any]) -> tuple[int, ...] | None:
+    from pubench.preflight.standins import IMAGE_SETS
+
+    data = params.get("data") if isinstance(params.get("data"), dict) else {}
+    shape = data.get("input_size") or getattr(IMAGE_SETS.get(data.get("dataset")), "shape", None)
+    return tuple(shape) if shape else None
+
+
+@functools.lru_cache(maxsize=None)
+def forward_flops(backbone: str, shape: tuple[int, ...] | None) -> float:
+    """FLOPs of one example's forward pass through a backbone (``name`` + kwargs as JSON),
+    counted on the meta device (nothing is computed; 0 where it cannot be counted: graphs,
+    text, no backbone)."""
+    import json
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pubench.models import build_backbone
+
+    bb = json.loads(backbone)
+    if not bb or shape is None:
+        return 0.0
+    try:
+        with torch.device("meta"):
+            net = build_backbone(bb["name"], shape[0], **{k: v for k, v in bb.items() if k != "name"}).eval()
+            counter = FlopCounterMode(display=False)
+            with counter, torch.no_grad():
+                net(torch.empty(2, *shape))
+    except Exception:  # noqa: BLE001 - a backbone the meta device cannot run: no estimate
+        return 0.0
+    return counter.get_total_flops() / 2
+
+
+def step_flops(job: Job) -> float:
+    """A rough forward cost of a cell's largest batch: the backbone's FLOPs per example x
+    the largest ``batch_size`` of its blocks (no data is loaded; for picking and filtering)."""
+    import json
+
+    p = job.params
+    batch = max([int(b.get("batch_size") or 1) for b in p.values()
+                 if isinstance(b, dict) and "batch_size" in b] or [1])
+    model = p.get("model") if isinstance(p.get("model"), dict) else {}
+    bb = model.get("backbone") if isinstance(model.get("backbone"), dict) else {}
+    return batch * forward_flops(json.dumps(bb, sort_keys=True), _input_shape(p))
+
+
+def sample(cells: list[Cell]) -> list[Cell]:
+    """One cell per task kind and backbone: the cheapest by :func:`step_flops` (the first on a tie)."""
+    best: dict[tuple[str, str], Cell] = {}
+    for c in cells:
+        k = (kind(c.job), _backbone(c.job.params))
+        if k not in best or step_flops(c.job) < step_flops(best[k].job):
+            best[k] = c
+    return sorted(best.values(), key=lambda c: (c.spec_id, c.row, c.col))

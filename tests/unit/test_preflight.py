@@ -1,0 +1,253 @@
+"""pubench preflight: the step cap and its projection, the cost keys, the stand-ins, the
+worker process and its memory watchdog, the CLI (a broken paper-tier config fails in
+seconds with one line; real paper cells pass with --steps 1), the cache `run --dry-run`
+reads."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from pubench.cli import main
+from pubench.jobs.plan import Job
+from pubench.numerics import resolve
+from pubench.preflight import Options, preflight
+from pubench.preflight import standins as S
+from pubench.preflight.meter import Meter, Stage
+from pubench.preflight.plan import cost_key, kind, sample, select, step_flops
+from pubench.preflight.report import cached, render, table_costs
+from pubench.registry import get_spec
+from pubench.train.loop import Step, Trainer, batches, capped, predict
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+#: two cheap real paper-tier cells (LeNet-5 on Fashion-MNIST: an end-to-end PU method and
+#: contrastive pre-training + puPL)
+CHEAP = ["uPU† (1)|F-MNIST-I", "puCL(puPL) (1)|F-MNIST-I"]
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """The preflight cache and result store in tmp_path (the project's are never touched)."""
+    monkeypatch.setenv("PUBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PUBENCH_RESULTS", str(tmp_path / "results"))
+    return tmp_path
+
+
+# ------------------------------------------------------------------ the meter
+def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8):
+    net = torch.nn.Linear(3, 1)
+    trainer = Trainer([net], torch.optim.SGD(net.parameters(), lr=0.1), desc="toy")
+    gen = torch.Generator().manual_seed(0)
+    seen = []
+
+    def step(idx, epoch):
+        seen.append(epoch)
+        return Step(net(torch.ones(len(idx), 3)).square().mean(), weight=len(idx))
+
+    hist = trainer.run(epochs, lambda e: batches(n, bs, gen), step,
+                       end_epoch=lambda s: predict(lambda i: net(torch.ones(len(i), 3)), n, chunk))
+    out = predict(lambda i: net(torch.ones(len(i), 3)) + i.view(-1, 1), n, chunk)
+    return hist, seen, out
+
+
+def test_the_meter_runs_the_first_and_last_epoch_for_k_steps_and_counts_the_batches():
+    meter = Meter(2)
+    with capped(meter):
+        hist, seen, out = toy_run(epochs=50)
+    assert seen == [0, 0, 49, 49] and [h.epoch for h in hist] == [0, 49]
+    (stage,) = meter.stages
+    assert stage.desc == "toy" and stage.epochs == 50 and stage.batches_per_epoch == 10 and stage.steps == 500
+    assert len(stage.step_s) == 4 and stage.step_flops > 0
+    # predict computes one chunk (8 rows) and repeats it to the full length
+    assert out.shape == (40, 1) and torch.equal(out[:8], out[8:16])
+    assert torch.equal(out[:8, 0] - out[0, 0], torch.arange(8.0))
+
+
+def test_outside_the_cap_nothing_changes():
+    hist, seen, out = toy_run(epochs=3)
+    assert len(hist) == 3 and len(seen) == 30 and torch.equal(out[8:16, 0] - out[0, 0], torch.arange(8.0, 16.0))
+
+
+def test_the_projection_counts_the_warm_up_once_and_every_epoch_of_hooks():
+    s = Stage("x", epochs=100, batches_per_epoch=20, step_s=[5.0, 1.0, 1.2, 1.4], step_flops=3.0, hooks_s=0.5,
+              hooks_flops=7.0)
+    assert s.projected_s() == pytest.approx(5.0 + statistics.median([1.0, 1.2, 1.4]) * 1999 + 0.5 * 100)
+    assert s.projected_flops() == pytest.approx(3.0 * 2000 + 7.0 * 100)
+    meter = Meter(1)
+    with capped(meter):
+        toy_run(epochs=10, n=40, chunk=8)
+    fig = meter.figures(wall_s=10.0)
+    (st,) = fig["stages"]
+    assert st["steps"] == 100 and st["projected_s"] > 0 and fig["job_s"] >= st["projected_s"]
+    # each predict (per epoch and at the end) is counted at its 5 chunks
+    assert fig["eval_flops"] > 0 and st["hooks_flops"] == pytest.approx(fig["eval_flops"], rel=0.5)
+
+
+# ------------------------------------------------------------------ plan
+def test_cells_differing_only_in_loss_hyperparameters_or_priors_share_a_check():
+    params = {"data": {"dataset": "cifar10", "prior": 0.4, "split": {"kind": "pu", "n_labeled": 1000}},
+              "pretrain": {"batch_size": 512, "epochs": 200, "loss": {"name": "punce", "temperature": 0.5}}}
+    other = copy.deepcopy(params)
+    other["data"]["prior"] = 0.6
+    other["pretrain"]["loss"]["temperature"] = 0.1
+    assert cost_key("contrastive_probe", params) == cost_key("contrastive_probe", other)
+    for path, value in ((("pretrain", "batch_size"), 256), (("pretrain", "epochs"), 100),
+                        (("data", "split"), {"kind": "pu", "n_labeled": 3000})):
+        changed = copy.deepcopy(params)
+        changed[path[0]][path[1]] = value
+        assert cost_key("contrastive_probe", changed) != cost_key("contrastive_probe", params), path
+    named = copy.deepcopy(params)
+    named["pretrain"]["loss"]["name"] = "info_nce"
+    assert cost_key("contrastive_probe", named) != cost_key("contrastive_probe", params)
+
+
+def test_the_sample_has_one_cell_per_task_kind_and_backbone():
+    cells, _ = select({i: get_spec(i) for i in ("table3-pupl", "table2-pucl", "table5-punce")}, "paper", None,
+                      resolve())
+    picked = sample(cells)
+    kinds = {(kind(c.job), json.dumps(c.job.params["model"]["backbone"], sort_keys=True)) for c in picked}
+    assert len(kinds) == len(picked) >= 6
+    assert all(c.error is None for c in cells)
+    lenet = [c for c in picked if c.job.params["model"]["backbone"]["name"] == "lenet5"]
+    assert lenet and all(step_flops(c.job) <= min(step_flops(d.job) for d in cells if kind(d.job) == kind(c.job)
+                                                  and d.job.params["model"]["backbone"]["name"] == "lenet5")
+                         for c in lenet)
+
+
+# ------------------------------------------------------------------ stand-ins
+def test_synthetic_images_have_the_data_sets_sizes_and_class_counts():
+    stl = S.synthetic_images("stl10", "train+unlabeled")
+    assert tuple(stl.x.shape) == (105000, 3, 96, 96) and int((stl.y == -1).sum()) == 100000
+    assert torch.bincount(stl.y[stl.y >= 0]).tolist() == [500] * 10
+    svhn = S.synthetic_images("svhn", "test")
+    assert torch.bincount(svhn.y).tolist() == list(S.IMAGE_SETS["svhn"].splits["test"])
+    assert S.IMAGE_SETS["imagenet"].size("train") == 118 * 260 + 882 * 25
+
+
+def test_synthetic_graphs_and_text_have_the_data_sets_statistics():
+    from pubench.data.graphs import SPECS
+
+    gs = S.synthetic_graphs("ptc_mr")
+    assert len(gs.graphs) == 344 and gs.num_features == 18 and gs.num_classes == 2
+    nodes = sum(g.num_nodes for g in gs.graphs)
+    assert abs(nodes - SPECS["ptc_mr"].nodes) < 0.1 * SPECS["ptc_mr"].nodes
+    text = S.synthetic_text("sst2", "dev")
+    assert len(text) == 872 and torch.bincount(text.labels).tolist() == [428, 444]
+    tok = S.WordHashTokenizer(50265)
+    ids = tok(["a film , at last", "x " * 100], max_length=10)["input_ids"]
+    assert ids[0][0] == 0 and ids[0][-1] == 2 and len(ids[0]) == 7 and len(ids[1]) == 10
+
+
+def test_plan_replaces_only_what_the_data_root_lacks_and_respects_the_memory_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))  # an empty data root
+    data = {"dataset": "stl10", "split": {"kind": "pu", "unlabeled_split": "unlabeled"}, "input_size": [3, 96, 96]}
+    got = S.plan("contrastive_probe", {"data": data})
+    assert got.synthetic == {"stl10": "image"} and got.skip is None
+    assert got.bytes == S.IMAGE_SETS["stl10"].bytes("train+unlabeled") + S.IMAGE_SETS["stl10"].bytes("test")
+    small = S.plan("contrastive_probe", {"data": data}, max_bytes=2**20)
+    assert "memory budget" in small.skip and "\n" not in small.skip
+    assert S.plan("bcl_simulation", {"data": {"M": 5}}).synthetic == {}
+    assert S.plan("infograph", {"data": {"dataset": "dd"}}).synthetic == {"dd": "graph"}
+
+
+def test_roberta_large_falls_back_to_random_init_without_its_weights():
+    def factory(in_channels=0, pretrained=True, layers=None, pooling="first"):
+        if pretrained:
+            raise FileNotFoundError("no weights")
+        from pubench.models.text import roberta_large
+
+        return roberta_large(0, pretrained=False, layers=1, pooling=pooling)
+
+    notes = []
+    enc = S.roberta_stand_in(factory, notes)(0, pooling="first")
+    assert notes and "random initialisation" in notes[0]
+    assert enc.tokenize(["a b c"], 8) == [[0, *S.WordHashTokenizer(50265)(["a b c"])["input_ids"][0][1:-1], 2]]
+
+
+# ------------------------------------------------------------------ end to end (worker processes)
+def test_real_paper_cells_pass_with_one_step_and_the_dry_run_uses_their_figures(scratch, capsys):
+    out = scratch / "pf.json"
+    args = ["preflight", "table3-pupl", "--steps", "1", "--json", str(out)]
+    for cell in CHEAP:
+        args += ["--only", cell]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "[1/2]" in text and "[2/2]" in text and "2 ok, 0 failed, 0 skipped" in text
+    data = json.loads(out.read_text())
+    assert {c["status"] for c in data["cells"]} == {"ok"}
+    for c in data["cells"]:
+        fig = c["figures"]
+        assert c["peak_memory"]["bytes"] > 50 * 2**20 and fig["job_s"] > 0 and fig["job_flops"] > 0
+        for st in fig["stages"]:
+            assert st["batches_per_epoch"] > 0 and len(st["step_s"]) <= 2 and st["projected_s"] > 0
+    (table,) = data["tables"]
+    assert table["jobs"] == 10 and table["jobs_estimated"] == 10 and table["hours"] > 0
+    job = select({"table3-pupl": get_spec("table3-pupl")}, "paper", [CHEAP[0]], resolve())[0][0].job
+    assert cached(job)["job_s"] == pytest.approx(data["cells"][0]["job_s"])
+    assert main(["run", "table3-pupl", "--tier", "paper", "--only", CHEAP[0], "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert "for the 5 of 5 job(s) from preflight figures" in dry and "estimated by `pubench preflight`" in dry
+
+
+def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
+    """The project's experiments/ in tmp_path with one text replacement in table3-pupl."""
+    shutil.copytree(EXPERIMENTS, tmp_path / "experiments")
+    path = tmp_path / "experiments" / "pupl" / "table3-pupl.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    monkeypatch.setenv("PUBENCH_EXPERIMENTS", str(tmp_path / "experiments"))
+
+
+def test_a_broken_paper_config_fails_in_seconds_with_one_line(scratch, monkeypatch, capsys):
+    spec = get_spec("table3-pupl")
+    params = spec.resolve("paper", "uPU† (1)", "F-MNIST-I")["params"]
+    assert "epochs" in params["train"]
+    broken_registry(scratch, monkeypatch, "    train: {epochs: 200,", "    train: {epochz: 3, epochs: 200,")
+    t0 = time.perf_counter()
+    assert main(["preflight", "table3-pupl", "--only", CHEAP[0]]) == 1
+    took = time.perf_counter() - t0
+    out = capsys.readouterr().out
+    (line,) = [s for s in out.splitlines() if s.startswith("  config error:")]
+    assert "epochz" in line and CHEAP[0].split("|")[0] in line
+    assert "0 ok, 1 failed" in out and "[1/" not in out and took < 20  # nothing ran
+
+
+def test_a_cell_that_breaks_when_its_data_loads_fails_with_one_line(scratch, monkeypatch, capsys):
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]]), say=lambda s: None)
+    assert r.cells[0].status == "ok"
+    spec = get_spec("table3-pupl")
+    bad = copy.deepcopy(spec.resolve("paper", "uPU† (1)", "F-MNIST-I")["params"])
+    bad["data"]["n_test"] = 123  # checked once the test split is loaded: in the worker
+    job = Job(spec.id, spec.version, "paper", "uPU† (1)", "F-MNIST-I", 0, "pu_benchmark", bad, {"data": 1, "init": 2},
+              resolve().to_dict())
+    from pubench.preflight.runner import run_check
+
+    res = run_check(job.to_dict(), 1, {})
+    assert res["ok"] is False and "n_test = 123" in res["error"] and "\n" not in res["error"]
+
+
+def test_a_check_above_the_memory_budget_is_stopped_and_skipped(scratch, capsys):
+    t0 = time.perf_counter()
+    r = preflight({"table3-pupl": get_spec("table3-pupl")},
+                  Options(steps=1, only=[CHEAP[0]], max_memory=100 * 2**20, cache=False), say=lambda s: None)
+    (cell,) = r.cells
+    assert cell.status == "skipped" and "memory budget" in cell.reason and time.perf_counter() - t0 < 60
+    assert not r.failed and "skipped: table3-pupl" in render(r)
+    assert table_costs(r)[0]["jobs_estimated"] == 0
+
+
+def test_without_cuda_device_cuda_is_one_line(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("checks the message of a machine without CUDA")
+    assert main(["preflight", "table3-pupl", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no CUDA device" in err[0]
