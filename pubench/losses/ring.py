@@ -36,11 +36,13 @@ it), with the released configs' ``dynamic_inner = true``, ``self_negative = true
 * Band by rank, not by percentile. With M candidates, ``thres_outer`` w_o and
   ``thres_inner`` w_i, the outer ball is the top ``int(w_o M)`` of the sorted list and
   the ring drops its top ``int(w_i int(w_o M))``; here: the kept ranks (0 = most
-  similar) are [floor((1 - upper) M), floor((1 - lower) M)). The released configs
-  (``config/pretrain/*/*_ring.json``: thres_outer = thres_inner = 0.1, every annealing
-  flag false, so constant) are ``lower = 0.9, upper = 0.99``, reproduced exactly for
-  every M (floor(floor(M/10)/10) = floor(M/100)); a general (w_o, w_i) maps to
-  lower = 1 - w_o, upper = 1 - w_i w_o up to the truncation of int(w_o M).
+  similar) are [floor((1 - upper) M), floor((1 - lower) M)). The released configs (every
+  annealing flag false, so constant): ``mocov2/moco_ring.json`` and ``nce/nce_ring.json``
+  have thres_outer = thres_inner = 0.1, i.e. ``lower = 0.9, upper = 0.99``, reproduced
+  exactly for every M (floor(floor(M/10)/10) = floor(M/100)); ``simclr/simclr_ring.json``
+  has thres_outer = 0.5, thres_inner = 0.1, i.e. ``lower = 0.5, upper = 0.95`` (tested
+  against the released arithmetic); a general (w_o, w_i) maps to lower = 1 - w_o,
+  upper = 1 - w_i w_o up to the truncation of int(w_o M).
 * The positive is prepended to the ring (``self_negative``): the partition is
   LSE(p, ring). For SimCLR the positive is also in the sorted list, so when its rank
   falls inside the band it is counted twice; the anchor itself is dropped only when

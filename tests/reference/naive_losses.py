@@ -344,8 +344,9 @@ def naive_punce_official(z1, z2, labeled, prior, temperature, anchors=None):
     return _supervised(z1, z2, temperature, anchors, weights)
 
 
-def naive_punce_pnu(z1, z2, labels, prior, temperature, anchors=None):
-    """001 eq. 10 with its negative term once; labels 1 / 0 / -1 (unlabeled)."""
+def naive_punce_pnu(z1, z2, labels, prior, temperature, anchors=None, negative_terms=1):
+    """001 eq. 10 with its negative term once; labels 1 / 0 / -1 (unlabeled).
+    ``negative_terms = 2``: the equation exactly as printed (naive_punce_pnu_literal)."""
     y = [int(v) for v in _aslist(labels)]
     pi = prior
 
@@ -359,11 +360,19 @@ def naive_punce_pnu(z1, z2, labels, prior, temperature, anchors=None):
         W = {}
         for j in P_i:
             W[j] = W.get(j, 0.0) + pi / len(P_i)
-        for j in N_i:
-            W[j] = W.get(j, 0.0) + (1 - pi) / len(N_i)
+        for _ in range(negative_terms):
+            for j in N_i:
+                W[j] = W.get(j, 0.0) + (1 - pi) / len(N_i)
         return W
 
     return _supervised(z1, z2, temperature, anchors, weights)
+
+
+def naive_punce_pnu_literal(z1, z2, labels, prior, temperature, anchors=None):
+    """001 eq. 10 exactly as printed: an unlabeled anchor has the (1 - pi)/|N(i)| term twice,
+    so its weights sum to pi + 2 (1 - pi). Not a loss pubench uses: it shows why the spec reads
+    the repeated term once (tests/unit/test_losses_relations.py)."""
+    return naive_punce_pnu(z1, z2, labels, prior, temperature, anchors, negative_terms=2)
 
 
 # ------------------------------------------------------------------ text track objective

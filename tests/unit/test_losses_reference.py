@@ -67,16 +67,20 @@ def released_ring_anchor(p, candidates, thres_outer, thres_inner):
     return ref.infonce_anchor(p, ring)
 
 
-@pytest.mark.parametrize("b", [2, 5, 10, 15, 16, 25, 50, 64])
-def test_ring_official_reproduces_released_simclr_ring(b):
-    # released configs: thres_outer = thres_inner = 0.1 <-> lower = 0.9, upper = 0.99, for every 2b
+@pytest.mark.parametrize("thres, band", [
+    ((0.1, 0.1), (0.9, 0.99)),   # thres_outer = thres_inner = 0.1: the released MoCo and IR configs
+    ((0.5, 0.1), (0.5, 0.95)),   # config/pretrain/simclr/simclr_ring.json (table1-pucl's SimCLR+Ring, issue 36)
+])
+@pytest.mark.parametrize("b", [2, 5, 10, 15, 16, 25, 50, 64, 128])
+def test_ring_official_reproduces_released_simclr_ring(b, thres, band):
+    # (thres_outer w_o, thres_inner w_i) <-> lower = 1 - w_o, upper = 1 - w_i w_o, for every 2b
     z1, z2 = make_views(b, 4, b)
     z = ref.views(z1, z2)
     expected = 0.0
     for i in range(b):
         s = ref.anchor_row(z, i, 0.5)
-        expected += released_ring_anchor(s[ref.a(i, b)], s, 0.1, 0.1) / b
-    assert_close(L.ring_official(z1, z2, temperature=0.5, lower=0.9, upper=0.99), expected)
+        expected += released_ring_anchor(s[ref.a(i, b)], s, *thres) / b
+    assert_close(L.ring_official(z1, z2, temperature=0.5, lower=band[0], upper=band[1]), expected)
 
 
 @pytest.mark.parametrize("queue", [10, 30, 100, 101, 999, 4096])

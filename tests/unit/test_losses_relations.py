@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+import naive_losses as ref  # noqa: E402
 from loss_cases import make_labels, make_views  # noqa: E402
 from loss_cases import L  # noqa: E402
 from pubench.losses._pairs import two_view_logits, view_logits  # noqa: E402
@@ -139,6 +140,87 @@ def test_punce_pnu_without_labeled_negatives_is_punce(seed, prior):
         L.punce_pnu(z1, z2, labels=y, prior=prior, temperature=T),
         L.punce(z1, z2, labeled=lab, prior=prior, temperature=T),
     )
+
+
+# ------------------------------------------------------------------ puNCE PNU, 001 eq. 10 (issue 36)
+def _own_and_total_weights(loss, labels, t=0.5):
+    """Each anchor's weight W_i,a(i) on its own view and its total weight sum_j W_ij, read off a
+    loss -sum_j W_ij log q_ij through its per-anchor values: with one-hot views (z1 = z2 = rows of
+    the identity) s_ij = 1/t at j = a(i) and 0 elsewhere, so l_i = S_i log(e^{1/t} + 2b - 2) -
+    W_i,a(i) / t; with collapsed views every log q_ij = -log(2b - 1), so l_i = S_i log(2b - 1)."""
+    b = len(labels)
+    eye = torch.eye(b, dtype=torch.float64)
+    same = torch.ones(b, 3, dtype=torch.float64)
+    total = loss(same, same, labels, t) / math.log(2 * b - 1)
+    own = t * (total * math.log(math.exp(1 / t) + 2 * b - 2) - loss(eye, eye, labels, t))
+    return own, total
+
+
+def _pnu_rows(z1, z2, labels, t):
+    return L.punce_pnu(z1, z2, labels=labels, prior=0.4, temperature=t, reduction="none")
+
+
+@pytest.mark.parametrize("n_pos, n_neg, want", [(1, 2, 0.2533), (5, 8, 0.0717), (10, 16, 0.0372)])
+def test_punce_pnu_own_view_weight_shrinks_with_the_labeled_views(n_pos, n_neg, want):
+    """table4-punce reduced (batch 256, prior 0.4; ~1 / 5 / 10% labeled: 3 / 13 / 26 labeled samples a
+    batch): eq. 10 leaves an unlabeled anchor pi/|P(i)| + (1 - pi)/|N(i)| on its own view, every row
+    still summing to 1; eq. 8 (the same batch with the labeled negatives passed as unlabeled) keeps at
+    least 1 - pi on it. The measured consequence: benchmarks/findings36.py punce."""
+    b, prior = 256, 0.4
+    labels = torch.full((b,), -1)
+    labels[:n_pos], labels[n_pos:n_pos + n_neg] = 1, 0
+    own, total = _own_and_total_weights(_pnu_rows, labels)
+    close(total, torch.ones(2 * b, dtype=torch.float64), 1e-9)
+    unl = (labels == -1).repeat(2)
+    expected = prior / (2 * n_pos + 1) + (1 - prior) / (2 * n_neg + 1)
+    close(own[unl], torch.full((int(unl.sum()),), expected, dtype=torch.float64), 1e-9)
+    assert expected == pytest.approx(want, abs=1e-4)
+    hidden = torch.where(labels == 0, -1, labels)
+    own8, _ = _own_and_total_weights(_pnu_rows, hidden)
+    assert (own8[(hidden == -1).repeat(2)] >= 1 - prior).all()
+
+
+def test_punce_pnu_own_view_weight_falls_monotonically():
+    weights = []
+    for n_lab in (2, 6, 12, 26, 52):
+        labels = torch.full((256,), -1)
+        labels[: 2 * n_lab // 5], labels[2 * n_lab // 5:n_lab] = 1, 0
+        own, _ = _own_and_total_weights(_pnu_rows, labels)
+        weights.append(float(own[(labels == -1).repeat(2)].mean()))
+    assert weights == sorted(weights, reverse=True) and weights[-1] < 0.03
+
+
+def test_naive_punce_pnu_literal_repeats_the_negative_term():
+    """Eq. 10 as printed (two identical (1 - pi)/|N(i)| terms): an unlabeled row weighs 2 - pi in all,
+    and with no labeled negative it is not eq. 8 (puNCE), which the single term is."""
+    z1, z2 = make_views(6, 4, 5)
+    y = torch.tensor([1, 0, -1, 1, -1, -1])
+    pi, b = 0.3, 6
+    same = torch.ones(b, 2, dtype=torch.float64)
+    for i in range(2 * b):
+        literal = ref.naive_punce_pnu_literal(same, same, y, pi, T, anchors=[i]) / math.log(2 * b - 1)
+        single = ref.naive_punce_pnu(same, same, y, pi, T, anchors=[i]) / math.log(2 * b - 1)
+        assert single == pytest.approx(1.0, abs=1e-12)
+        assert literal == pytest.approx(2 - pi if int(y[i % b]) == -1 else 1.0, abs=1e-12)
+    pu = torch.where(y == 0, -1, y)
+    assert ref.naive_punce_pnu(z1, z2, pu, pi, T) == pytest.approx(ref.naive_punce(z1, z2, pu == 1, pi, T), abs=1e-12)
+    assert ref.naive_punce_pnu_literal(z1, z2, pu, pi, T) != pytest.approx(ref.naive_punce(z1, z2, pu == 1, pi, T),
+                                                                         abs=1e-3)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_naive_punce_pnu_special_cases(seed):
+    """The naive loop of eq. 10: no label -> InfoNCE (naive loop of eq. 4), every sample labeled ->
+    SupCon (naive loop of eq. 5), no labeled negative -> eq. 8 (naive puNCE), for any prior."""
+    z1, z2 = views(seed)
+    for prior in (0.0, 0.4, 1.0):
+        assert ref.naive_punce_pnu(z1, z2, torch.full((9,), -1), prior, T) == pytest.approx(
+            ref.naive_info_nce(z1, z2, T), abs=1e-12)
+        y = make_labels("labels", 9, seed)["labels"] % 2
+        assert ref.naive_punce_pnu(z1, z2, y, prior, T) == pytest.approx(ref.naive_supcon(z1, z2, y, T), abs=1e-12)
+        lab = make_labels("labeled", 9, seed)["labeled"]
+        assert ref.naive_punce_pnu(z1, z2, torch.where(lab, 1, -1), prior, T) == pytest.approx(
+            ref.naive_punce(z1, z2, lab, prior, T), abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

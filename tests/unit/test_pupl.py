@@ -169,6 +169,65 @@ def test_labeled_enrichment_maximizes_balanced_accuracy_not_accuracy():
     assert _unlabeled_acc(nearest, y, labeled) == pytest.approx(0.6)
 
 
+def test_two_means_cannot_name_a_pu_split_that_crosses_the_clusters():
+    """Issue 36, puPL at chance on F-MNIST-I/II (reduced table2-pupl / table3-pupl): positives
+    {trouser, coat, sneaker} take one class out of each natural group, so the data's 2-cluster
+    structure (here: group A, 4 classes with 1 positive; group B, 6 classes with 2 positives, as
+    footwear + bags vs garments on Fashion-MNIST) holds the positives at about the prior in both
+    clusters. 2-means finds the groups, and any naming of them is ~50% right, although the
+    positives are linearly separable along a second axis (which nnPU's linear probe can use).
+    Measured on the real job: benchmarks/findings36.py pupl-fmnist."""
+    g = torch.Generator().manual_seed(0)
+    n = 3000
+    cls = torch.randint(0, 10, (n,), generator=g)
+    group_a = cls >= 6                               # 4 of the 10 classes
+    y = ((cls == 0) | (cls == 1) | (cls == 6)).long()  # one positive class in A, two in B: prior 0.3
+    x = torch.randn(n, 3, generator=g) * 0.3
+    x[:, 0] += 10.0 * group_a                        # the dominant structure: the two groups
+    x[:, 1] += 2.0 * y                               # the PU label: a weaker direction
+    pos = torch.nonzero(y == 1).squeeze(1)
+    labeled = torch.zeros(n, dtype=torch.bool)
+    labeled[pos[torch.randperm(len(pos), generator=g)[:150]]] = True
+    assert float(((x[:, 1] > 1.0).long() == y).float().mean()) > 0.99  # a linear rule separates P from N
+    for seed in range(5):
+        km = pu_two_means(x, labeled, np.random.default_rng(seed))
+        found = km["labels"][~labeled].bool()
+        assert min(float((found == group_a[~labeled]).float().mean()), float((found != group_a[~labeled]).float().mean())) < 0.01
+        shares = [float(y[~labeled][km["labels"][~labeled] == k].float().mean()) for k in (0, 1)]
+        assert all(0.2 < v < 0.4 for v in shares) and abs(shares[0] - shares[1]) < 0.12  # ~ the prior in both
+        for orientation in ("algorithm2", "nearest_positive_mean", "labeled_enrichment"):
+            named, _ = pseudo_labels(km, x, labeled, orientation, True)
+            assert 0.4 < _unlabeled_acc(named, y, labeled) < 0.6, (seed, orientation)
+
+
+def test_pinned_labeled_positives_can_decide_nearest_positive_mean():
+    """Issue 36, ssCL on MNIST-I n_L = 10k, seed 1 (table1-pupl reduced, test AUC 43): the counts of
+    that job's clustering (benchmarks/findings36.py sscl-mnist) on a line. U splits into cluster 1
+    (seeded at mu_P: 5,163 rows, 31.9% positive) and cluster 0 (3,170 rows, 55.9% positive); the
+    1,667 labeled positives fall like U's positives (803 near cluster 1, 864 near cluster 0) and
+    are all pinned to cluster 1, whose centre they pull towards mu_P. nearest_positive_mean then
+    names cluster 1 positive (pseudo-label accuracy 36.6%, as the job's 36.55%); without the pins
+    its centre would be the farther one. labeled_enrichment names cluster 0 (63.4%)."""
+    u1_pos, u1_neg, u0_pos, u0_neg, l1, l0 = 1647, 3516, 1772, 1398, 803, 864
+    feats = torch.cat([torch.zeros(u1_pos + u1_neg), torch.ones(u0_pos + u0_neg),
+                       torch.zeros(l1), torch.ones(l0)]).unsqueeze(1).to(torch.float64)
+    y = torch.cat([torch.ones(u1_pos), torch.zeros(u1_neg), torch.ones(u0_pos), torch.zeros(u0_neg),
+                   torch.ones(l1 + l0)]).long()
+    labeled = torch.zeros(len(y), dtype=torch.bool)
+    labeled[-(l1 + l0):] = True
+    assign = torch.cat([torch.ones(u1_pos + u1_neg), torch.zeros(u0_pos + u0_neg), torch.ones(l1 + l0)]).long()
+    centers = torch.stack([feats[assign == 0].mean(0), feats[assign == 1].mean(0)])  # Lloyd's fixed point
+    km = {"labels": assign, "centers": centers}
+    mu_p = float(feats[labeled].mean())
+    assert abs(float(centers[1]) - mu_p) < abs(float(centers[0]) - mu_p)  # pinned: cluster 1 nearer mu_P
+    unpinned = float(feats[(assign == 1) & ~labeled].mean())
+    assert abs(unpinned - mu_p) > abs(float(centers[0]) - mu_p)           # its U members alone: farther
+    nearest, seeded = pseudo_labels(km, feats, labeled, "nearest_positive_mean", True)
+    assert seeded and _unlabeled_acc(nearest, y, labeled) == pytest.approx(0.3656, abs=1e-3)
+    enriched, seeded = pseudo_labels(km, feats, labeled, "labeled_enrichment", True)
+    assert not seeded and _unlabeled_acc(enriched, y, labeled) == pytest.approx(0.6344, abs=1e-3)
+
+
 def test_pseudo_labels_orientation_rule():
     feats = torch.tensor([[0.0], [0.2], [5.0], [5.2], [4.9]])
     labeled = torch.tensor([False, False, True, False, False])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import torch
 
 from pubench.losses import LOSSES
 from pubench.registry import get_spec
@@ -118,10 +119,41 @@ def test_table1_reduced_blocks():
     pucl = s.resolve("paper", "SimCLR+PUCL", "STL10")["params"]["pretrain"]["loss"]
     assert (pucl["alpha"], pucl["c"]) == (0.15, 0.1)
     assert s.resolve("paper", "SimCLR+DEB", "CIFAR100")["params"]["pretrain"]["loss"]["tau_plus"] == 0.01
-    # Ring: the released code's band (thres_outer = thres_inner = 0.1) in every block
+    # Ring: the band of each framework's released config (test_table1_ring_bands_are_the_released_configs)
     for b in BLOCKS:
         ring = s.resolve("paper", b + "+Ring", "CIFAR10")["params"]["pretrain"]["loss"]
-        assert (ring["lower"], ring["upper"]) == (0.9, 0.99)
+        assert (ring["lower"], ring["upper"]) == RELEASED_RING_BAND[b]
+
+
+#: (thres_outer, thres_inner) of mhw32/contrastive-ring-public's configs (dynamic_inner, no annealing):
+#: config/pretrain/simclr/simclr_ring.json (SimCLRRing, commit e79c871), mocov2/moco_ring.json, and for
+#: CMC's memory bank nce/nce_ring.json (the code has no CMC config)
+RELEASED_RING_THRESHOLDS = {"SimCLR": (0.5, 0.1), "MoCo": (0.1, 0.1), "CMC": (0.1, 0.1)}
+#: the same as ring_official's (lower, upper) = (1 - thres_outer, 1 - thres_inner thres_outer)
+RELEASED_RING_BAND = {"SimCLR": (0.5, 0.95), "MoCo": (0.9, 0.99), "CMC": (0.9, 0.99)}
+
+
+@pytest.mark.parametrize("tier", ["paper", "reduced", "smoke"])
+@pytest.mark.parametrize("block", BLOCKS)
+def test_table1_ring_bands_are_the_released_configs(tier, block):
+    """Issue 36: SimCLR+Ring ran MoCo's band (0.9, 0.99). The kept ranks of ring_official at each
+    tier's candidate count equal the released code's arithmetic with that framework's config:
+    sorted[:int(w_o M)][int(w_i int(w_o M)):]."""
+    from pubench.losses.ring import official_rank_bounds
+
+    s = get_spec("table1-pucl")
+    p = s.resolve(tier, block + "+Ring", "CIFAR10")["params"]["pretrain"]
+    loss = p["loss"]
+    assert (loss["lower"], loss["upper"]) == RELEASED_RING_BAND[block]
+    fw = p.get("framework", {})
+    # SimCLR ranks the 2b views of its batch; MoCo its queue; CMC its bank draw
+    m = {"SimCLR": 2 * p["batch_size"], "MoCo": fw.get("queue"), "CMC": fw.get("negatives")}[block]
+    w_o, w_i = RELEASED_RING_THRESHOLDS[block]
+    outer = int(w_o * m)
+    first, stop = official_rank_bounds(torch.tensor([m]), loss["lower"], loss["upper"])
+    assert (int(first), int(stop)) == (int(w_i * outer), outer)
+    if block == "SimCLR" and tier != "smoke":
+        assert (m, int(first), int(stop)) == (512, 25, 256)  # 231 of the 512 views, not ranks [5, 51)
 
 
 def test_table2_values_and_configs():
