@@ -268,6 +268,10 @@ def render(rows: list[dict], rates: dict, source: str) -> str:
     return "\n".join(lines)
 
 
+#: tasks that run on the CPU whatever the device (the GIN of infograph; the BCL simulations)
+CPU_TASKS = ("infograph", "bcl_simulation", "bcl_score_density")
+
+
 def table_cost(spec, rates: dict) -> dict:
     from pubench.jobs.plan import expand
     from pubench.numerics import resolve
@@ -277,7 +281,7 @@ def table_cost(spec, rates: dict) -> dict:
     gpu_s, cpu_s, tflop = 0.0, None, []
     cpu_walls = None
     for job in plan.jobs:
-        if job.task in ("infograph", "bcl_simulation"):
+        if job.task in CPU_TASKS:
             cpu_walls = cpu_walls if cpu_walls is not None else cpu_hours(spec.id)
             wall = cpu_walls.get((job.row, job.col))
             cpu_s = (cpu_s or 0.0) + (wall or 0.0) * seeds
