@@ -30,14 +30,16 @@ def loss_args(name):
 def test_shape():
     s = get_spec("table1-bcl")
     assert s.paper == "bcl" and s.kind == "table"
-    assert s.rows == ["SimCLR", "DCL", "HCL", "BCL"]
+    assert s.rows == ["SimCLR", "DCL", "HCL", "BCL", "untrained encoder"]  # the last: a reference row (issue 36)
+    assert s.row_groups == {"Table 1": ["SimCLR", "DCL", "HCL", "BCL"],
+                            "Reference rows (not in the paper)": ["untrained encoder"]}
     assert s.cols == COLS
     assert s.col_groups == {"CIFAR10": COLS[:5], "STL10": COLS[5:]}
     assert list(s.metrics) == ["acc"]
     n_cells = sum(1 for r in s.rows for c in s.cols if not any(match_cell(p, r, c) for p in s.exclude))
-    assert n_cells == 40
-    assert len(s.reported) == 40
-    assert all(c.mean is not None and c.std is None for c in s.reported)
+    assert n_cells == 50
+    assert len(s.reported) == 50
+    assert all((c.mean is None) == (c.row == "untrained encoder") and c.std is None for c in s.reported)
     assert s.reported_seeds is None and s.pm is None
     assert s.experiment["task"] == "contrastive_probe"
     assert (s.tiers["paper"].seeds, s.tiers["reduced"].seeds, s.tiers["smoke"].seeds) == (5, 3, 1)
@@ -57,7 +59,7 @@ def test_values():
 def test_configs():
     s = get_spec("table1-bcl")
     names = {"SimCLR": "info_nce", "DCL": "debiased", "HCL": "hard", "BCL": "bayesian"}
-    for r in s.rows:
+    for r in names:
         for c in s.cols:
             p = s.resolve("paper", r, c)["params"]
             n = int(c.split("N=")[1])

@@ -17,6 +17,7 @@ LOSS_OF = {"": "info_nce", "+DEB": "debiased", "+Hard": "hard", "+Ring": "ring_o
 GRAPH_ROWS = ["InfoGraph", "InfoGraph+DEB", "InfoGraph+Hard", "InfoGraph+Ring",
               "InfoGraph+PUCL(alpha=0.1)", "InfoGraph+PUCL(alpha=0.5)"]
 GRAPH_REFERENCE_ROWS = ["InfoGraph+InfoNCE (no correction)", "untrained encoder"]  # not in the paper
+IMAGE_REFERENCE_ROWS = ["untrained encoder", "untrained CMC encoders"]  # not in the paper (issue 36)
 
 
 def cell(spec, row, col):
@@ -37,7 +38,7 @@ def loss_args(name):
 
 
 @pytest.mark.parametrize("sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds", [
-    ("table1-pucl", "table", 15, 3, 45, 45, "contrastive_probe", None, 5),
+    ("table1-pucl", "table", 17, 3, 51, 51, "contrastive_probe", None, 5),
     ("table2-pucl", "table", 8, 4, 32, 32, "infograph", 10, 10),
     ("fig3-pucl", "figure", 7, 10, 70, 0, "contrastive_probe", None, 5),
 ])
@@ -48,7 +49,7 @@ def test_shape(sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds)
     assert list(s.metrics) == ["acc"]
     assert n_cells(s) == cells
     assert len(s.reported) == reported
-    paper_cells = [c for c in s.reported if c.row not in GRAPH_REFERENCE_ROWS]
+    paper_cells = [c for c in s.reported if c.row not in GRAPH_REFERENCE_ROWS + IMAGE_REFERENCE_ROWS]
     assert all(c.mean is not None and c.std is None for c in paper_cells)  # no ± printed, none lost
     assert s.reported_seeds == paper_seeds and s.pm is None
     assert s.experiment["task"] == task
@@ -59,9 +60,17 @@ def test_shape(sid, kind, rows, cols, cells, reported, task, paper_seeds, seeds)
 
 def test_table1_values_and_layout():
     s = get_spec("table1-pucl")
-    assert s.rows == [b + v for b in BLOCKS for v in VARIANTS]
+    assert s.rows == [b + v for b in BLOCKS for v in VARIANTS] + IMAGE_REFERENCE_ROWS
     assert s.cols == ["CIFAR10", "CIFAR100", "STL10"]
-    assert list(s.row_groups.values()) == [[b + v for v in VARIANTS] for b in BLOCKS]
+    assert list(s.row_groups.values()) == [[b + v for v in VARIANTS] for b in BLOCKS] + [IMAGE_REFERENCE_ROWS]
+    assert all(cell(s, r, c).mean is None for r in IMAGE_REFERENCE_ROWS for c in s.cols)  # the paper has no such row
+    for r, fw in zip(IMAGE_REFERENCE_ROWS, ("simclr", "cmc")):
+        for tier in ("paper", "reduced"):
+            p = s.resolve(tier, r, "CIFAR10")["params"]
+            assert p["pretrain"]["epochs"] == 0 and p["pretrain"]["framework"]["name"] == fw
+    assert [(b.reference[0], b.baseline, b.margin) for b in s.regime] == [
+        ("SimCLR", "untrained encoder", 10.0), ("CMC", "untrained CMC encoders", 10.0),
+        ("MoCo", "untrained encoder", 10.0)]
     assert cell(s, "SimCLR", "STL10").mean == 80.50
     assert cell(s, "SimCLR+DEB", "CIFAR10").mean == 90.21
     assert cell(s, "CMC+Ring", "CIFAR100").mean == 60.99
@@ -109,7 +118,7 @@ def test_table1_reduced_blocks():
         for v in VARIANTS:
             p = s.resolve("reduced", b + v, "CIFAR10")["params"]
             assert p["model"]["backbone"] == {"name": "resnet18_cifar", "width": 0.125}
-            assert p["pretrain"]["batch_size"] == 256 and p["pretrain"]["epochs"] == 4
+            assert p["pretrain"]["batch_size"] == 256 and p["pretrain"]["epochs"] == 10  # issue 36: the regime budget
             fw = p["pretrain"]["framework"]
             if b == "MoCo":
                 assert (fw["queue"], fw["momentum"]) == (1024, 0.9)
@@ -216,8 +225,9 @@ def test_fig3_reduced_is_table1s_simclr_block():
     for r in fig3.rows:
         p = fig3.resolve("reduced", r, "CIFAR10 alpha=0.12")["params"]
         assert p["model"] == ref["model"] and p["downstream"] == ref["downstream"]
-        assert {k: v for k, v in p["pretrain"].items() if k not in ("batch_size", "loss")} == \
-            {k: v for k, v in ref["pretrain"].items() if k not in ("batch_size", "loss")}
+        assert {k: v for k, v in p["pretrain"].items() if k not in ("batch_size", "loss", "epochs")} == \
+            {k: v for k, v in ref["pretrain"].items() if k not in ("batch_size", "loss", "epochs")}
+        assert p["pretrain"]["epochs"] == 4  # table1-pucl moved to 10 (issue 36); fig3 keeps 4, out of regime (its spec)
         assert p["data"]["subset"] == {"train": 2000, "test": 2000}
     assert fig3.resolve("reduced", "M_u=62", "CIFAR10 alpha=0.12")["params"]["pretrain"]["batch_size"] == 32
 
