@@ -328,17 +328,27 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
     every name checked against the spec."""
     out: list[RegimeBlock] = []
     metrics = list(model.metrics)
+    # A spec whose methods are its columns (methods_in: cols) lists a block's methods in `rows`
+    # / `group` (a col group) and the settings it is checked in in `cols` (rows of the table).
+    transposed = spec.methods_in == "cols"
+    methods, settings = (spec.cols, spec.rows) if transposed else (spec.rows, spec.cols)
+    groups, group_key = (spec.col_groups, "col_groups") if transposed else (spec.row_groups, "row_groups")
+    derived = {} if transposed else spec.derived_cols
+
+    def excluded(method: str, setting: str) -> bool:
+        return spec.is_excluded(setting, method) if transposed else spec.is_excluded(method, setting)
+
     for i, b in enumerate(model.regime):
         where = f"regime[{i}]"
         if b.block in {x.name for x in out}:
             raise SpecError(file, f"{where}.block", f"duplicate block name {b.block!r}")
         if (b.group is None) == (b.rows is None):
             raise SpecError(file, where, "give the block's rows as `group` (a row group) or `rows`, one of them")
-        if b.group is not None and b.group not in spec.row_groups:
-            raise SpecError(file, f"{where}.group", f"{b.group!r} is not one of the row_groups")
-        rows = list(spec.row_groups[b.group]) if b.group is not None else list(b.rows)
+        if b.group is not None and b.group not in groups:
+            raise SpecError(file, f"{where}.group", f"{b.group!r} is not one of the {group_key}")
+        rows = list(groups[b.group]) if b.group is not None else list(b.rows)
         for r in rows:
-            if r not in spec.rows:
+            if r not in methods:
                 raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
         reference = [b.reference] if isinstance(b.reference, str) else list(b.reference)
         if not reference:
@@ -352,7 +362,7 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
                 raise SpecError(file, f"{where}.reference", "a trained check names exactly one reference row")
             if b.baseline is None or b.margin is None:
                 raise SpecError(file, where, "a trained check needs `baseline` (a row) and `margin` (metric units)")
-            if b.baseline not in spec.rows or b.baseline in reference:
+            if b.baseline not in methods or b.baseline in reference:
                 raise SpecError(file, f"{where}.baseline", f"{b.baseline!r} is not one of the rows (other than the "
                                                            "reference)")
             if b.max_share is not None:
@@ -367,16 +377,15 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
                 if getattr(b, key) is not None:
                     raise SpecError(file, f"{where}.{key}", "only a trained check has one")
         needed = reference + ([b.baseline] if b.baseline else [])
-        runs = [c for c in spec.cols if c not in spec.derived_cols
-                and all(not spec.is_excluded(r, c) for r in needed)]
+        runs = [c for c in settings if c not in derived and all(not excluded(r, c) for r in needed)]
         if b.cols is None:
             cols = runs
         else:
             cols = list(b.cols)
             for c in cols:
-                if c not in spec.cols:
+                if c not in settings:
                     raise SpecError(file, f"{where}.cols", f"{c!r} is not one of the cols")
-                if c in spec.derived_cols:
+                if c in derived:
                     raise SpecError(file, f"{where}.cols", f"{c!r} is a derived col (it follows its sources)")
                 if c not in runs:
                     raise SpecError(file, f"{where}.cols", f"the reference or baseline rows do not run in {c!r}")

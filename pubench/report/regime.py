@@ -20,6 +20,10 @@ baseline rows and the seeds' spread only, never from the claims under test:
 
 A derived column (the paper's Mean) follows its sources: not in regime when any source
 is, in regime when all are, else not testable.
+
+In a table whose methods are its columns (``methods_in: cols``) a block's ``rows`` are
+method columns and its ``cols`` the settings (table rows) it is checked in; the verdicts
+read the cells transposed.
 """
 
 from __future__ import annotations
@@ -72,9 +76,14 @@ class RegimeVerdict:
         return f"{self.verdict}: {self.numbers}"
 
 
+def _cell(res: TableResult, method: str, setting: str) -> tuple[str, str]:
+    """The (row, col) of a block's method in one of its settings."""
+    return (setting, method) if res.spec.methods_in == "cols" else (method, setting)
+
+
 def _trained(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     m = res.spec.metrics[b.metric]
-    ref, base = res.get(b.reference[0], col, b.metric), res.get(b.baseline, col, b.metric)
+    ref, base = res.get(*_cell(res, b.reference[0], col), b.metric), res.get(*_cell(res, b.baseline, col), b.metric)
     if ref is None or base is None:
         missing = [r for r, s in ((b.reference[0], ref), (b.baseline, base)) if s is None]
         return RegimeVerdict(b, res.tier, col, UNTESTED, reason=f"no results for {', '.join(missing)}")
@@ -94,11 +103,12 @@ def _trained(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
 def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     seeds = near = 0
     for row in b.reference:
-        binary = res.binary.get((row, col), set())
+        cell = _cell(res, row, col)
+        binary = res.binary.get(cell, set())
         seeds += len(binary)
-        near += len(set(res.degenerate.get((row, col), {})) & binary)
+        near += len(set(res.degenerate.get(cell, {})) & binary)
     if not seeds:
-        why = "no results" if not any((r, col) in res.seeds_done for r in b.reference) \
+        why = "no results" if not any(_cell(res, r, col) in res.seeds_done for r in b.reference) \
             else "the records carry no binary metrics (acc, precision, recall)"
         return RegimeVerdict(b, res.tier, col, UNTESTED, reason=why)
     ok = near <= b.max_share * seeds + 1e-9
@@ -124,6 +134,8 @@ class RegimeMap:
         self._by = {(v.block.name, v.col): v for v in self.verdicts}
 
     def of(self, row: str, col: str) -> list[RegimeVerdict]:
+        if self.spec.methods_in == "cols":  # the method is the column, the setting the row
+            return [self._by[(b.name, row)] for b in self.spec.regime if col in b.rows if (b.name, row) in self._by]
         cols = self.spec.derived_cols.get(col, [col])
         return [self._by[(b.name, c)] for b in self.spec.regime if row in b.rows for c in cols
                 if (b.name, c) in self._by]

@@ -338,3 +338,16 @@ def test_site_index_shows_regime_and_order_per_tier(tmp_path):
     assert "2 not in regime" in index  # the claims summary badge
     page = (tmp_path / "site" / "paper" / f"{spec.id}.html").read_text()
     assert 'id="regime"' in page and 'id="order"' in page
+
+
+def test_a_table_whose_methods_are_columns_is_checked_transposed():
+    """methods_in: cols (table1-punce): a block's rows name method columns, its cols the
+    settings (table rows) it is checked in; the cells are read transposed."""
+    from pubench.registry import get_spec
+
+    s = get_spec("table1-punce")
+    assert s.methods_in == "cols"
+    [mnist, cifar] = s.regime
+    assert mnist.reference == ("infoNCE",) and mnist.baseline == "untrained encoder"
+    assert mnist.cols == ("MNIST n_P=1k", "MNIST n_P=3k", "MNIST n_P=10k") and "puNCE" in mnist.rows
+    assert cifar.cols[0] == "CIFAR n_P=1k"

@@ -8,7 +8,7 @@ from pubench.registry import get_spec
 
 # (rows, cols, runnable cells, reported cells) per spec
 SHAPES = {
-    "table1-punce": (6, 4, 24, 24),
+    "table1-punce": (6, 5, 30, 30),  # 4 losses and the untrained-encoder reference column (issue 36)
     "table2-punce": (17, 3, 50, 50),
     "table3-punce": (3, 2, 6, 6),
     "table4-punce": (3, 3, 9, 9),
@@ -70,7 +70,13 @@ def test_table1_values_and_config():
     c = cell(s, "CIFAR n_P=10k", "DCL")
     assert (c.mean, c.std) == (96.50, 0.02)
     assert cell(s, "CIFAR n_P=1k", "puNCE").mean == 97.59
-    assert all(c.mean is not None for c in s.reported)
+    assert all((c.mean is None) == (c.col == "untrained encoder") for c in s.reported)
+    for tier in ("paper", "reduced", "smoke"):  # the reference column: the same encoder, not pre-trained
+        for r in s.rows:
+            p = s.resolve(tier, r, "untrained encoder")["params"]
+            assert p["pretrain"]["epochs"] == 0
+            assert p["model"] == s.resolve(tier, r, "infoNCE")["params"]["model"]
+            assert p["downstream"] == s.resolve(tier, r, "infoNCE")["params"]["downstream"]
 
     p = s.resolve("paper", "CIFAR n_P=3k", "puNCE")["params"]
     assert p["data"]["labels"]["positive"] == [0, 1, 8, 9]
