@@ -639,6 +639,43 @@ def cmd_verify(args) -> int:
     return 0 if result.passed else 1
 
 
+def cmd_prune(args) -> int:
+    from pubench.store import ResultStore
+    from pubench.store.prune import stale_files
+
+    store = ResultStore(paths.results_root())
+    total = 0
+    for sid, spec in _specs(args.ids or None).items():
+        for tier in args.tier or list(spec.tiers):
+            found = stale_files(spec, tier, store)
+            if not found.files:
+                continue
+            total += len(found.files)
+            reasons = Counter(found.files.values())
+            print(f"{sid} ({tier}): {len(found.files)} stale record(s): "
+                  + "; ".join(f"{n} {why}" for why, n in reasons.most_common()))
+            if not args.dry_run:
+                for path in found.files:
+                    path.unlink(missing_ok=True)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"pubench: {verb} {total} stale record(s) from {store.root}" if total else "pubench: no stale records")
+    return 0
+
+
+def _add_prune_parser(sub) -> None:
+    s = sub.add_parser(
+        "prune", help="remove stale records (their cell's config or the spec's version changed)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A record is stale when no current job names it: the spec's version or its cell's resolved "
+                    "config changed since it was written, or the cell is gone. Reports leave stale records out and "
+                    "`verify` fails while a table holds them; remove them once their cells are rerun.",
+        epilog="examples:\n  pubench prune --dry-run\n  pubench prune table5-punce --tier reduced")
+    s.add_argument("ids", nargs="*", help="restrict to these ids (default: every spec)")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES, help="restrict to this tier (repeatable)")
+    s.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    s.set_defaults(fn=cmd_prune)
+
+
 def cmd_compare(args) -> int:
     from pubench.report.compare import compare_stores, render_diffs
     from pubench.store import ResultStore
@@ -918,6 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--only-flagged", action="store_true", help="list only the cells outside tolerance")
     s.set_defaults(fn=cmd_compare)
     _add_preflight_parser(sub)
+    _add_prune_parser(sub)
     return p
 
 

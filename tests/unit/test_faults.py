@@ -381,3 +381,22 @@ def test_long_user_input_is_shortened_in_messages(tmp_registry):
     out = _pubench("run", "table1-bcl", "--tier", "smoke", "--only", "x" * 100_000)
     assert out.returncode == 2 and _one_clear_line(out.stderr)
     assert len(out.stderr) < 1500 and "more characters" in out.stderr
+
+
+def test_prune_removes_only_stale_records(tmp_registry):
+    """After a spec's version or a cell's config changes, its old records are stale: `prune`
+    lists them (--dry-run) and removes them, and nothing current."""
+    path = tmp_registry(selftest_spec())
+    assert _pubench("run", "table1-bcl", "--tier", "smoke", "--no-progress").returncode == 0
+    folder = tmp_registry.root / "results" / "smoke" / "table1-bcl"
+    old = sorted(p.name for p in folder.glob("*.json"))
+    path.write_text(path.read_text().replace("version: 1", "version: 2"))
+    assert _pubench("run", "table1-bcl", "--tier", "smoke", "--no-progress").returncode == 0
+    dry = _pubench("prune", "--dry-run")
+    assert dry.returncode == 0 and f"{len(old)} stale record(s): {len(old)} spec version 1 (now 2)" in dry.stdout
+    assert len(list(folder.glob("*.json"))) == 2 * len(old)
+    out = _pubench("prune", "table1-bcl", "--tier", "smoke")
+    assert out.returncode == 0 and f"removed {len(old)} stale record(s)" in out.stdout
+    left = sorted(p.name for p in folder.glob("*.json"))
+    assert len(left) == len(old) and not set(left) & set(old)
+    assert "no stale records" in _pubench("prune").stdout
