@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -33,6 +33,9 @@ from pubench.registry.spec import (
     UnknownSpec,
     match_cell,
 )
+
+if TYPE_CHECKING:  # pydantic is imported only when a spec is validated
+    from pubench.registry.schema import SpecFile
 
 LAYER_KEYS = ("params", "rows", "cols", "cells")
 
