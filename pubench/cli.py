@@ -241,7 +241,7 @@ def _tier_description(spec, tier_name: str) -> str:
     return "a reduced configuration" if tier_name == "reduced" else "a seconds-long pipeline check"
 
 
-def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
+def _context(args, spec_id: str, tier: str):
     from pubench.executors import ExecutorContext
 
     profile = getattr(args, "profile", None)
@@ -250,7 +250,7 @@ def _context(args, spec_id: str, tier: str, overrides: dict | None = None):
         jobs=getattr(args, "jobs", 1), progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
         force=getattr(args, "force", False),
         profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
-        cluster=getattr(args, "cluster", "slurm"), overrides=overrides or {},
+        cluster=getattr(args, "cluster", "slurm"),
         checkpoint_every=getattr(args, "checkpoint_every", None))
 
 
@@ -288,7 +288,7 @@ def cmd_run(args) -> int:
     spec = _spec(args.id)
     if args.tier not in spec.tiers:
         raise UsageError(f"unknown tier {args.tier!r}")
-    context = _context(args, spec.id, args.tier, spec.tiers[args.tier].slurm)
+    context = _context(args, spec.id, args.tier)
     device = args.device if args.device != "auto" else kind.default_device(context)
     context.numerics = num = numerics.resolve(device=device, threads=args.threads, isa=args.numerics)
     executor = kind.from_context(context)

@@ -655,7 +655,3 @@ def concat_images(*sets: ImageSet) -> ImageSet:
     return ImageSet(torch.cat([s.x for s in sets]), torch.cat([s.y for s in sets]), list(sets[0].classes),
                     " + ".join(sources))
 
-
-def image_datasets() -> list[str]:
-    """Names of the registered image data sets."""
-    return list(DATASETS_BY_NAME)

@@ -63,10 +63,6 @@ GROUPS = {"images": "image data sets", "graphs": "graph data sets", "text": "tex
 BIG_FILE = 32 << 20  # show a progress bar when copying files larger than this
 
 
-class _Missing(Exception):
-    pass
-
-
 # ---------------------------------------------------------------------------- helpers
 def file_digest(path: Path, algo: str) -> str:
     h = hashlib.new(algo)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,7 +49,6 @@ class ExecutorContext:
     force: bool = False              # rerun jobs that are done
     profile: Path | None = None      # SLURM profile file
     cluster: str = "slurm"           # submitit backend (tests use local / debug)
-    overrides: dict[str, Any] = field(default_factory=dict)  # the spec tier's `slurm:` parameters
     numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
     checkpoint_every: int | None = None  # epochs between training checkpoints (None: the executor's default)
 

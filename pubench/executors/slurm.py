@@ -140,11 +140,10 @@ class SlurmExecutor(Executor):
 
     @staticmethod
     def parameters(context: ExecutorContext) -> dict[str, Any]:
-        """submitit parameters: the profile's for the tier, then the spec tier's ``slurm:``."""
+        """submitit parameters: the profile's for the tier."""
         if context.profile is None:
             raise ProfileError("no SLURM profile given")
-        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier),
-                **context.overrides}
+        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier)}
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":

@@ -78,10 +78,3 @@ def check_figures(entries: list[FigureEntry], specs: dict[str, Spec], path: str 
     if missing:
         raise SpecError(path, "(figures)", f"figure specs not in the audit: {', '.join(missing)}")
 
-
-def not_registered(specs: dict[str, Spec] | None = None) -> list[FigureEntry]:
-    """The audited figures without a spec (checked against ``specs`` when given)."""
-    entries = load_figures()
-    if specs is not None:
-        check_figures(entries, specs, str(figures_path()))
-    return [f for f in entries if f.spec is None]

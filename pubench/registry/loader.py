@@ -160,7 +160,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
             if not any(match_cell(pattern, r, c) for r in rows for c in cols):
                 raise SpecError(file, f"{where}.unavailable.{pattern}", "matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
-                           unavailable=dict(t.unavailable), slurm=dict(t.slurm))
+                           unavailable=dict(t.unavailable))
 
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"

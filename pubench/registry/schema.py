@@ -155,7 +155,6 @@ class TierModel(LayerModel):
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
                         "(not_designed: no config designed for this tier yet)")
-    slurm: Params = Field({}, description="submitit parameters over slurm/<profile>.yaml")
 
 
 class TiersModel(_Model):

@@ -123,7 +123,6 @@ class Tier:
     deviations: list[str]
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
-    slurm: dict[str, Any] = field(default_factory=dict)  # submitit parameters over the profile's
 
 
 @dataclass
@@ -301,10 +300,6 @@ def _ranges(items: list[tuple[int, str]]) -> str:
         else:
             runs.append([(n, label)])
     return ", ".join(r[0][1] if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
-
-
-def cell_key(row: str, col: str) -> str:
-    return f"{row}|{col}"
 
 
 def match_cell(pattern: str, row: str, col: str) -> bool:

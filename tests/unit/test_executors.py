@@ -95,7 +95,7 @@ def test_slurm_dry_run_prints_plan_and_sbatch(tmp_registry, capsys):
     assert main(["run", "table1-bcl", "--tier", "paper", "--executor", "slurm", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "table1-bcl/A|x/seed=0" in out and '"value": 1.0' in out
-    assert "#SBATCH --array=0-7%8"  # submitit caps the parallelism at the array size in out
+    assert "#SBATCH --array=0-7%8" in out  # submitit caps the parallelism at the array size
     assert "#SBATCH --gpus-per-node=1" in out and "#SBATCH --partition=gpu" in out
     assert "export MALLOC_MMAP_MAX_=0" in out and "#SBATCH --job-name=pubench-table1-bcl" in out
     assert not _store().folder("paper", "table1-bcl").exists()  # nothing ran
