@@ -9,7 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pubench.paths import experiments_root
 from pubench.registry.spec import PAPERS, Spec, SpecError
+from pubench.utils.yamlio import read_yaml
 
 FIGURE_RE = re.compile(r"^Fig\. (\d+)$")
 
@@ -27,16 +29,12 @@ class FigureEntry:
 
 
 def figures_path() -> Path:
-    from pubench.registry.loader import experiments_root
-
     return experiments_root() / "_figures.yaml"
 
 
 def load_figures(path: Path | None = None) -> list[FigureEntry]:
     """Every entry of the audit, papers in registry order, figures by number; [] when the file
     is absent. A malformed entry is a :class:`SpecError` naming it."""
-    from pubench.registry.loader import read_yaml
-
     path = path or figures_path()
     if not path.exists():
         return []

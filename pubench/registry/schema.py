@@ -237,9 +237,9 @@ class PuDatasetModel(_Model):
 
 
 class CatalogueModel(_Model):
-    class_counts: dict[str, list[int]] = Field(
-        description="images per class of each data set's training split (class ids as positive/negative use them), "
-                    "for `prior: exact`")
+    """The PU data sets (the class counts ``prior: exact`` needs are the data sets' own:
+    :attr:`pubench.data.base.Dataset.class_counts`)."""
+
     datasets: dict[str, PuDatasetModel]
 
 

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from pubench.paths import experiments_root
 from pubench.registry import cache
 from pubench.registry.spec import SpecError
 
@@ -175,9 +176,7 @@ def implemented() -> dict[str, set[str]]:
     return {kind: set(known(kind)) for kind in ("task", *(k for k, _ in UNIT_KEYS.values()))}
 
 
-def planned_path():
-    from pubench.registry.loader import experiments_root
-
+def planned_path() -> Path:
     return experiments_root() / "_planned.yaml"
 
 
