@@ -11,6 +11,10 @@ class PubenchError(Exception):
     exit_code = 2
 
 
+class UsageError(PubenchError):
+    """Bad input to a command (a flag, a folder, a tier): printed as one line, exit status 2."""
+
+
 class SpecError(PubenchError, ValueError):
     """An invalid file of the registry (a spec, a preset, the PU data set catalogue, ...):
     ``file: key: problem``."""

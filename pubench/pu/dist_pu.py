@@ -51,6 +51,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 LOSS_SCALES = ("released_code", "eq27")
@@ -136,7 +137,6 @@ class DistPU(PUMethod):
     @classmethod
     def run(cls, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "dist_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"dist_pu needs a class prior in (0, 1), got {prior}")
@@ -224,4 +224,4 @@ class DistPU(PUMethod):
             "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
             "model_selection": "the last epoch's model",
         }
-        return metrics, info
+        return Result(metrics, info)

@@ -61,6 +61,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -182,7 +183,6 @@ class PULNS(PUMethod):
     @classmethod
     def run(cls, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "pulns")
         head_seed, selector_seed, order_seed, aug_seed, action_seed, holdout_seed = sub_seeds(seed, 6)
         head = seeded_head(backbone.out_dim, 1, head_seed)
         model = nn.Sequential(backbone, head).to(device)
@@ -296,7 +296,7 @@ class PULNS(PUMethod):
             "selector_weight_norm": float(torch.sqrt(sum((q.detach().double() ** 2).sum() for q in selector.parameters()))),
             "model_selection": "the last epoch's classifier",
         }
-        return metrics, info
+        return Result(metrics, info)
 
 
 def _states(h_u: torch.Tensor, c_neg: torch.Tensor, c_pos: torch.Tensor) -> torch.Tensor:

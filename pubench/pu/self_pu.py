@@ -48,6 +48,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, linear_factor, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 NETWORKS = ("student_1", "student_2", "teacher_1", "teacher_2")
@@ -159,7 +160,6 @@ class SelfPU(PUMethod):
     @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "self_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"self_pu needs a class prior in (0, 1), got {prior}")
@@ -312,4 +312,4 @@ class SelfPU(PUMethod):
             "selection_accuracy": hist["selection_accuracy"],
             "final_train_risk": hist["student_1_risk"][-1] if hist["student_1_risk"] else None,
         }
-        return metrics, info
+        return Result(metrics, info)

@@ -26,6 +26,7 @@ from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import build_optimizer, build_scheduler, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -202,7 +203,6 @@ class VPU(PUMethod):
     @classmethod
     def run(cls, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "vpu")
         init_seed, order_seed, aug_seed, mix_seed, holdout_seed = sub_seeds(seed, 5)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
@@ -298,4 +298,4 @@ class VPU(PUMethod):
             "log_max_phi_data_sample": log_max, "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
             "prior_used": None, "prior_source": "not used (prior-free)",
         }
-        return metrics, info
+        return Result(metrics, info)

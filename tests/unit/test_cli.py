@@ -124,15 +124,18 @@ def test_schema_prints_the_committed_json_schema(capsys):
     assert printed == committed and printed["title"].startswith("pubench spec")
 
 
-@pytest.mark.parametrize("command", ["cmd_run", "cmd_verify"])
+@pytest.mark.parametrize("command", ["run.cmd_run", "verify.cmd_verify"])
 def test_no_progress_silences_progress_inside_jobs_and_restores_the_environment(command, monkeypatch):
-    from pubench import cli
+    import importlib
+
+    from pubench.cli._common import quiet_jobs_when_asked
 
     seen = []
     monkeypatch.setenv("PUBENCH_PROGRESS", "1")
-    wrapped = cli._quiet_jobs_when_asked(lambda args: seen.append(os.environ.get("PUBENCH_PROGRESS")) or 0)
+    wrapped = quiet_jobs_when_asked(lambda args: seen.append(os.environ.get("PUBENCH_PROGRESS")) or 0)
     assert wrapped(argparse.Namespace(no_progress=True)) == 0
     assert wrapped(argparse.Namespace(no_progress=False)) == 0
     assert seen == ["0", "1"] and os.environ["PUBENCH_PROGRESS"] == "1"
     # both commands that run jobs go through it
-    assert getattr(cli, command).__wrapped__ is not None
+    module, name = command.split(".")
+    assert getattr(importlib.import_module(f"pubench.cli.{module}"), name).__wrapped__ is not None
