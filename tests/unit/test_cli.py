@@ -80,6 +80,21 @@ def test_help_has_examples():
     assert out.returncode == 0 and "examples:" in out.stdout and "--dry-run" in out.stdout
 
 
+def test_every_subcommand_is_one_parser_function_with_a_worked_example():
+    """Each parser function of ``SUBCOMMANDS`` adds one subcommand with a command function and
+    at least one worked example in its help (a new subcommand is picked up here)."""
+    import argparse as ap
+
+    from pubench.cli import SUBCOMMANDS
+
+    for add in SUBCOMMANDS:
+        sub = ap.ArgumentParser().add_subparsers()
+        add(sub)
+        (name, parser), = sub.choices.items()
+        assert callable(parser.get_default("fn")), name
+        assert "pubench " + name in (parser.epilog or ""), f"{name}: no worked example in its help"
+
+
 def test_cells_naming_missing_units_are_skipped_not_failed(tmp_registry, capsys):
     text = selftest_spec().replace("B: {value: 2.0}", "B: {value: 2.0, data: {dataset: no_such_dataset}}")
     tmp_registry.plan("dataset", "no_such_dataset")

@@ -408,6 +408,41 @@ def test_downstream(name):
     assert set(unit.info_keys) <= set(i1), set(unit.info_keys) - set(i1)
 
 
+# ------------------------------------------------------------------ optimizers and schedules
+from pubench.train.optim import OPTIMIZERS, SCHEDULES, build_optimizer, build_scheduler, optimizer_config  # noqa: E402
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS.names())
+def test_optimizer(name):
+    """Every registered optimizer builds from a config with the options it ``uses``, takes a
+    finite step on a seeded model, and refuses an unknown key."""
+    block = {"name": name, "lr": 0.1, **({"momentum": 0.9} if "momentum" in OPTIMIZERS.get(name).uses else {})}
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = build_optimizer(block, model)
+    model(torch.ones(4, 3)).square().mean().backward()
+    opt.step()
+    after = list(model.parameters())
+    assert all(torch.isfinite(p).all() for p in after) and any(not torch.equal(a, b) for a, b in zip(before, after))
+    with pytest.raises(ConfigError, match="no_such_key"):
+        optimizer_config({**block, **UNKNOWN})
+
+
+@pytest.mark.parametrize("name", SCHEDULES.names())
+def test_schedule(name):
+    """Every registered schedule multiplies the base lr by a factor in [0, 1] at each step."""
+    block = {"name": name, **({"warmup_epochs": 1.0} if SCHEDULES.get(name).warmup else {})}
+    opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
+    sched = build_scheduler(block, opt, steps_per_epoch=3, epochs=4)
+    lrs = []
+    for _ in range(12):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert all(0.0 <= lr <= 1.0 for lr in lrs), lrs
+
+
 # ------------------------------------------------------------------ backbones
 def _graph_batch(features: int, seed: int = 0):
     from torch_geometric.data import Batch, Data

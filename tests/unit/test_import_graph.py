@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "pubench"
-PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "cli", "__main__"}
+PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__"}
 SCIENCE = {"losses", "models", "data", "sim", "train", "pu", "downstream"}
 #: package -> the pubench packages it may import (besides utils, errors, paths, numerics)
 ALLOWED = {
