@@ -383,6 +383,9 @@ def load_all(root: Path | None = None) -> dict[str, Spec]:
         if s.id in specs:
             raise SpecError(str(p), "id", f"duplicate id, also in {specs[s.id].path}")
         specs[s.id] = s
+    designed = {t: [sid for sid, s in specs.items() if "*|*" not in s.tiers[t].unavailable] for t in TIERS}
+    for s in specs.values():  # the registry is in memory: a reason's sentence reads no file
+        s.designed = functools.partial(dict, designed)
     return specs
 
 

@@ -147,14 +147,18 @@ def test_reference_errors_name_the_key(tmp_registry):
 def test_resolving_a_spec_reads_no_file(monkeypatch):
     """Issue 35: a loaded spec holds the class counts its ``prior: exact`` cells need, so that
     resolving a cell (computed priors included) touches no file: not the catalogue, not the
-    data set table, not another spec."""
+    data set table, not another spec. Once the whole registry is loaded, the sentence of a
+    generated ``unavailable`` reason reads none either."""
     import builtins
     import io
     import pathlib
 
+    from pubench.registry import load_all
+
     spec = get_spec("table1-punce")  # MNIST / CIFAR cells with `prior: exact` at every tier
     assert set(spec.class_counts) == {"mnist", "cifar10"}
     expected = {(t, r, c): spec.resolve(t, r, c) for t in spec.tiers for r, c in spec.cells()}
+    registry = load_all()
 
     def no_file(*args, **kwargs):
         raise AssertionError(f"resolving read a file: {args[:1]}")
@@ -164,6 +168,8 @@ def test_resolving_a_spec_reads_no_file(monkeypatch):
         monkeypatch.setattr(obj, name, no_file)
     for (tier, row, col), cfg in expected.items():
         assert spec._resolve(tier, row, col) == cfg  # computed again, not the precomputed copy
+    reasons = {s.unavailable_reason(t, r, c) for s in registry.values() for t in s.tiers for r, c in s.cells()}
+    assert any(why and "so far only" in why for why in reasons)  # a not_designed sentence was generated
 
 
 def test_every_data_set_entry_agrees_with_itself():
