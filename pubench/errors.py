@@ -11,6 +11,19 @@ class PubenchError(Exception):
     exit_code = 2
 
 
+class UsageError(PubenchError):
+    """Bad input to a command (a flag, a folder, a tier): printed as one line, exit status 2."""
+
+
+class SpecError(PubenchError, ValueError):
+    """An invalid file of the registry (a spec, a preset, the PU data set catalogue, ...):
+    ``file: key: problem``."""
+
+    def __init__(self, file: str, key: str, problem: str):
+        self.file, self.key, self.problem = file, key, problem
+        super().__init__(f"{file}: {key}: {problem}")
+
+
 class StorageError(PubenchError, OSError):
     """Writing a record, a claim, a checkpoint or a report failed (disk full, read-only,
     quota): the run stops with one line naming the folder and the system's reason; what

@@ -15,6 +15,14 @@ def project_root() -> Path:
     return here if (here / "experiments").is_dir() else Path.cwd()
 
 
+def experiments_root() -> Path:
+    """The registry of specs: ``$PUBENCH_EXPERIMENTS``, else ``experiments/`` of the source checkout."""
+    env = os.environ.get("PUBENCH_EXPERIMENTS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "experiments"
+
+
 def results_root() -> Path:
     return Path(os.environ.get("PUBENCH_RESULTS") or project_root() / "results")
 

@@ -11,11 +11,17 @@ register theirs; the registry scans the package) that subclasses :class:`Dataset
 * ``load(...)``: the data (image sets: ``load(split, root)`` -> ``ImageSet``; graph sets:
   ``load(root, features=...)`` -> ``GraphSet``; text sets: ``load(split, root)`` ->
   ``TextSet``); a miss raises ``FileNotFoundError`` with
-  the ``availability`` message.
+  the ``availability`` message;
+* optional, ``class_counts``: examples per class of the training split (of the whole set where a
+  data set has no fixed split, e.g. the TU graphs; class ids as specs use them), or
+  ``None`` where they are not recorded; ``prior: exact`` in a spec needs them
+  (:mod:`pubench.registry.priors`); ``sizes``: examples per split, checked by ``pubench
+  prepare`` (empty: not checked).
 
-A new image data set is one entry of ``pubench/data/images.py`` (its reader and file
-layout), a new graph data set one of ``pubench/data/graphs.py``; a new modality a module
-with its own :class:`Dataset` subclass.
+Everything about a data set is said in its one entry: a new image data set is one entry of
+``pubench/data/images.py`` (its files, reader, split sizes and class counts) plus its reader
+function, a new graph data set one of ``pubench/data/graphs.py``, a text data set one of
+``pubench/data/text.py``; a new modality a module with its own :class:`Dataset` subclass.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pubench.utils.registry import Registry
 class Dataset(ABC):
     name: str
     modality: ClassVar[str]
+    # optional (module docstring): class_counts (tuple of ints, or None) and sizes (split -> count)
 
     @abstractmethod
     def availability(self, root: str | Path | None = None) -> str | None:

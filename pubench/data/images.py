@@ -131,6 +131,9 @@ class ImageDataset(Dataset):
     url: str | None = None
     how_to_get: str = ""
     params: dict = field(default_factory=dict)  # preprocessing parameters (part of the cache hash)
+    sizes: dict[str, int] = field(default_factory=dict)  # images per split (checked by prepare)
+    class_counts: tuple[int, ...] | None = None  # training images per class (`prior: exact` in specs)
+    prepare_note: str = ""  # said after the sizes in `pubench prepare`'s table
 
     def __call__(self, split: str = "train", root: str | Path | None = None) -> ImageSet:
         return load_images(self.name, split, root)
@@ -429,6 +432,8 @@ _ALL: list[ImageDataset] = [
         source="torchvision MNIST (canonical idx files)",
         download=_tv_download("MNIST"), url="https://ossci-datasets.s3.amazonaws.com/mnist/",
         how_to_get="../shared/data/mnist has the canonical files: `pubench prepare mnist --from ../shared/data`",
+        sizes={"train": 60000, "test": 10000},
+        class_counts=(5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),  # ../shared/data/MANIFEST.md
     ),
     ImageDataset(
         name="fashion_mnist", title="Fashion-MNIST", splits=("train", "test"),
@@ -438,6 +443,7 @@ _ALL: list[ImageDataset] = [
         download=_tv_download("FashionMNIST"), url="http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
         how_to_get="../shared/data/fashion-mnist has the canonical files: "
                    "`pubench prepare fashion_mnist --from ../shared/data`",
+        sizes={"train": 60000, "test": 10000}, class_counts=(6000,) * 10,
     ),
     ImageDataset(
         name="cifar10", title="CIFAR-10", splits=("train", "test"),
@@ -458,6 +464,7 @@ _ALL: list[ImageDataset] = [
         how_to_get=f"{_OFFLINE}; only a lossy JPEG copy exists there (dataset `cifar10_jpeg`, reduced tier only). "
                    "Place cifar-10-batches-py/ (or cifar-10-python.tar.gz) under the data root, or run "
                    "`pubench prepare cifar10` online",
+        sizes={"train": 50000, "test": 10000}, class_counts=(5000,) * 10,
     ),
     ImageDataset(
         name="cifar10_jpeg", title="CIFAR-10 (lossy JPEG copy)", splits=("train", "test"),
@@ -471,6 +478,7 @@ _ALL: list[ImageDataset] = [
         how_to_get="../shared/data/cifar10-jpeg has it: `pubench prepare cifar10_jpeg --from ../shared/data` "
                    "(no download exists)",
         params={"decoder": "PIL convert('RGB')"},
+        sizes={"train": 50000, "test": 10000}, prepare_note="lossy JPEG copy: reduced tier only",
     ),
     ImageDataset(
         name="cifar100", title="CIFAR-100", splits=("train", "test"),
@@ -485,6 +493,7 @@ _ALL: list[ImageDataset] = [
         download=_tv_download("CIFAR100"), url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
         how_to_get=f"{_OFFLINE}. Place cifar-100-python/ (or cifar-100-python.tar.gz) under the data root, "
                    "or run `pubench prepare cifar100` online",
+        sizes={"train": 50000, "test": 10000},
     ),
     ImageDataset(
         name="stl10", title="STL-10", splits=("train", "test", "unlabeled", "train+unlabeled"),
@@ -502,6 +511,7 @@ _ALL: list[ImageDataset] = [
         download=_tv_download("STL10"), url="http://ai.stanford.edu/~acoates/stl10/stl10_binary.tar.gz",
         how_to_get=f"{_OFFLINE}. Place stl10_binary/ (or stl10_binary.tar.gz, 2.6 GB) under the data root, "
                    "or run `pubench prepare stl10` online",
+        sizes={"train": 5000, "test": 8000, "unlabeled": 100000},
     ),
     ImageDataset(
         name="svhn", title="SVHN", splits=("train", "test", "extra"),
@@ -514,6 +524,7 @@ _ALL: list[ImageDataset] = [
         download=_tv_download("SVHN", "svhn", ("train", "test")), url="http://ufldl.stanford.edu/housenumbers/",
         how_to_get=f"{_OFFLINE}. Place train_32x32.mat and test_32x32.mat in <root>/svhn/, "
                    "or run `pubench prepare svhn` online",
+        sizes={"train": 73257, "test": 26032},
     ),
     ImageDataset(
         name="imagenet", title="ImageNet-1k (ILSVRC-2012) folder subset", splits=("train", "val"),
@@ -551,6 +562,7 @@ _ALL: list[ImageDataset] = [
                    "(<root>/imagenette2/{train,val}/<wnid>/*.JPEG, <root>/imagewoof2/...), or run "
                    "`pubench prepare imagewoof_imagenette` online",
         params={"resize": "short_side_center_crop", "size": 224, "decoder": "PIL convert('RGB')"},
+        sizes={"train": 18494, "val": 7854},  # fast.ai: imagenette2 9,469 / 3,925, imagewoof2 9,025 / 3,929
     ),
     ImageDataset(
         name="alzheimer_kaggle", title="Alzheimer's Dataset (4 class of images), Kaggle", splits=("train", "test"),
@@ -564,6 +576,7 @@ _ALL: list[ImageDataset] = [
                    "and place its train/ and test/ folders as <root>/alzheimer/{train,test}/<class>/*.jpg (the "
                    "archive's own <root>/Alzheimer_s Dataset/{train,test}/ also works)",
         params={"resize": "native", "size": None, "decoder": "PIL convert('RGB')"},
+        sizes={"train": 5121, "test": 1279},  # 004 Table I: n_U 5,121, 1,279 test
     ),
 ]
 DATASETS_BY_NAME: dict[str, ImageDataset] = {d.name: d for d in _ALL}
@@ -655,7 +668,3 @@ def concat_images(*sets: ImageSet) -> ImageSet:
     return ImageSet(torch.cat([s.x for s in sets]), torch.cat([s.y for s in sets]), list(sets[0].classes),
                     " + ".join(sources))
 
-
-def image_datasets() -> list[str]:
-    """Names of the registered image data sets."""
-    return list(DATASETS_BY_NAME)

@@ -32,39 +32,16 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from pubench.data.images import DATASETS_BY_NAME, FileSpec, ImageDataset, cache_path, load_images
+from pubench.data.text import TEXT_DATASETS, GlueTextDataset
 from pubench.errors import PubenchError
 
 
 class PrepareError(PubenchError, ValueError):
     """Bad input to `pubench prepare` (unknown dataset, missing --from folder)."""
 
-# Number of images per split (checked after loading).
-EXPECTED_SIZES = {
-    "mnist": {"train": 60000, "test": 10000},
-    "fashion_mnist": {"train": 60000, "test": 10000},
-    "cifar10": {"train": 50000, "test": 10000},
-    "cifar10_jpeg": {"train": 50000, "test": 10000},
-    "cifar100": {"train": 50000, "test": 10000},
-    "stl10": {"train": 5000, "test": 8000, "unlabeled": 100000},
-    "svhn": {"train": 73257, "test": 26032},
-    # fast.ai's README: imagenette2 9,469 / 3,925, imagewoof2 9,025 / 3,929 (train / val)
-    "imagewoof_imagenette": {"train": 18494, "val": 7854},
-    "alzheimer_kaggle": {"train": 5121, "test": 1279},  # 004 Table I: n_U 5,121, 1,279 test
-}
-
-# SST-2 (GLUE tsv) for the text track: sha256 from ../shared/data/MANIFEST.md.
-SST2_FILES = {
-    "train.tsv": "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
-    "dev.tsv": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
-    "test.tsv": "69a938605609b3e6663b4487918fe1565eb293734e6e520d0366d1d412fd2a13",
-}
-TEXT_NAMES = ("sst2",)
+TEXT_NAMES = tuple(TEXT_DATASETS)
 GROUPS = {"images": "image data sets", "graphs": "graph data sets", "text": "text data sets"}
 BIG_FILE = 32 << 20  # show a progress bar when copying files larger than this
-
-
-class _Missing(Exception):
-    pass
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -217,29 +194,29 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
             sizes.append(f"{s} cached" if cache_path(ds.name, s, root).is_file() else f"{s} not cached yet")
             continue
         n = len(load_images(ds.name, s, root))
-        want = EXPECTED_SIZES.get(ds.name, {}).get(s)
+        want = ds.sizes.get(s)
         if want is not None and n != want:
             return "error", f"{ds.name} {s}: {n} images, expected {want}"
         sizes.append(f"{s} {n:,}")
     status = "downloaded" if "downloaded" in actions else "copied" if actions else "present"
     detail = ", ".join(sizes) + (" (checksums ok)" if any(f.md5 or f.sha256 for f in files) else "")
-    if ds.name == "cifar10_jpeg":
-        detail += "; lossy JPEG copy: reduced tier only"
+    if ds.prepare_note:
+        detail += f"; {ds.prepare_note}"
     if build_note:
         detail += f"; {build_note}"
     return status, detail
 
 
-# ---------------------------------------------------------------------------- SST-2
-def _prepare_sst2(root: Path, source: Path | None, check_only: bool) -> tuple[str, str]:
-    dst = root / "sst2"
+# ---------------------------------------------------------------------------- text (GLUE tsv)
+def _prepare_text(ds: GlueTextDataset, root: Path, source: Path | None, check_only: bool) -> tuple[str, str]:
+    dst = root / ds.folder
     copied, problems, missing = [], [], []
-    for fn, sha in SST2_FILES.items():
+    for fn, sha in ds.sha256.items():
         p = dst / fn
         bad = _check(p, sha256=sha) if p.is_file() else "missing"
         if bad is None:
             continue
-        cand = source / "sst2" / fn if source else None
+        cand = source / ds.folder / fn if source else None
         if not check_only and cand is not None and cand.is_file() and _check(cand, sha256=sha) is None:
             _copy(cand, p)
             copied.append(fn)
@@ -250,8 +227,8 @@ def _prepare_sst2(root: Path, source: Path | None, check_only: bool) -> tuple[st
     if problems:
         return "error", "checksum mismatch: " + "; ".join(problems)
     if missing:
-        return "missing", (f"SST-2 (GLUE tsv): place {_short(missing)}; ../shared/data/sst2 has them "
-                           "(`pubench prepare sst2 --from ../shared/data`)")
+        return "missing", (f"{ds.title} (GLUE tsv): place {_short(missing)}; ../shared/data/{ds.folder} has them "
+                           f"(`pubench prepare {ds.name} --from ../shared/data`)")
     return ("copied" if copied else "present"), "train/dev/test tsv (sha256 ok)"
 
 
@@ -347,7 +324,7 @@ def prepare_rows(names: list[str] | None = None, source: Path | str | None = Non
                 return "error", f"{type(e).__name__}: {e}"
         step(n, image)
     for n in txt:
-        step(n, lambda: _prepare_sst2(root, source, check_only))
+        step(n, lambda n=n: _prepare_text(TEXT_DATASETS[n], root, source, check_only))
     if graphs is None and not names:
         rows.append(("graphs", "skipped", "pubench.data.graphs not available"))
     for n in gr:

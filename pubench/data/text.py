@@ -5,12 +5,12 @@ and ``sst2/dev.tsv``: a header ``sentence<TAB>label``, then one sentence per lin
 label 0 (negative) / 1 (positive). GLUE's ``test.tsv`` has no labels (the GLUE server
 keeps them), so the text track evaluates on ``dev`` (872 sentences). Jobs never download:
 a miss names the files to place and the ``pubench prepare sst2`` command that copies
-them from ``../shared/data`` (checksums in :mod:`pubench.data.prepare`).
+them from ``../shared/data`` (checking the entry's checksums).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pubench.data.base import DATASETS, Dataset
@@ -55,6 +55,8 @@ class GlueTextDataset(Dataset):
     name: str
     folder: str
     classes: tuple[str, ...]
+    title: str = ""
+    sha256: dict[str, str] = field(default_factory=dict)  # file name -> checksum (checked by prepare)
     modality = "text"
 
     def files(self, root: Path) -> list[Path]:
@@ -85,7 +87,13 @@ class GlueTextDataset(Dataset):
         return TextSet(sentences, torch.tensor(labels, dtype=torch.long), list(self.classes), str(path))
 
 
-TEXT_DATASETS = {"sst2": GlueTextDataset("sst2", "sst2", ("negative", "positive"))}
+TEXT_DATASETS = {"sst2": GlueTextDataset(
+    "sst2", "sst2", ("negative", "positive"), title="SST-2",
+    sha256={  # ../shared/data/MANIFEST.md
+        "train.tsv": "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
+        "dev.tsv": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
+        "test.tsv": "69a938605609b3e6663b4487918fe1565eb293734e6e520d0366d1d412fd2a13",
+    })}
 
 for _name, _ds in TEXT_DATASETS.items():
     DATASETS.register(_name, _ds)

@@ -11,6 +11,7 @@ from pubench.pu.objective import train_and_evaluate
 from pubench.train import DOWNSTREAM
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
 
@@ -34,4 +35,4 @@ class FineTune(RiskClassifier):
                                            cfg.epochs, cfg.batch_size, data, order_seed, aug_seed, device,
                                            f"finetune ({cfg.risk})")
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None, augment=cfg.augment)
-        return metrics, info
+        return Result(metrics, info)

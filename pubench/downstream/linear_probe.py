@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from pubench.pu.objective import RISKS, RiskSettings, Targets, fit_head, make_targets, resolve_prior
+from pubench.pu.objective import RiskSettings, Targets, fit_head, make_targets, resolve_prior
+from pubench.pu.risks import RISKS
 from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.augment import build_augment
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
 from pubench.train.loop import check_loop_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -59,8 +61,7 @@ class ProbeConfig:
 
 def check_probe(cfg: ProbeConfig, where: str) -> None:
     """The checks of a probe / fine-tuning config that types cannot say."""
-    if cfg.risk not in RISKS:
-        raise ConfigError(f"{where}.risk: {cfg.risk!r} is not one of {RISKS}")
+    RISKS.lookup(cfg.risk, f"{where}.risk")
     check_loop_config(cfg, where)
     if cfg.risk != "nnpu" and (cfg.beta != 0.0 or cfg.gamma != 1.0):
         raise ConfigError(f"{where}: beta / gamma are nnPU options")
@@ -94,7 +95,7 @@ class RiskClassifier(Downstream):
     @classmethod
     def targets_and_risk(cls, cfg: ProbeConfig, data: DownstreamData) -> tuple[Targets, RiskSettings, dict]:
         """The checked config's training targets, risk settings and ``info``."""
-        cls.check(cfg)
+        cls.check(cfg, "downstream")
         targets = make_targets(cfg.risk, data.split_kind, data.observed, data.y_true, data.n_classes)
         settings, info = risk_settings(cfg, data, "downstream")
         return targets, settings, info
@@ -146,4 +147,4 @@ class LinearProbe(RiskClassifier):
         metrics = evaluate_head(head, test_feats, data, device)
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None,
                     features=int(encoder.out_dim), augment=cfg.augment, standardize=standardize)
-        return metrics, info
+        return Result(metrics, info)

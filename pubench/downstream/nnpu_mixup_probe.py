@@ -20,6 +20,7 @@ from pubench.downstream.linear_probe import LinearProbe, ProbeConfig
 from pubench.pu.nnpu_mixup import MIX_MODES, MixupConfig, NNPUMixup
 from pubench.train import DOWNSTREAM
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 
 
 @dataclass(frozen=True)
@@ -52,5 +53,5 @@ class NNPUMixupProbe(LinearProbe):
     @classmethod
     def run(cls, cfg: MixupProbeConfig, encoder, data, seed: int, device="cpu"):
         metrics, info = super().run(cfg, encoder, data, seed, device)
-        return metrics, info | {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha,
-                                          "mixes": "standardized features of the frozen encoder"}}
+        return Result(metrics, info | {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha,
+                                          "mixes": "standardized features of the frozen encoder"}})

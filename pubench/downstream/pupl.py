@@ -65,6 +65,7 @@ from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
 
@@ -163,7 +164,7 @@ class PuPL(Downstream):
 
     @classmethod
     def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, device="cpu"):
-        cls.check(cfg)
+        cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError("downstream pupl needs a binary PU split (data.split.kind: pu)")
         init_seed, order_seed, cluster_seed = sub_seeds(seed, 3)
@@ -195,4 +196,4 @@ class PuPL(Downstream):
             "orientation": cfg.orientation,
             "positive_cluster_seeded_at_mu_p": seeded_is_positive,
         }
-        return metrics, info
+        return Result(metrics, info)

@@ -33,6 +33,7 @@ from pubench.train.loop import Step, Trainer
 from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -65,7 +66,7 @@ class VPUProbe(Downstream):
 
     @classmethod
     def run(cls, cfg: VPUProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, device="cpu"):
-        cls.check(cfg)
+        cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError("downstream vpu_probe needs a binary PU split")
         init_seed, order_seed, mix_seed = sub_seeds(seed, 3)
@@ -121,4 +122,4 @@ class VPUProbe(Downstream):
             "final_train_risk": history[-1].mean if history else None, "features": int(encoder.out_dim),
             "standardize": standardize, "prior_used": None, "prior_source": "not used (prior-free)",
         }
-        return metrics, info
+        return Result(metrics, info)

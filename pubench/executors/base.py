@@ -1,22 +1,25 @@
 """The executor interface: where a run's jobs go.
 
 An executor is a class registered in :data:`EXECUTORS` (one module of this package each,
-found automatically) that subclasses :class:`Executor`:
+found automatically; the registration names it) that subclasses :class:`Executor`:
 
 * ``from_context(context)``: build one for a run (:class:`ExecutorContext`);
 * ``runs_here``: whether jobs run in this process tree (the CLI then sets the numerics
   environment before anything loads torch) or somewhere else (a cluster);
 * ``default_device(context)``: the device jobs get when ``--device auto``;
 * ``active_ids(context)``: job ids this executor has queued or running (for ``status`` and
-  so that ``run`` never submits them twice);
+  so that ``run`` never submits them twice); ``describe_active(context, jobs)``: the lines
+  ``run`` prints about those of its jobs it leaves to them;
 * ``unavailable_reason()``: why jobs cannot go to this executor from this machine (None
   when they can); ``run`` refuses before anything is written or submitted, ``--dry-run``
   still prints the plan;
 * ``plan(jobs)``: what ``--dry-run`` prints;
-* ``submit(jobs)``: run or submit, returning a :class:`Submission`;
+* ``submit(jobs, on_done=None)``: run or submit, returning a :class:`Submission`;
+  ``on_done(job, status)`` is called as each job finishes, where jobs finish in this process
+  tree (an executor that hands them elsewhere never calls it);
 * ``wait()``: block until what ``submit`` handed elsewhere has finished (a no-op for
   executors that run jobs here; tests use it);
-* ``test_context``: the :class:`ExecutorContext` fields the contract tests
+* ``test_config``: the :class:`ExecutorContext` fields the contract tests
   (``tests/unit/test_contracts.py``) set to run this executor on a machine without its
   service (e.g. submitit's in-process ``debug`` cluster for SLURM).
 
@@ -28,9 +31,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from pubench.jobs.plan import Job
 from pubench.utils.registry import Registry
@@ -49,7 +52,6 @@ class ExecutorContext:
     force: bool = False              # rerun jobs that are done
     profile: Path | None = None      # SLURM profile file
     cluster: str = "slurm"           # submitit backend (tests use local / debug)
-    overrides: dict[str, Any] = field(default_factory=dict)  # the spec tier's `slurm:` parameters
     numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
     checkpoint_every: int | None = None  # epochs between training checkpoints (None: the executor's default)
 
@@ -57,16 +59,18 @@ class ExecutorContext:
 @dataclass
 class Submission:
     """What ``submit`` did: ``counts`` of ok / failed / skipped when the jobs ran here,
-    ``None`` when they were handed to a scheduler (``where`` then says where to look)."""
+    ``None`` when they were handed to a scheduler (``where`` then says where to look, and
+    ``manifest`` is the file that lists them)."""
 
     counts: Counter | None
     where: str = ""
+    manifest: Path | None = None
 
 
 class Executor(ABC):
-    name: ClassVar[str]
+    name: ClassVar[str]  # set by the registration
     runs_here: ClassVar[bool]
-    test_context: ClassVar[dict[str, Any]] = {}
+    test_config: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     @abstractmethod
@@ -81,6 +85,11 @@ class Executor(ABC):
     def active_ids(cls, context: ExecutorContext) -> set[str]:
         return set()
 
+    @classmethod
+    def describe_active(cls, context: ExecutorContext, jobs: list[Job]) -> list[str]:
+        """What ``run`` says about ``jobs``, which this executor already has in flight."""
+        return [f"  {len(jobs)} job(s) queued or running under {cls.name}: not started again"]
+
     def unavailable_reason(self) -> str | None:
         return None
 
@@ -88,7 +97,7 @@ class Executor(ABC):
         return "\n".join(f"  {j.id}  {j.name}" for j in jobs)
 
     @abstractmethod
-    def submit(self, jobs: list[Job]) -> Submission:
+    def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
         ...
 
     def wait(self) -> None:
@@ -98,7 +107,7 @@ class Executor(ABC):
 def _check_executor(name: str, obj: Any) -> None:
     if not (isinstance(obj, type) and issubclass(obj, Executor)):
         raise TypeError(f"executor {name!r} must subclass pubench.executors.base.Executor")
-    for attr in ("name", "runs_here"):
+    for attr in ("runs_here",):
         if not hasattr(obj, attr):
             raise TypeError(f"executor {name!r} lacks class attribute {attr!r}")
 

@@ -116,13 +116,12 @@ def _raise_interrupted(signum, frame):  # noqa: ARG001
 class LocalExecutor(Executor):
     """Runs jobs on this machine; ``run`` returns counts of ok / failed / skipped jobs."""
 
-    name = "local"
     runs_here = True
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "LocalExecutor":
         return cls(context.results_root, n_jobs=context.jobs, progress=context.progress, force=context.force,
-                   checkpoint_every=context.checkpoint_every)
+                   checkpoint_every=context.checkpoint_every, desc=context.spec_id)
 
     @classmethod
     def active_ids(cls, context: ExecutorContext) -> set[str]:
@@ -131,11 +130,25 @@ class LocalExecutor(Executor):
 
         return ResultStore(context.results_root).claims(context.tier, context.spec_id).live_ids()
 
-    def submit(self, jobs: list[Job], desc: str = "jobs", on_done=None) -> Submission:
-        return Submission(self.run(jobs, desc=desc, on_done=on_done))
+    @classmethod
+    def describe_active(cls, context: ExecutorContext, jobs: list[Job]) -> list[str]:
+        """The claimed jobs, the first three with their holder."""
+        from pubench.store import ResultStore
+        from pubench.store.claims import ClaimBook
+
+        holders = ResultStore(context.results_root).claims(context.tier, context.spec_id).live_holders()
+        lines = [f"  {len(jobs)} job(s) running in another runner (claimed): not started again"]
+        lines += [f"    {j.row}|{j.col} seed {j.seed_index}: {ClaimBook.describe(holders[j.id])}"
+                  for j in jobs[:3] if j.id in holders]
+        if len(jobs) > 3:
+            lines.append(f"    ... and {len(jobs) - 3} more")
+        return lines
+
+    def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
+        return Submission(self.run(jobs, desc=self.desc, on_done=on_done))
 
     def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False,
-                 checkpoint_every: int | None = None):
+                 checkpoint_every: int | None = None, desc: str = "jobs"):
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:
             raise ValueError(f"--jobs must be an integer in 1..{MAX_WORKERS}, got {n_jobs!r}")
         self.results_root = str(results_root)
@@ -143,6 +156,7 @@ class LocalExecutor(Executor):
         self.progress = progress
         self.force = force  # rerun jobs that are done (their records are replaced when they finish)
         self.checkpoint_every = checkpoint_every  # None: the worker's default
+        self.desc = desc  # the progress bar's label
 
     def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()

@@ -31,7 +31,7 @@ import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -117,10 +117,9 @@ class CheckpointedJob:
 class SlurmExecutor(Executor):
     """Submits jobs as one SLURM job array per call; ``submit`` returns at once."""
 
-    name = "slurm"
     runs_here = False
     #: submitit's in-process cluster and the shipped profile: the contract tests need no SLURM
-    test_context = {"cluster": "debug", "profile": Path(__file__).resolve().parents[2] / "slurm" / "default.yaml"}
+    test_config = {"cluster": "debug", "profile": Path(__file__).resolve().parents[2] / "slurm" / "default.yaml"}
 
     def __init__(self, results_root: str | Path, logs_root: str | Path, params: dict[str, Any],
                  cluster: str = "slurm", force: bool = False, numerics=None, spec_id: str = "", tier: str = "",
@@ -140,11 +139,10 @@ class SlurmExecutor(Executor):
 
     @staticmethod
     def parameters(context: ExecutorContext) -> dict[str, Any]:
-        """submitit parameters: the profile's for the tier, then the spec tier's ``slurm:``."""
+        """submitit parameters: the profile's for the tier."""
         if context.profile is None:
             raise ProfileError("no SLURM profile given")
-        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier),
-                **context.overrides}
+        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier)}
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":
@@ -180,14 +178,11 @@ class SlurmExecutor(Executor):
             lines.append(f"      {json.dumps(j.params, sort_keys=True)}")
         return "\n".join(lines + [self.dry_run(jobs, self.spec_id, self.tier)])
 
-    def submit(self, jobs: list[Job], spec_id: str | None = None, tier: str | None = None):
-        """Submit ``jobs`` as one array and write the manifest. Through the interface
-        (``submit(jobs)``) it returns a :class:`Submission`; with ``spec_id`` and ``tier``
-        the manifest's path."""
-        manifest = self._submit(jobs, spec_id or self.spec_id, tier or self.tier)
-        if spec_id is not None:
-            return manifest
-        return Submission(None, f"manifest {manifest}")
+    def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
+        """Submit ``jobs`` as one array and write the manifest; returns at once (the jobs
+        finish on the cluster: ``on_done`` is never called)."""
+        manifest = self._submit(jobs, self.spec_id, self.tier)
+        return Submission(None, f"manifest {manifest}", manifest)
 
     def wait(self) -> None:
         for handle in getattr(self, "_handles", []):

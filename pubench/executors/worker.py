@@ -26,6 +26,7 @@ from pubench.errors import JobInterrupted, StorageError
 from pubench.jobs.plan import Job
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import config_hash
+from pubench.utils.result import Result
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 
@@ -39,11 +40,13 @@ def _now() -> str:
 
 
 def check_output(out: Any) -> tuple[dict[str, float], dict[str, Any]]:
-    """``(metrics, info)`` of a task's return value; a malformed or non-finite one raises."""
-    if not isinstance(out, dict) or not isinstance(out.get("metrics"), dict) or not out["metrics"]:
-        raise DegenerateResult(f"a task must return {{'metrics': {{...}}, 'info': {{...}}}}, got {type(out).__name__}")
+    """``(metrics, info)`` of a task's return value (a :class:`~pubench.utils.result.Result`);
+    a malformed or non-finite one raises."""
+    if not isinstance(out, Result) or not isinstance(out.metrics, dict) or not out.metrics:
+        raise DegenerateResult(f"a task must return pubench.utils.result.Result(metrics, info) with metrics, "
+                               f"got {type(out).__name__}")
     metrics = {}
-    for k, v in out["metrics"].items():
+    for k, v in out.metrics.items():
         try:
             v = float(v)
         except (TypeError, ValueError):
@@ -51,7 +54,7 @@ def check_output(out: Any) -> tuple[dict[str, float], dict[str, Any]]:
         if not math.isfinite(v):
             raise DegenerateResult(f"metric {k!r} is {v}")
         metrics[k] = v
-    info = out.get("info") or {}
+    info = out.info or {}
     if not isinstance(info, dict):
         raise DegenerateResult(f"info must be a mapping, got {type(info).__name__}")
     return metrics, dict(info)

@@ -52,6 +52,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 ESTIMATORS = ("purr",)
@@ -141,7 +142,6 @@ class APU(PUMethod):
     @classmethod
     def run(cls, cfg: APUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "apu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"apu needs a class prior in (0, 1), got {prior}")
@@ -175,4 +175,4 @@ class APU(PUMethod):
             "gamma": cfg.gamma, "steps_by_branch": dict(branches),
             "final_train_risk": hist[-1].mean if hist else None, "model_selection": "the last epoch's model",
         }
-        return metrics, info
+        return Result(metrics, info)

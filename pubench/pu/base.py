@@ -2,7 +2,7 @@
 ``params.pu_method``.
 
 A PU method is a class registered in :data:`PU_METHODS` (one module of this package each,
-found automatically) that subclasses :class:`PUMethod`:
+found automatically; the registration sets its ``name``) that subclasses :class:`PUMethod`:
 
 * ``config_cls``: the dataclass of its ``pu_method`` block; ``check(cfg, where)``: the
   checks types cannot say (``ConfigError``);
@@ -15,10 +15,12 @@ found automatically) that subclasses :class:`PUMethod`:
 * ``uses_projector``: true when the method also trains a projection head (e.g. WConPU's
   query encoder): the task builds it from ``params.model.projector`` and passes it to
   ``run`` as ``projector=``;
-* ``run(cfg, backbone, train, data, seed, device, classifier) -> (metrics, info)``: train
-  on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split) from
-  the task's freshly built ``backbone`` (``out_dim`` features) and evaluate on the test
-  split; ``info`` holds at least :attr:`PUMethod.info_keys`;
+* ``run(cfg, backbone, train, data, seed, device, classifier) -> Result(metrics, info)``:
+  train on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split)
+  from the task's freshly built ``backbone`` (``out_dim`` features) and evaluate on the test
+  split; ``info`` holds at least :attr:`PUMethod.info_keys`. The caller has run
+  :meth:`PUMethod.check_run` first (the task does, and the contract tests): ``run`` checks
+  nothing of its own;
 * ``test_config``: a small valid ``pu_method`` block for the contract tests.
 """
 
@@ -33,6 +35,7 @@ from pubench.train.classifier import DownstreamData
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.registry import Registry, Unit, subclass_check
+from pubench.utils.result import Result
 
 
 class PUMethod(Unit):
@@ -64,11 +67,6 @@ class PUMethod(Unit):
         return build_config(cls.classifier_config, params, where)
 
     @staticmethod
-    def needs_binary_pu(data: DownstreamData, name: str) -> None:
-        if data.split_kind != "pu" or data.n_classes != 2:
-            raise ConfigError(f"pu_method {name} needs a binary PU split (data.split.kind: pu)")
-
-    @staticmethod
     def needs_own_views(train: TrainConfig, name: str, where: str = "params") -> None:
         """For methods that draw their two augmented views from ``pu_method.augment``."""
         if train.augment is not None:
@@ -77,25 +75,21 @@ class PUMethod(Unit):
             raise ConfigError(f"{where}.train.batch_size must be >= 2 for {name}")
 
     @classmethod
-    def check_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, name: str) -> None:
-        """What every ``run`` checks first: the method's config, its ``train`` constraints and
-        a binary PU split."""
-        cls.check(cfg)
+    def check_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, projector: nn.Module | None = None) -> None:
+        """What the caller checks before :meth:`run` (the task, the contract tests): the
+        method's config, its ``train`` constraints, a binary PU split and, for a method that
+        trains a projection head, the head."""
+        cls.check(cfg, "pu_method")
         cls.check_train(cfg, train, "params")
-        cls.needs_binary_pu(data, name)
-
-    @classmethod
-    def check_two_view_run(cls, cfg: Any, train: TrainConfig, data: DownstreamData, projector: nn.Module | None,
-                           name: str) -> None:
-        """The checks of a method with a query encoder's projection head and its own views."""
-        cls.check_run(cfg, train, data, name)
-        if projector is None:
-            raise ConfigError(f"{name} needs params.model.projector (the query encoder's projection head)")
+        if data.split_kind != "pu" or data.n_classes != 2:
+            raise ConfigError(f"pu_method {cls.name} needs a binary PU split (data.split.kind: pu)")
+        if cls.uses_projector and projector is None:
+            raise ConfigError(f"{cls.name} needs params.model.projector (the query encoder's projection head)")
 
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device: Any = "cpu", classifier: Any = None) -> tuple[dict[str, float], dict[str, Any]]:
+            device: Any = "cpu", classifier: Any = None) -> Result:
         ...
 
 

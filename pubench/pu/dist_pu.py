@@ -51,6 +51,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 LOSS_SCALES = ("released_code", "eq27")
@@ -136,92 +137,115 @@ class DistPU(PUMethod):
     @classmethod
     def run(cls, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "dist_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"dist_pu needs a class prior in (0, 1), got {prior}")
+        fit = _DistPUTraining(cfg, backbone, train, data, prior, seed, device)
+        fit.warm_up()
+        fit.mix_up()
+        return Result(evaluate_network(fit.model, data, device), fit.info(source))
+
+
+class _DistPUTraining:
+    """One Dist-PU run, in named steps: stage 1 (``warm_up``: label distribution + entropy
+    on U), then stage 2 (``mix_up``: MixUp on self-updated pseudo-labels); ``hist`` and the
+    pseudo-labels are the state a checkpoint holds."""
+
+    def __init__(self, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData,
+                 prior: float, seed: int, device):
+        self.cfg, self.train_cfg, self.data, self.prior, self.device = cfg, train, data, prior, device
         init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
-        model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
-        labeled_all = data.observed == 1
-        n = data.x_train.shape[0]
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen, mix_rng = torch_generator(order_seed), torch_generator(aug_seed), np.random.default_rng(mix_seed)
-        min_size = 2 if has_batchnorm(model) else 1
-        steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
-        scale = 1.0 / (2.0 * prior) if cfg.loss_scale == "released_code" else 1.0
-        clamp = cfg.logit_clamp or math.inf
-
-        def inputs(rows):
-            xb = data.x_train[rows].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
-
-        def distribution(logits, lab):
-            return scale * R.label_distribution_loss(torch.sigmoid(logits), lab, prior)
-
-        def epoch_batches(epoch):
-            return batches(n, train.batch_size, gen, min_size=min_size)
-
-        # ---- stage 1: label distribution + entropy on U
-        def warmup_step(rows, epoch):
-            lab = labeled_all[rows].to(device)
-            z = model(inputs(rows)).reshape(-1)
-            dist = distribution(z, lab)
-            ent = R.binary_entropy(z.clamp(-clamp, clamp)[~lab])
-            return Step(dist + cfg.entropy_weight * ent, extra={"dist_loss": dist.detach(), "entropy": ent.detach()})
-
-        hist: dict[str, list] = {"loss": [], "dist_loss": [], "mixup_loss": [], "lr": []}
-
-        def end_epoch(stats):
-            hist["loss"].append(stats.mean)
-            hist["dist_loss"].append(stats.sums.get("dist_loss", 0.0) / max(1, stats.steps))
-            hist["mixup_loss"].append(stats.sums["mixup"] / max(1, stats.steps) if "mixup" in stats.sums else None)
-
-        def start_epoch(trainer):
-            return lambda epoch: hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
-
-        opt1 = build_optimizer(train.optimizer, model)
-        state = {"order": gen, "augment": aug_gen, "mixup": mix_rng, "history": hist}
-        stage1 = Trainer([model], opt1, stage_scheduler(train.schedule, opt1, steps, cfg.warmup_epochs, 0.0),
-                         "dist_pu warm-up", state=state)
-        stage1.run(cfg.warmup_epochs, epoch_batches, warmup_step, start_epoch=start_epoch(stage1), end_epoch=end_epoch)
-
-        # ---- stage 2: MixUp on self-updated pseudo-labels
-        mix_epochs = train.epochs - cfg.warmup_epochs
-        model.eval()
+        self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
+        self.labeled_all = data.observed == 1
+        self.n = data.x_train.shape[0]
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.mix_rng = np.random.default_rng(mix_seed)
+        self.min_size = 2 if has_batchnorm(self.model) else 1
+        self.steps = max(1, len(batches(self.n, train.batch_size, torch_generator(0), min_size=self.min_size)))
+        self.scale = 1.0 / (2.0 * prior) if cfg.loss_scale == "released_code" else 1.0
+        self.clamp = cfg.logit_clamp or math.inf
+        self.mix_epochs = train.epochs - cfg.warmup_epochs
+        self.hist: dict[str, list] = {"loss": [], "dist_loss": [], "mixup_loss": [], "lr": []}
+        self.state = {"order": self.gen, "augment": self.aug_gen, "mixup": self.mix_rng, "history": self.hist}
         # read through a dict: the checkpoint restores the pseudo-labels updated so far in place
-        soft = {"pseudo": torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(device), data.mean,
-                                                                             data.std)), n).reshape(-1))}
+        self.soft: dict[str, torch.Tensor] = {}
 
-        def mixup_step(rows, epoch):
-            lab = labeled_all[rows].to(device)
-            x = inputs(rows)
-            pseudo = soft["pseudo"]
-            targets = torch.where(lab, torch.ones_like(lab, dtype=pseudo.dtype), pseudo[rows].to(device))
-            lam = float(mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
-            perm = torch.randperm(len(rows), generator=gen).to(device)
-            z_mix = model(lam * x + (1.0 - lam) * x[perm]).reshape(-1).clamp(-clamp, clamp)
-            z = model(x).reshape(-1).clamp(-clamp, clamp)
-            dist = distribution(z, lab)
-            mix = R.mixup_bce(z_mix, targets, targets[perm], lam)
-            loss = (dist + mixup_entropy_ramp(epoch, mix_epochs, cfg.mixup_entropy_weight) * R.binary_entropy(z[~lab])
-                    + cfg.mixed_entropy_weight * R.binary_entropy(z_mix) + cfg.mixup_weight * mix)
-            pseudo[rows] = torch.sigmoid(z.detach()).cpu()
-            return Step(loss, extra={"dist_loss": dist.detach(), "mixup": mix.detach()})
+    def inputs(self, rows):
+        data = self.data
+        xb = data.x_train[rows].to(self.device)
+        return self.aug(xb, self.aug_gen) if self.aug is not None else to_float(xb, data.mean, data.std)
 
-        opt2 = build_optimizer(dict(train.optimizer, **cfg.mixup_optimizer), model)
-        stage2 = Trainer([model], opt2, stage_scheduler(train.schedule, opt2, steps, mix_epochs, cfg.mixup_lr_floor),
-                         "dist_pu mixup", state={**state, "pseudo_labels": soft})
-        stage2.run(mix_epochs, epoch_batches, mixup_step, start_epoch=start_epoch(stage2), end_epoch=end_epoch)
+    def distribution(self, logits, lab):
+        return self.scale * R.label_distribution_loss(torch.sigmoid(logits), lab, self.prior)
 
-        metrics = evaluate_network(model, data, device)
-        info = {
+    def epoch_batches(self, epoch):
+        return batches(self.n, self.train_cfg.batch_size, self.gen, min_size=self.min_size)
+
+    def end_epoch(self, stats):
+        hist = self.hist
+        hist["loss"].append(stats.mean)
+        hist["dist_loss"].append(stats.sums.get("dist_loss", 0.0) / max(1, stats.steps))
+        hist["mixup_loss"].append(stats.sums["mixup"] / max(1, stats.steps) if "mixup" in stats.sums else None)
+
+    def start_epoch(self, trainer):
+        return lambda epoch: self.hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
+
+    # ---- stage 1: label distribution + entropy on U
+    def warm_up(self) -> None:
+        cfg, train = self.cfg, self.train_cfg
+        opt = build_optimizer(train.optimizer, self.model)
+        stage = Trainer([self.model], opt, stage_scheduler(train.schedule, opt, self.steps, cfg.warmup_epochs, 0.0),
+                        "dist_pu warm-up", state=self.state)
+        stage.run(cfg.warmup_epochs, self.epoch_batches, self.warmup_step, start_epoch=self.start_epoch(stage),
+                  end_epoch=self.end_epoch)
+
+    def warmup_step(self, rows, epoch):
+        lab = self.labeled_all[rows].to(self.device)
+        z = self.model(self.inputs(rows)).reshape(-1)
+        dist = self.distribution(z, lab)
+        ent = R.binary_entropy(z.clamp(-self.clamp, self.clamp)[~lab])
+        return Step(dist + self.cfg.entropy_weight * ent, extra={"dist_loss": dist.detach(), "entropy": ent.detach()})
+
+    # ---- stage 2: MixUp on self-updated pseudo-labels
+    def mix_up(self) -> None:
+        cfg, train, data, model = self.cfg, self.train_cfg, self.data, self.model
+        model.eval()
+        self.soft["pseudo"] = torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(self.device),
+                                                                             data.mean, data.std)), self.n).reshape(-1))
+        opt = build_optimizer(dict(train.optimizer, **cfg.mixup_optimizer), model)
+        stage = Trainer([model], opt, stage_scheduler(train.schedule, opt, self.steps, self.mix_epochs,
+                                                      cfg.mixup_lr_floor),
+                        "dist_pu mixup", state={**self.state, "pseudo_labels": self.soft})
+        stage.run(self.mix_epochs, self.epoch_batches, self.mixup_step, start_epoch=self.start_epoch(stage),
+                  end_epoch=self.end_epoch)
+
+    def mixup_step(self, rows, epoch):
+        cfg, model, clamp = self.cfg, self.model, self.clamp
+        lab = self.labeled_all[rows].to(self.device)
+        x = self.inputs(rows)
+        pseudo = self.soft["pseudo"]
+        targets = torch.where(lab, torch.ones_like(lab, dtype=pseudo.dtype), pseudo[rows].to(self.device))
+        lam = float(self.mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
+        perm = torch.randperm(len(rows), generator=self.gen).to(self.device)
+        z_mix = model(lam * x + (1.0 - lam) * x[perm]).reshape(-1).clamp(-clamp, clamp)
+        z = model(x).reshape(-1).clamp(-clamp, clamp)
+        dist = self.distribution(z, lab)
+        mix = R.mixup_bce(z_mix, targets, targets[perm], lam)
+        loss = (dist + mixup_entropy_ramp(epoch, self.mix_epochs, cfg.mixup_entropy_weight) * R.binary_entropy(z[~lab])
+                + cfg.mixed_entropy_weight * R.binary_entropy(z_mix) + cfg.mixup_weight * mix)
+        pseudo[rows] = torch.sigmoid(z.detach()).cpu()
+        return Step(loss, extra={"dist_loss": dist.detach(), "mixup": mix.detach()})
+
+    def info(self, source: str) -> dict:
+        cfg, hist = self.cfg, self.hist
+        return {
             "risk": "Dist-PU: label distribution alignment + entropy minimization, then MixUp",
-            "prior_used": prior, "prior_source": source, "loss_scale": cfg.loss_scale,
-            "warmup_epochs": cfg.warmup_epochs, "mixup_epochs": mix_epochs,
-            "mixup_optimizer": dict(train.optimizer, **cfg.mixup_optimizer), "lr_per_epoch": hist["lr"],
+            "prior_used": self.prior, "prior_source": source, "loss_scale": cfg.loss_scale,
+            "warmup_epochs": cfg.warmup_epochs, "mixup_epochs": self.mix_epochs,
+            "mixup_optimizer": dict(self.train_cfg.optimizer, **cfg.mixup_optimizer), "lr_per_epoch": hist["lr"],
             "loss_per_epoch": hist["loss"], "dist_loss_per_epoch": hist["dist_loss"],
             "mixup_loss_per_epoch": hist["mixup_loss"],
             "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
             "model_selection": "the last epoch's model",
         }
-        return metrics, info

@@ -31,6 +31,7 @@ from pubench.pu.risks import SURROGATES
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
 
@@ -66,8 +67,6 @@ class RiskMethod(PUMethod):
     @classmethod
     def run(cls, cfg: RiskMethodConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check(cfg, "pu_method")
-        cls.needs_binary_pu(data, cfg.name)
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
         settings = cls.risk_settings(cfg, prior if cls.risk != "pn" else None)
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
@@ -83,7 +82,7 @@ class RiskMethod(PUMethod):
                 "final_train_risk": hist[-1] if hist else None}
         if cls.risk == "nnpu":
             info.update(beta=cfg.beta, gamma=cfg.gamma)
-        return metrics, info | extra
+        return Result(metrics, info | extra)
 
     @classmethod
     def risk_settings(cls, cfg, prior: float | None) -> RiskSettings:

@@ -51,6 +51,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 CONSISTENCY_TARGETS = ("mixed_teacher_logits", "mixed_teacher_probabilities")
@@ -169,7 +170,6 @@ class MixPUL(PUMethod):
     @classmethod
     def run(cls, cfg: MixPULConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "mixpul")
         init_seed, order_seed, aug_seed, mix_seed, mine_seed = sub_seeds(seed, 5)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         labeled_all = data.observed == 1
@@ -256,4 +256,4 @@ class MixPUL(PUMethod):
                 "consistency_per_epoch": hist["consistency"],
                 "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
                 "model_selection": "the last epoch's model"}
-        return metrics, info
+        return Result(metrics, info)

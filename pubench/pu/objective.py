@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from pubench.pu import risks as R
+from pubench.pu.risks import RISKS
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network
@@ -20,9 +21,6 @@ from pubench.train.loop import Step, Trainer, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import torch_generator
-
-RISKS = ("pn", "upu", "nnpu", "pvu")
-
 
 @dataclass
 class Targets:
@@ -46,8 +44,7 @@ def make_targets(risk: str, split_kind: str, observed: torch.Tensor, y_true: tor
       classifier); ``upu`` / ``nnpu`` / ``pvu`` take labeled positives vs unlabeled;
     * kind ``pnu``: ``pn`` on the labeled examples only (both classes).
     """
-    if risk not in RISKS:
-        raise ConfigError(f"risk {risk!r} is not one of {RISKS}")
+    RISKS.lookup(risk, "risk")
     n = observed.shape[0]
     if n_classes != 2 and risk != "pn":
         raise ConfigError(f"risk {risk!r} needs a binary task (data.labels); multi-class evaluation uses pn")

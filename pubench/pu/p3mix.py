@@ -56,6 +56,7 @@ from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 PROB_CLAMP = 1e-4
@@ -224,7 +225,6 @@ class P3Mix(PUMethod):
     @classmethod
     def run(cls, cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, cfg.name)
         init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         teacher = cls.make_teacher(cfg, model)
@@ -308,7 +308,7 @@ class P3Mix(PUMethod):
                 "corrected_fraction_per_epoch": hist["corrected_fraction"],
                 "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
                 "model_selection": "the last epoch's model"}
-        return metrics, info
+        return Result(metrics, info)
 
     # ---- what the variants change
     @classmethod

@@ -53,6 +53,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -165,7 +166,6 @@ class PAN(PUMethod):
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "pan")
         c_head_seed, d_seed, d_head_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         discriminator = nn.Sequential(fresh_copy(backbone, d_seed), seeded_head(backbone.out_dim, 1, d_head_seed))
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, c_head_seed))
@@ -198,4 +198,4 @@ class PAN(PUMethod):
             "final_value": hist[-1].mean if hist else None,
             "model_selection": "the last epoch's classifier",
         }
-        return metrics, info
+        return Result(metrics, info)

@@ -59,6 +59,7 @@ from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 DIST_LOSSES = ("dist_pu", "none")
@@ -176,12 +177,11 @@ class PiCO(PUMethod):
 
     @classmethod
     def check_train(cls, cfg: PiCOConfig, train: TrainConfig, where: str = "params") -> None:
-        cls.needs_own_views(train, "pico", where)
+        cls.needs_own_views(train, cls.name, where)
 
     @classmethod
     def run(cls, cfg: PiCOConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None, projector: nn.Module | None = None):
-        cls.check_two_view_run(cfg, train, data, projector, "pico")
         use_dis = cfg.dist_loss["name"] == "dist_pu"
         prior, source = resolve_prior(cfg.prior, data.prior, use_dis, "pu_method")
         head_seed, order_seed, aug_seed = sub_seeds(seed, 3)
@@ -200,7 +200,7 @@ class PiCO(PUMethod):
             "prototype_start_epoch": cfg.prototype_start_epoch, "model_selection": "the last epoch's model",
             **hist,
         }
-        return metrics, info
+        return Result(metrics, info)
 
 
 def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,

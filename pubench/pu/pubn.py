@@ -42,6 +42,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -78,7 +79,6 @@ class PUbN(PUMethod):
     @classmethod
     def run(cls, cfg: PUbNConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "pubn")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         sigma_head_seed, head_seed, order_seed, aug_seed, sigma_order_seed, sigma_aug_seed = sub_seeds(seed, 6)
         sigma_model = nn.Sequential(copy.deepcopy(backbone), seeded_head(backbone.out_dim, 1, sigma_head_seed)).to(device)
@@ -126,4 +126,4 @@ class PUbN(PUMethod):
             "sigma_final_train_risk": sigma_hist[-1] if sigma_hist else None,
             "final_train_risk": hist[-1].mean if hist else None, "model_selection": "the last epoch's models",
         }
-        return metrics, info
+        return Result(metrics, info)

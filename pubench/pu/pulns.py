@@ -61,6 +61,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -182,121 +183,151 @@ class PULNS(PUMethod):
     @classmethod
     def run(cls, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "pulns")
+        fit = _PULNSTraining(cfg, backbone, train, data, seed, device)
+        hist = fit.train()
+        return Result(evaluate_network(fit.model, data, device), fit.info(hist))
+
+
+class _PULNSTraining:
+    """One PULNS run, in named steps: the classifier's ``step`` (warm-up BCE, then the
+    selector's sampled negatives), the validation criterion and the selector's REINFORCE
+    update at each epoch's end (``end_epoch``); ``episode`` and ``baseline`` are the state a
+    checkpoint holds."""
+
+    def __init__(self, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+                 device):
+        self.cfg, self.backbone, self.train_cfg, self.data, self.device = cfg, backbone, train, data, device
         head_seed, selector_seed, order_seed, aug_seed, action_seed, holdout_seed = sub_seeds(seed, 6)
-        head = seeded_head(backbone.out_dim, 1, head_seed)
-        model = nn.Sequential(backbone, head).to(device)
-        selector = build_selector(cfg.selector, 3 * backbone.out_dim, selector_seed).to(device)
+        self.head = seeded_head(backbone.out_dim, 1, head_seed)
+        self.model = nn.Sequential(backbone, self.head).to(device)
+        self.selector = build_selector(cfg.selector, 3 * backbone.out_dim, selector_seed).to(device)
         rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
         # vpu_rows' data sample holds the labeled positives too in a single training set: keep U only
-        train_rows = torch.cat([rows["train_p"], rows["train_x"][data.observed[rows["train_x"]] == 0]]).sort().values
-        val_rows = torch.cat([rows["val_p"], rows["val_x"][data.observed[rows["val_x"]] == 0]])
-        val_labeled = data.observed[val_rows] == 1
-        labeled_all = data.observed == 1
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen, action_gen = torch_generator(order_seed), torch_generator(aug_seed), torch_generator(action_seed)
-        x_train = accel.data_on_device(data.x_train, device)
-        min_size = 2 if has_batchnorm(model) else 1
-        n = len(train_rows)
-        dim = backbone.out_dim
+        self.train_rows = torch.cat([rows["train_p"], rows["train_x"][data.observed[rows["train_x"]] == 0]]).sort().values
+        self.val_rows = torch.cat([rows["val_p"], rows["val_x"][data.observed[rows["val_x"]] == 0]])
+        self.val_labeled = data.observed[self.val_rows] == 1
+        self.labeled_all = data.observed == 1
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.action_gen = torch_generator(action_seed)
+        self.x_train = accel.data_on_device(data.x_train, device)
+        self.min_size = 2 if has_batchnorm(self.model) else 1
         # one episode's trajectory (cleared at each epoch's end) and the reward baseline
-        episode: dict = {"features": [], "c_neg": [], "c_pos": [], "actions": [], "rewards": [],
-                         "neg_sum": None, "neg_count": 0, "pos_mean": None, "start_mean": None}
-        baseline: dict = {"z": None, "history": [], "selected_fraction": []}
-        selector_opt = torch.optim.Adam(selector.parameters(), lr=cfg.selector_lr)
+        self.episode: dict = {"features": [], "c_neg": [], "c_pos": [], "actions": [], "rewards": [],
+                              "neg_sum": None, "neg_count": 0, "pos_mean": None, "start_mean": None}
+        self.baseline: dict = {"z": None, "history": [], "selected_fraction": []}
+        self.selector_opt = torch.optim.Adam(self.selector.parameters(), lr=cfg.selector_lr)
 
-        def forward(idx):
-            xb = x_train[idx].to(device)
-            x = accel.input_format(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
-            feats = backbone(x)
-            return feats, head(feats).reshape(-1)
+    def train(self) -> list[EpochStats]:
+        train, n = self.train_cfg, len(self.train_rows)
+        opt = build_optimizer(train.optimizer, self.model)
+        steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=self.min_size)))
+        trainer = Trainer([self.model, self.selector], opt, build_scheduler(train.schedule, opt, steps, train.epochs),
+                          "pulns", state={"order": self.gen, "augment": self.aug_gen, "actions": self.action_gen,
+                                          "episode": self.episode, "baseline": self.baseline,
+                                          "selector_optimizer": self.selector_opt})
+        return trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, self.gen, min_size=self.min_size),
+                           self.step, end_epoch=self.end_epoch)
 
-        def step(pos, epoch):
-            idx = train_rows[pos]
-            lab = labeled_all[idx].to(device)
-            feats, logits = forward(idx)
-            if epoch < cfg.warmup_epochs:
-                return Step(balanced_bce(logits, lab, ~lab), weight=len(idx))
-            h = feats.detach()
-            unl = ~lab
-            if bool(lab.any()):
-                episode["pos_mean"] = h[lab].mean(0)
-            if episode["start_mean"] is None:
-                episode["start_mean"] = h[unl].mean(0) if bool(unl.any()) else h.mean(0)
-            c_neg = episode["neg_sum"] / episode["neg_count"] if episode["neg_count"] else episode["start_mean"]
-            c_pos = episode["pos_mean"] if episode["pos_mean"] is not None else h.mean(0)
-            take = torch.zeros_like(lab)
-            if bool(unl.any()):
-                h_u = h[unl]
-                with torch.no_grad():
-                    probs = torch.sigmoid(selector(_states(h_u, c_neg, c_pos)).reshape(-1))
-                actions = torch.bernoulli(probs.double().cpu(), generator=action_gen).to(device)
-                take[unl] = actions > 0.5
-                episode["features"].append(h_u.cpu())
-                episode["c_neg"].append(c_neg.cpu())
-                episode["c_pos"].append(c_pos.cpu())
-                episode["actions"].append(actions.cpu())
-                episode["rewards"].append(pulns_intermediate_reward(logits.detach()[unl].double(), actions,
-                                                                    cfg.reward_clip).cpu())
-                if bool((actions > 0.5).any()):
-                    sel = h_u[actions > 0.5].sum(0)
-                    episode["neg_sum"] = sel if episode["neg_sum"] is None else episode["neg_sum"] + sel
-                    episode["neg_count"] += int((actions > 0.5).sum())
-            return Step(balanced_bce(logits, lab, take), weight=int((lab | take).sum()),
-                        extra={"selected": float(take.sum()), "unlabeled": float(unl.sum())})
+    def forward(self, idx):
+        data = self.data
+        xb = self.x_train[idx].to(self.device)
+        x = accel.input_format(self.aug(xb, self.aug_gen) if self.aug is not None
+                               else to_float(xb, data.mean, data.std))
+        feats = self.backbone(x)
+        return feats, self.head(feats).reshape(-1)
 
-        def validation_score() -> float:
-            model.eval()
-            scores = predict(lambda k: model(accel.input_format(to_float(x_train[val_rows[k]].to(device), data.mean,
-                                                                            data.std))), len(val_rows)).reshape(-1)
-            return pu_f1_criterion(scores[val_labeled], scores[~val_labeled])
+    def step(self, pos, epoch):
+        idx = self.train_rows[pos]
+        lab = self.labeled_all[idx].to(self.device)
+        feats, logits = self.forward(idx)
+        if epoch < self.cfg.warmup_epochs:
+            return Step(balanced_bce(logits, lab, ~lab), weight=len(idx))
+        take = self.select_negatives(feats.detach(), logits, lab)
+        return Step(balanced_bce(logits, lab, take), weight=int((lab | take).sum()),
+                    extra={"selected": float(take.sum()), "unlabeled": float((~lab).sum())})
 
-        def end_epoch(stats: EpochStats) -> None:
-            z = validation_score()
-            if stats.epoch >= cfg.warmup_epochs and episode["actions"]:
-                terminal = 0.0 if baseline["z"] is None else z - baseline["z"]
-                rewards = torch.cat(episode["rewards"])
-                returns = pulns_returns(rewards, terminal, cfg.discount, cfg.terminal_weight)
-                selector.train()
-                selector_opt.zero_grad(set_to_none=True)
-                total, at = len(rewards), 0
-                for feats_u, c_neg, c_pos, acts in zip(episode["features"], episode["c_neg"], episode["c_pos"],
-                                                       episode["actions"]):
-                    k = len(acts)
-                    logits_sel = selector(_states(feats_u.to(device), c_neg.to(device), c_pos.to(device))).reshape(-1)
-                    # the episode's mean loss, accumulated batch by batch
-                    (pulns_policy_loss(logits_sel, acts.to(device), returns[at:at + k].to(device)) * (k / total)
-                     ).backward()
-                    at += k
-                selector_opt.step()
-                baseline["selected_fraction"].append(stats.sums.get("selected", 0.0)
-                                                     / max(1.0, stats.sums.get("unlabeled", 0.0)))
-            baseline["z"] = z
-            baseline["history"].append(z)
-            for key in ("features", "c_neg", "c_pos", "actions", "rewards"):
-                episode[key].clear()
-            episode.update(neg_sum=None, neg_count=0, pos_mean=None, start_mean=None)
+    def select_negatives(self, h: torch.Tensor, logits: torch.Tensor, lab: torch.Tensor) -> torch.Tensor:
+        """The selector's sampled negatives among the batch's unlabeled examples (a mask), and
+        the episode's trajectory (states, actions, intermediate rewards) and centroids."""
+        episode, device = self.episode, self.device
+        unl = ~lab
+        if bool(lab.any()):
+            episode["pos_mean"] = h[lab].mean(0)
+        if episode["start_mean"] is None:
+            episode["start_mean"] = h[unl].mean(0) if bool(unl.any()) else h.mean(0)
+        c_neg = episode["neg_sum"] / episode["neg_count"] if episode["neg_count"] else episode["start_mean"]
+        c_pos = episode["pos_mean"] if episode["pos_mean"] is not None else h.mean(0)
+        take = torch.zeros_like(lab)
+        if bool(unl.any()):
+            h_u = h[unl]
+            with torch.no_grad():
+                probs = torch.sigmoid(self.selector(_states(h_u, c_neg, c_pos)).reshape(-1))
+            actions = torch.bernoulli(probs.double().cpu(), generator=self.action_gen).to(device)
+            take[unl] = actions > 0.5
+            episode["features"].append(h_u.cpu())
+            episode["c_neg"].append(c_neg.cpu())
+            episode["c_pos"].append(c_pos.cpu())
+            episode["actions"].append(actions.cpu())
+            episode["rewards"].append(pulns_intermediate_reward(logits.detach()[unl].double(), actions,
+                                                                self.cfg.reward_clip).cpu())
+            if bool((actions > 0.5).any()):
+                sel = h_u[actions > 0.5].sum(0)
+                episode["neg_sum"] = sel if episode["neg_sum"] is None else episode["neg_sum"] + sel
+                episode["neg_count"] += int((actions > 0.5).sum())
+        return take
 
-        opt = build_optimizer(train.optimizer, model)
-        steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
-        trainer = Trainer([model, selector], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "pulns",
-                          state={"order": gen, "augment": aug_gen, "actions": action_gen, "episode": episode,
-                                 "baseline": baseline, "selector_optimizer": selector_opt})
-        hist = trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, gen, min_size=min_size), step,
-                           end_epoch=end_epoch)
-        metrics = evaluate_network(model, data, device)
-        info = {
+    def validation_score(self) -> float:
+        data, val_rows = self.data, self.val_rows
+        self.model.eval()
+        scores = predict(lambda k: self.model(accel.input_format(to_float(self.x_train[val_rows[k]].to(self.device),
+                                                                          data.mean, data.std))),
+                         len(val_rows)).reshape(-1)
+        return pu_f1_criterion(scores[self.val_labeled], scores[~self.val_labeled])
+
+    def end_epoch(self, stats: EpochStats) -> None:
+        episode, baseline = self.episode, self.baseline
+        z = self.validation_score()
+        if stats.epoch >= self.cfg.warmup_epochs and episode["actions"]:
+            self.update_selector(0.0 if baseline["z"] is None else z - baseline["z"])
+            baseline["selected_fraction"].append(stats.sums.get("selected", 0.0)
+                                                 / max(1.0, stats.sums.get("unlabeled", 0.0)))
+        baseline["z"] = z
+        baseline["history"].append(z)
+        for key in ("features", "c_neg", "c_pos", "actions", "rewards"):
+            episode[key].clear()
+        episode.update(neg_sum=None, neg_count=0, pos_mean=None, start_mean=None)
+
+    def update_selector(self, terminal: float) -> None:
+        """One REINFORCE step of the selector on the episode, with the terminal reward ``terminal``."""
+        cfg, episode, device, selector = self.cfg, self.episode, self.device, self.selector
+        rewards = torch.cat(episode["rewards"])
+        returns = pulns_returns(rewards, terminal, cfg.discount, cfg.terminal_weight)
+        selector.train()
+        self.selector_opt.zero_grad(set_to_none=True)
+        total, at = len(rewards), 0
+        for feats_u, c_neg, c_pos, acts in zip(episode["features"], episode["c_neg"], episode["c_pos"],
+                                               episode["actions"]):
+            k = len(acts)
+            logits_sel = selector(_states(feats_u.to(device), c_neg.to(device), c_pos.to(device))).reshape(-1)
+            # the episode's mean loss, accumulated batch by batch
+            (pulns_policy_loss(logits_sel, acts.to(device), returns[at:at + k].to(device)) * (k / total)).backward()
+            at += k
+        self.selector_opt.step()
+
+    def info(self, hist: list[EpochStats]) -> dict:
+        cfg, selector = self.cfg, self.selector
+        return {
             "risk": "PULNS: BCE on P vs selector-chosen negatives, selector by REINFORCE (prior-free)",
-            "prior_used": None, "prior_source": "none", "selector": {"layers": cfg.selector.layers,
-                                                                     "hidden": cfg.selector.hidden, "in_dim": 3 * dim},
-            "validation_criterion_per_epoch": list(baseline["history"]),
-            "selected_fraction_per_episode": list(baseline["selected_fraction"]),
-            "n_validation": len(val_rows), "final_train_loss": hist[-1].mean if hist else None,
+            "prior_used": None, "prior_source": "none",
+            "selector": {"layers": cfg.selector.layers, "hidden": cfg.selector.hidden, "in_dim": 3 * self.backbone.out_dim},
+            "validation_criterion_per_epoch": list(self.baseline["history"]),
+            "selected_fraction_per_episode": list(self.baseline["selected_fraction"]),
+            "n_validation": len(self.val_rows), "final_train_loss": hist[-1].mean if hist else None,
             # the selector's end state in one number (a resumed run must reproduce it too)
             "selector_weight_norm": float(torch.sqrt(sum((q.detach().double() ** 2).sum() for q in selector.parameters()))),
             "model_selection": "the last epoch's classifier",
         }
-        return metrics, info
 
 
 def _states(h_u: torch.Tensor, c_neg: torch.Tensor, c_pos: torch.Tensor) -> torch.Tensor:

@@ -39,6 +39,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 #: the released code never prunes a class below this many examples
@@ -128,7 +129,6 @@ class RankPruning(PUMethod):
     @classmethod
     def run(cls, cfg: RankPruningConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "rank_pruning")
         s = data.observed == 1
         if int(s.sum()) < cfg.cv_folds or int((~s).sum()) < cfg.cv_folds:
             raise ValueError(f"rank_pruning needs at least {cfg.cv_folds} labeled and unlabeled examples")
@@ -183,4 +183,4 @@ class RankPruning(PUMethod):
             "n_pruned": int((~keep).sum()), "n_kept": int(keep.sum()),
             "final_train_risk": hist[-1].mean if hist else None, "model_selection": "the last epoch's models",
         }
-        return metrics, info
+        return Result(metrics, info)

@@ -72,6 +72,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from pubench.utils.registry import Registry
+
 SurrogateLoss = Callable[[torch.Tensor, int], torch.Tensor]
 
 
@@ -334,4 +336,8 @@ def mixup_bce(logits: torch.Tensor, target_a: torch.Tensor, target_b: torch.Tens
     return lam * bce(z, target_a) + (1.0 - lam) * bce(z, target_b)
 
 
-RISKS = {"pn": pn_risk, "upu": upu_risk, "nnpu": nnpu_risk, "pvu": pvu_risk}
+#: the risks a classifier trains with (``risk:`` of a probe, fine-tuning or end-to-end method):
+#: name -> its risk function; :mod:`pubench.pu.objective` trains with them
+RISKS = Registry("risk")
+for _name, _risk in (("pn", pn_risk), ("upu", upu_risk), ("nnpu", nnpu_risk), ("pvu", pvu_risk)):
+    RISKS.register(_name, _risk)

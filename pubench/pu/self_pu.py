@@ -48,6 +48,7 @@ from pubench.train.classifier import DownstreamData, evaluate_network, seeded_he
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, linear_factor, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 NETWORKS = ("student_1", "student_2", "teacher_1", "teacher_2")
@@ -159,157 +160,191 @@ class SelfPU(PUMethod):
     @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "self_pu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"self_pu needs a class prior in (0, 1), got {prior}")
+        fit = _SelfPUTraining(cfg, backbone, train, data, prior, seed, device)
+        fit.train()
+        return fit.result(source)
+
+
+class _SelfPUTraining:
+    """One Self-PU run, in named steps: ``epoch_batches`` (each student's confident-set
+    batches, then its noisy nnPU batches), ``step`` (the confident-set loss, or the
+    self-calibrated nnPU objective with mutual and mean-teacher distillation), ``select``
+    (the self-paced confident sets) at each selection epoch's end, then ``result``.
+    ``sets``, ``ema`` and ``hist`` are the state a checkpoint holds, with the teachers."""
+
+    def __init__(self, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData,
+                 prior: float, seed: int, device):
+        self.cfg, self.train_cfg, self.data, self.prior, self.device = cfg, train, data, prior, device
         init1, init2, backbone2_seed, order_seed, aug_seed = sub_seeds(seed, 5)
-        students = [nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init1)).to(device),
-                    nn.Sequential(fresh_copy(backbone, backbone2_seed), seeded_head(backbone.out_dim, 1, init2)).to(device)]
-        teachers = [copy.deepcopy(s) for s in students]
-        for t in teachers:
+        self.students = [
+            nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init1)).to(device),
+            nn.Sequential(fresh_copy(backbone, backbone2_seed), seeded_head(backbone.out_dim, 1, init2)).to(device)]
+        self.teachers = [copy.deepcopy(s) for s in self.students]
+        for t in self.teachers:
             t.requires_grad_(False)
-        labeled = (data.observed == 1)
-        n = data.x_train.shape[0]
-        unlabeled_rows = torch.nonzero(~labeled).squeeze(1)
-        positive_rows = torch.nonzero(labeled).squeeze(1)
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
-        min_size = 2 if has_batchnorm(students[0]) else 1
-        paces = (cfg.pace1, cfg.pace2)
-        budget = cfg.entropy_budget * train.batch_size
+        self.labeled = (data.observed == 1)
+        self.n = data.x_train.shape[0]
+        self.unlabeled_rows = torch.nonzero(~self.labeled).squeeze(1)
+        self.positive_rows = torch.nonzero(self.labeled).squeeze(1)
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.min_size = 2 if has_batchnorm(self.students[0]) else 1
+        self.paces = (cfg.pace1, cfg.pace2)
+        self.budget = cfg.entropy_budget * train.batch_size
         # one Adam / SGD over both students: each step has gradients of one student only, and
         # the optimizers skip parameters without a gradient, so it equals one optimizer each
-        optimizer = build_optimizer(train.optimizer, nn.ModuleList(students))
-        base_lrs = [g["lr"] for g in optimizer.param_groups]
-        schedule = schedule_config(train.schedule)
+        self.optimizer = build_optimizer(train.optimizer, nn.ModuleList(self.students))
+        self.base_lrs = [g["lr"] for g in self.optimizer.param_groups]
+        self.schedule = schedule_config(train.schedule)
         # confident sets (rows, pseudo label 1/0) of each network; the mean-teacher step count
-        sets: dict[str, torch.Tensor] = {}
-        ema = {"steps": 0}
+        self.sets: dict[str, torch.Tensor] = {}
+        self.ema = {"steps": 0}
         # per epoch: student 1's mean (weighted) nnPU risk over its noisy batches (the only steps
         # given a weight); per selection: the selected count and its accuracy on the true labels
-        hist: dict[str, list] = {"student_1_risk": [], "selected": [], "selection_accuracy": []}
+        self.hist: dict[str, list] = {"student_1_risk": [], "selected": [], "selection_accuracy": []}
 
-        def inputs(rows):
-            xb = data.x_train[rows].to(device)
-            return accel.input_format(aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std))
+    def train(self) -> None:
+        state = {"order": self.gen, "augment": self.aug_gen, "teacher_1": self.teachers[0],
+                 "teacher_2": self.teachers[1], "confident_sets": self.sets, "mean_teacher": self.ema,
+                 "history": self.hist}
+        Trainer(self.students, self.optimizer, None, "self_pu", state=state).run(
+            self.train_cfg.epochs, self.epoch_batches, self.step, start_epoch=self.start_epoch,
+            end_epoch=self.end_epoch)
 
-        def teacher_on(epoch):
-            return epoch >= cfg.ema_start
+    def inputs(self, rows):
+        data = self.data
+        xb = data.x_train[rows].to(self.device)
+        return accel.input_format(self.aug(xb, self.aug_gen) if self.aug is not None
+                                  else to_float(xb, data.mean, data.std))
 
-        def follow(epoch):
-            if teacher_on(epoch):
-                for t, s in zip(teachers, students):
-                    T.ema_update(t, s, cfg.ema_decay, ema["steps"])
-                ema["steps"] += 1
+    def teacher_on(self, epoch):
+        return epoch >= self.cfg.ema_start
 
-        def start_epoch(epoch):
-            factor = 1.0
-            if schedule.name != "constant":
-                fn = cosine_factor if schedule.name == "cosine" else linear_factor
-                factor = fn(epoch, train.epochs, int(schedule.warmup_epochs))
-            for g, lr in zip(optimizer.param_groups, base_lrs):
-                g["lr"] = lr * factor
-            if epoch == cfg.ema_start:
-                for t, s in zip(teachers, students):
-                    t.load_state_dict(s.state_dict())
-            for t in teachers:
-                t.train()
+    def follow(self, epoch):
+        if self.teacher_on(epoch):
+            for t, s in zip(self.teachers, self.students):
+                T.ema_update(t, s, self.cfg.ema_decay, self.ema["steps"])
+            self.ema["steps"] += 1
 
-        def epoch_batches(epoch):
-            for k in range(2):
-                if f"rows{k}" in sets:
-                    order = sets[f"rows{k}"][torch.randperm(len(sets[f"rows{k}"]), generator=gen)]
-                    for b in chunks(order, train.batch_size, min_size):
-                        yield "confident", k, b
-            follow(epoch)
-            for k in range(2):
-                chosen = sets.get(f"rows{k}", unlabeled_rows[:0])
-                rest = unlabeled_rows[~torch.isin(unlabeled_rows, chosen)]
-                for b in chunks(noisy_order(positive_rows, rest, gen), train.batch_size, min_size):
-                    yield "noisy", k, b
+    def start_epoch(self, epoch):
+        factor = 1.0
+        if self.schedule.name != "constant":
+            fn = cosine_factor if self.schedule.name == "cosine" else linear_factor
+            factor = fn(epoch, self.train_cfg.epochs, int(self.schedule.warmup_epochs))
+        for g, lr in zip(self.optimizer.param_groups, self.base_lrs):
+            g["lr"] = lr * factor
+        if epoch == self.cfg.ema_start:
+            for t, s in zip(self.teachers, self.students):
+                t.load_state_dict(s.state_dict())
+        for t in self.teachers:
+            t.train()
 
-        def consistency(k, x, z, epoch):
-            if not teacher_on(epoch):
-                return z.new_zeros(())
-            # the teacher runs in train mode on every batch, also when the weight is 0: its
-            # batch-norm statistics follow its own weights, as in the released code
-            with torch.no_grad():
-                zt = teachers[k](x).reshape(-1)
-            if cfg.consistency == 0:
-                return z.new_zeros(())
-            weight = cfg.consistency * T.consistency_ramp(epoch - cfg.consistency_offset, cfg.consistency_rampup)
-            return weight * T.consistency_loss(z, zt)
+    def epoch_batches(self, epoch):
+        sets, batch_size = self.sets, self.train_cfg.batch_size
+        for k in range(2):
+            if f"rows{k}" in sets:
+                order = sets[f"rows{k}"][torch.randperm(len(sets[f"rows{k}"]), generator=self.gen)]
+                for b in chunks(order, batch_size, self.min_size):
+                    yield "confident", k, b
+        self.follow(epoch)
+        for k in range(2):
+            chosen = sets.get(f"rows{k}", self.unlabeled_rows[:0])
+            rest = self.unlabeled_rows[~torch.isin(self.unlabeled_rows, chosen)]
+            for b in chunks(noisy_order(self.positive_rows, rest, self.gen), batch_size, self.min_size):
+                yield "noisy", k, b
 
-        def step(batch, epoch):
-            phase, k, rows = batch
-            student = students[k]
-            x = inputs(rows)
-            if phase == "confident":
-                z = student(x).reshape(-1)
-                pseudo = sets[f"pseudo{k}"][torch.searchsorted(sets[f"sorted{k}"], rows)]
-                loss = T.confident_set_loss(z, pseudo, cfg.confident_loss)
-                return Step(loss + consistency(k, x, z, epoch), weight=0, extra={"confident_loss": loss.detach()})
-            lab = labeled[rows].to(device)
-            if T.self_paced_active(epoch, cfg.self_paced_start, cfg.self_paced_stop):
-                meta_rows = unlabeled_rows[torch.randint(len(unlabeled_rows), (len(rows),), generator=gen)]
-                grad = T.look_ahead_weight_gradient(student, x, lab, inputs(meta_rows), prior, cfg.loss, cfg.meta_lr)
-                w = T.calibration_weights(grad, lab, budget)
-            else:
-                w = torch.stack([torch.ones(len(rows)), torch.zeros(len(rows))], dim=1).to(device)
+    def consistency(self, k, x, z, epoch):
+        cfg = self.cfg
+        if not self.teacher_on(epoch):
+            return z.new_zeros(())
+        # the teacher runs in train mode on every batch, also when the weight is 0: its
+        # batch-norm statistics follow its own weights, as in the released code
+        with torch.no_grad():
+            zt = self.teachers[k](x).reshape(-1)
+        if cfg.consistency == 0:
+            return z.new_zeros(())
+        weight = cfg.consistency * T.consistency_ramp(epoch - cfg.consistency_offset, cfg.consistency_rampup)
+        return weight * T.consistency_loss(z, zt)
+
+    def step(self, batch, epoch):
+        phase, k, rows = batch
+        student = self.students[k]
+        x = self.inputs(rows)
+        if phase == "confident":
             z = student(x).reshape(-1)
-            w = w.to(z.dtype)
-            obj, risk = T.weighted_nnpu_objective(z, lab, w[:, 0], prior, cfg.loss, cfg.beta, cfg.gamma)
-            extra = {"entropy_weight": w[:, 1].sum().detach()}
-            if teacher_on(epoch):
-                with torch.no_grad():
-                    z_peer = students[1 - k](x).reshape(-1)
-                aux, used = T.mutual_distillation(z, z_peer, obj, cfg.mutual_alpha)
-                obj = obj + aux
-                extra["mutual_used"] = float(used)
-            obj = obj + consistency(k, x, z, epoch) + (T.entropy_per_example(z) * w[:, 1]).mean()
-            return Step(obj, value=risk, weight=len(rows) if k == 0 else 0, extra=extra)
+            pseudo = self.sets[f"pseudo{k}"][torch.searchsorted(self.sets[f"sorted{k}"], rows)]
+            loss = T.confident_set_loss(z, pseudo, self.cfg.confident_loss)
+            return Step(loss + self.consistency(k, x, z, epoch), weight=0, extra={"confident_loss": loss.detach()})
+        return self.noisy_step(k, rows, x, epoch)
 
-        @torch.no_grad()
-        def select(epoch):
-            for k in range(2):
-                scorer = teachers[k] if teacher_on(epoch) else students[k]
-                scorer.eval()
-                prob = torch.sigmoid(predict(lambda idx: scorer(accel.input_format(to_float(
-                    data.x_train[idx].to(device), data.mean, data.std))), n).reshape(-1))
-                count = T.confident_count(len(unlabeled_rows), epoch, cfg.pace_ramp_epochs, paces[k])
-                pos, neg = T.select_confident(prob, labeled, count)
-                rows = torch.cat([pos, neg])
-                pseudo = torch.cat([torch.ones(len(pos), dtype=torch.long), torch.zeros(len(neg), dtype=torch.long)])
-                order = torch.argsort(rows)
-                sets[f"rows{k}"], sets[f"sorted{k}"], sets[f"pseudo{k}"] = rows, rows[order], pseudo[order]
-                truth = data.y_true[rows]
-                hist["selection_accuracy"].append(float((truth == pseudo).float().mean()) if len(rows) else None)
-                hist["selected"].append(int(len(rows)))
-                scorer.train()
+    def noisy_step(self, k, rows, x, epoch):
+        """Student ``k``'s self-calibrated nnPU objective on a noisy batch, with the mutual and
+        mean-teacher distillation terms once the teachers are on."""
+        cfg, device, student = self.cfg, self.device, self.students[k]
+        lab = self.labeled[rows].to(device)
+        if T.self_paced_active(epoch, cfg.self_paced_start, cfg.self_paced_stop):
+            meta_rows = self.unlabeled_rows[torch.randint(len(self.unlabeled_rows), (len(rows),), generator=self.gen)]
+            grad = T.look_ahead_weight_gradient(student, x, lab, self.inputs(meta_rows), self.prior, cfg.loss,
+                                                cfg.meta_lr)
+            w = T.calibration_weights(grad, lab, self.budget)
+        else:
+            w = torch.stack([torch.ones(len(rows)), torch.zeros(len(rows))], dim=1).to(device)
+        z = student(x).reshape(-1)
+        w = w.to(z.dtype)
+        obj, risk = T.weighted_nnpu_objective(z, lab, w[:, 0], self.prior, cfg.loss, cfg.beta, cfg.gamma)
+        extra = {"entropy_weight": w[:, 1].sum().detach()}
+        if self.teacher_on(epoch):
+            with torch.no_grad():
+                z_peer = self.students[1 - k](x).reshape(-1)
+            aux, used = T.mutual_distillation(z, z_peer, obj, cfg.mutual_alpha)
+            obj = obj + aux
+            extra["mutual_used"] = float(used)
+        obj = obj + self.consistency(k, x, z, epoch) + (T.entropy_per_example(z) * w[:, 1]).mean()
+        return Step(obj, value=risk, weight=len(rows) if k == 0 else 0, extra=extra)
 
-        def end_epoch(stats):
-            follow(stats.epoch)
-            hist["student_1_risk"].append(stats.mean)
-            if T.is_selection_epoch(stats.epoch, cfg.self_paced_start, cfg.self_paced_stop, cfg.self_paced_every):
-                select(stats.epoch)
+    @torch.no_grad()
+    def select(self, epoch):
+        cfg, data, device, sets, hist = self.cfg, self.data, self.device, self.sets, self.hist
+        for k in range(2):
+            scorer = self.teachers[k] if self.teacher_on(epoch) else self.students[k]
+            scorer.eval()
+            prob = torch.sigmoid(predict(lambda idx: scorer(accel.input_format(to_float(
+                data.x_train[idx].to(device), data.mean, data.std))), self.n).reshape(-1))
+            count = T.confident_count(len(self.unlabeled_rows), epoch, cfg.pace_ramp_epochs, self.paces[k])
+            pos, neg = T.select_confident(prob, self.labeled, count)
+            rows = torch.cat([pos, neg])
+            pseudo = torch.cat([torch.ones(len(pos), dtype=torch.long), torch.zeros(len(neg), dtype=torch.long)])
+            order = torch.argsort(rows)
+            sets[f"rows{k}"], sets[f"sorted{k}"], sets[f"pseudo{k}"] = rows, rows[order], pseudo[order]
+            truth = data.y_true[rows]
+            hist["selection_accuracy"].append(float((truth == pseudo).float().mean()) if len(rows) else None)
+            hist["selected"].append(int(len(rows)))
+            scorer.train()
 
-        state = {"order": gen, "augment": aug_gen, "teacher_1": teachers[0], "teacher_2": teachers[1],
-                 "confident_sets": sets, "mean_teacher": ema, "history": hist}
-        Trainer(students, optimizer, None, "self_pu", state=state).run(
-            train.epochs, epoch_batches, step, start_epoch=start_epoch, end_epoch=end_epoch)
+    def end_epoch(self, stats):
+        cfg = self.cfg
+        self.follow(stats.epoch)
+        self.hist["student_1_risk"].append(stats.mean)
+        if T.is_selection_epoch(stats.epoch, cfg.self_paced_start, cfg.self_paced_stop, cfg.self_paced_every):
+            self.select(stats.epoch)
 
-        networks = dict(zip(NETWORKS, [*students, *teachers]))
+    def result(self, source: str) -> Result:
+        """The reported network's test metrics, and what ``info`` records of the run."""
+        cfg, data, device, hist = self.cfg, self.data, self.device, self.hist
+        networks = dict(zip(NETWORKS, [*self.students, *self.teachers]))
         metrics = evaluate_network(networks[cfg.reported_network], data, device)
         last_acc = {name: metrics["acc"] if name == cfg.reported_network else evaluate_network(net, data, device)["acc"]
                     for name, net in networks.items()}
         info = {
             "risk": "Self-PU: self-paced selection + meta re-weighted nnPU + mutual and mean-teacher distillation",
-            "prior_used": prior, "prior_source": source, "surrogate_loss": cfg.loss, "beta": cfg.beta,
+            "prior_used": self.prior, "prior_source": source, "surrogate_loss": cfg.loss, "beta": cfg.beta,
             "gamma": cfg.gamma, "reported_network": cfg.reported_network, "last_epoch_acc": last_acc,
             "model_selection": "the last epoch's model",
             "student_1_risk_per_epoch": hist["student_1_risk"], "selected_per_selection": hist["selected"],
             "selection_accuracy": hist["selection_accuracy"],
             "final_train_risk": hist["student_1_risk"][-1] if hist["student_1_risk"] else None,
         }
-        return metrics, info
+        return Result(metrics, info)

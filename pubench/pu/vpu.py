@@ -26,6 +26,7 @@ from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import build_optimizer, build_scheduler, schedule_config
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 
@@ -202,83 +203,107 @@ class VPU(PUMethod):
     @classmethod
     def run(cls, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None):
-        cls.check_run(cfg, train, data, "vpu")
+        fit = _VPUTraining(cfg, backbone, train, data, seed, device)
+        fit.train()
+        return fit.result()
+
+
+class _VPUTraining:
+    """One vPU run, in named steps: the halving schedule (``start_epoch``), paired batches of
+    positives and the data sample, the variational + MixUp ``step``, the validation loss and
+    model selection (``end_epoch``), then the scores and ``info`` (``result``)."""
+
+    def __init__(self, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+                 device):
+        self.cfg, self.train_cfg, self.data, self.device = cfg, train, data, device
         init_seed, order_seed, aug_seed, mix_seed, holdout_seed = sub_seeds(seed, 5)
-        model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
-        rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
-        train_p, train_x = rows["train_p"], rows["train_x"]
-        if len(train_p) == 0 or len(train_x) < 2:
+        self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
+        self.rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
+        self.train_p, self.train_x = self.rows["train_p"], self.rows["train_x"]
+        if len(self.train_p) == 0 or len(self.train_x) < 2:
             raise ValueError("vPU needs labeled positives and at least 2 examples in the data sample")
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen, mix_rng = torch_generator(order_seed), torch_generator(aug_seed), np.random.default_rng(mix_seed)
-
-        def inputs(idx):
-            xb = data.x_train[idx].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
-
-        def log_phi(x_uint8: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-            return F.logsigmoid(predict(lambda k: model(to_float(x_uint8[idx[k]].to(device), data.mean, data.std)),
-                                        len(idx)).reshape(-1))
-
-        def val_loss() -> float:
-            return float(R.vpu_variational_loss(log_phi(data.x_train, rows["val_x"]),
-                                                log_phi(data.x_train, rows["val_p"])))
-
-        bs, iters = train.batch_size, cfg.iterations_per_epoch
-        opt = build_optimizer(train.optimizer, model)
-        base_lrs = [g["lr"] for g in opt.param_groups]
-        sched = (build_scheduler(train.schedule, opt, iters, train.epochs)
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.mix_rng = np.random.default_rng(mix_seed)
+        self.bs, self.iters = train.batch_size, cfg.iterations_per_epoch
+        opt = build_optimizer(train.optimizer, self.model)
+        self.base_lrs = [g["lr"] for g in opt.param_groups]
+        sched = (build_scheduler(train.schedule, opt, self.iters, train.epochs)
                  if schedule_config(train.schedule).name != "constant" else None)
-        validate = cfg.model_selection == "validation_loss"
-        hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
-        best = {"val": math.inf, "epoch": None, "state": None}
-        trainer = Trainer([model], opt, sched, "vpu", state={"order": gen, "augment": aug_gen, "mixup": mix_rng,
-                                                            "history": hist, "best": best})
+        self.validate = cfg.model_selection == "validation_loss"
+        self.hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
+        self.best = {"val": math.inf, "epoch": None, "state": None}
+        self.trainer = Trainer([self.model], opt, sched, "vpu", state={
+            "order": self.gen, "augment": self.aug_gen, "mixup": self.mix_rng, "history": self.hist, "best": self.best})
 
-        def start_epoch(epoch: int) -> None:
-            factor = halving_factor(epoch, cfg.lr_halving_every)
-            if epoch > 0 and factor != halving_factor(epoch - 1, cfg.lr_halving_every):
-                if cfg.restart_optimizer_at_halving:
-                    trainer.optimizer = build_optimizer(dict(train.optimizer, lr=train.optimizer["lr"] * factor), model)
-                else:
-                    for g, lr in zip(trainer.optimizer.param_groups, base_lrs):
-                        g["lr"] = lr * factor
-            hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
+    def train(self) -> None:
+        self.trainer.run(self.train_cfg.epochs, self.batches, self.step, start_epoch=self.start_epoch,
+                         end_epoch=self.end_epoch)
 
-        def batches(epoch: int):
-            return paired_batches(len(train_p), len(train_x), bs, iters, gen)
+    def inputs(self, idx):
+        data = self.data
+        xb = data.x_train[idx].to(self.device)
+        return self.aug(xb, self.aug_gen) if self.aug is not None else to_float(xb, data.mean, data.std)
 
-        def step(batch, epoch: int) -> Step:
-            p_idx, x_idx = batch
-            xp, xu = inputs(train_p[p_idx]), inputs(train_x[x_idx])
-            mu = float(mix_rng.beta(cfg.mix_alpha, cfg.mix_alpha))
-            partner = torch.randperm(bs, generator=gen).to(device)
-            loss, var_loss, reg = vpu_objective(model, xp, xu, mu, partner, cfg.lam)
-            return Step(loss, extra={"var_loss": var_loss.detach(), "reg_loss": reg.detach()})
+    def log_phi(self, x_uint8: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        data = self.data
+        return F.logsigmoid(predict(lambda k: self.model(to_float(x_uint8[idx[k]].to(self.device), data.mean,
+                                                                  data.std)), len(idx)).reshape(-1))
 
-        def end_epoch(stats: EpochStats) -> None:
-            hist["loss"].append(stats.mean)
-            for key in ("var_loss", "reg_loss"):
-                hist[key].append(stats.sums[key] / iters)
-            model.eval()
-            if validate:
-                v = val_loss()
-                hist["val_loss"].append(v)
-                if v < best["val"]:
-                    best.update(val=v, epoch=stats.epoch,
-                                state={k: t.detach().clone() for k, t in model.state_dict().items()})
+    def val_loss(self) -> float:
+        x = self.data.x_train
+        return float(R.vpu_variational_loss(self.log_phi(x, self.rows["val_x"]), self.log_phi(x, self.rows["val_p"])))
 
-        trainer.run(train.epochs, batches, step, start_epoch=start_epoch, end_epoch=end_epoch)
+    def start_epoch(self, epoch: int) -> None:
+        cfg, train, trainer = self.cfg, self.train_cfg, self.trainer
+        factor = halving_factor(epoch, cfg.lr_halving_every)
+        if epoch > 0 and factor != halving_factor(epoch - 1, cfg.lr_halving_every):
+            if cfg.restart_optimizer_at_halving:
+                trainer.optimizer = build_optimizer(dict(train.optimizer, lr=train.optimizer["lr"] * factor),
+                                                    self.model)
+            else:
+                for g, lr in zip(trainer.optimizer.param_groups, self.base_lrs):
+                    g["lr"] = lr * factor
+        self.hist["lr"].append(trainer.optimizer.param_groups[0]["lr"])
+
+    def batches(self, epoch: int):
+        return paired_batches(len(self.train_p), len(self.train_x), self.bs, self.iters, self.gen)
+
+    def step(self, batch, epoch: int) -> Step:
+        p_idx, x_idx = batch
+        xp, xu = self.inputs(self.train_p[p_idx]), self.inputs(self.train_x[x_idx])
+        mu = float(self.mix_rng.beta(self.cfg.mix_alpha, self.cfg.mix_alpha))
+        partner = torch.randperm(self.bs, generator=self.gen).to(self.device)
+        loss, var_loss, reg = vpu_objective(self.model, xp, xu, mu, partner, self.cfg.lam)
+        return Step(loss, extra={"var_loss": var_loss.detach(), "reg_loss": reg.detach()})
+
+    def end_epoch(self, stats: EpochStats) -> None:
+        hist, best, model = self.hist, self.best, self.model
+        hist["loss"].append(stats.mean)
+        for key in ("var_loss", "reg_loss"):
+            hist[key].append(stats.sums[key] / self.iters)
+        model.eval()
+        if self.validate:
+            v = self.val_loss()
+            hist["val_loss"].append(v)
+            if v < best["val"]:
+                best.update(val=v, epoch=stats.epoch, state={k: t.detach().clone() for k, t in model.state_dict().items()})
+
+    def result(self) -> Result:
+        """The selected model's test metrics (vPU's scores) and what ``info`` records of the run."""
+        cfg, train, data, hist, best, model = self.cfg, self.train_cfg, self.data, self.hist, self.best, self.model
+        validate, rows, bs, iters = self.validate, self.rows, self.bs, self.iters
+        train_p, train_x = self.train_p, self.train_x
         model.eval()
         if best["state"] is not None:
             model.load_state_dict(best["state"])
         selected = best["epoch"] if validate else (train.epochs - 1 if train.epochs else None)
-        log_phi_sample = log_phi(data.x_train, train_x)
+        log_phi_sample = self.log_phi(data.x_train, train_x)
         log_max = float(log_phi_sample.max())
-        scores = vpu_scores(log_phi(data.x_test, torch.arange(data.x_test.shape[0])), log_phi_sample)
+        scores = vpu_scores(self.log_phi(data.x_test, torch.arange(data.x_test.shape[0])), log_phi_sample)
         metrics = evaluate_scores(scores, data.y_test, 2)
         single = data.pu_scheme == "single_training_set"
-        opt = trainer.optimizer
+        opt = self.trainer.optimizer
         info = {
             "risk": "variational (vPU) + MixUp", "mix_alpha": cfg.mix_alpha, "lam": cfg.lam,
             "iterations_per_epoch": iters, "steps": iters * train.epochs, "batch_size": bs,
@@ -293,9 +318,9 @@ class VPU(PUMethod):
             "model_selection": ("lowest validation variational loss" if validate
                                 else "the last epoch's model (no validation set)"),
             "selected_epoch": selected, "val_loss_per_epoch": hist["val_loss"] or None,
-            "val_loss_selected": val_loss() if validate and best["state"] is not None else None,
+            "val_loss_selected": self.val_loss() if validate and best["state"] is not None else None,
             "loss_per_epoch": hist["loss"], "var_loss_per_epoch": hist["var_loss"], "reg_loss_per_epoch": hist["reg_loss"],
             "log_max_phi_data_sample": log_max, "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
             "prior_used": None, "prior_source": "not used (prior-free)",
         }
-        return metrics, info
+        return Result(metrics, info)

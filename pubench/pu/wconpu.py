@@ -49,6 +49,7 @@ from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 CON_LOSSES = ("weighted_hard_negative", "none")
@@ -177,12 +178,11 @@ class WConPU(PUMethod):
 
     @classmethod
     def check_train(cls, cfg: WConPUConfig, train: TrainConfig, where: str = "params") -> None:
-        cls.needs_own_views(train, "wconpu", where)
+        cls.needs_own_views(train, cls.name, where)
 
     @classmethod
     def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
             device="cpu", classifier=None, projector: nn.Module | None = None):
-        cls.check_two_view_run(cfg, train, data, projector, "wconpu")
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
         head = seeded_head(backbone.out_dim, 2, head_seed)
@@ -232,7 +232,7 @@ class WConPU(PUMethod):
             **{k: v for k, v in hist.items() if k != "minutes_per_epoch"},
             "minutes_per_epoch": hist["minutes_per_epoch"],
         }
-        return chosen["metrics"], info
+        return Result(chosen["metrics"], info)
 
 
 def clean_validation_rows(y_true: torch.Tensor, fraction: float, rng: np.random.Generator) -> torch.Tensor:

@@ -1,13 +1,10 @@
-"""The PU data sets of the papers, defined once (``pubench/data/pu_datasets.yaml``), and the
-class priors a spec asks the loader to compute.
+"""The PU data sets of the papers, defined once (``pubench/data/pu_datasets.yaml``).
 
-* ``data: {pu_dataset: NAME, n_labeled: N, ...overrides}`` in a spec becomes the entry's
-  data block (:func:`data_block`) with ``split.n_labeled = N`` and the overrides deep-merged
-  on top (a ``null`` deletes a key of the entry).
-* ``prior`` / ``tau_plus`` may be ``exact``: the exact class prior of the unlabeled set
-  of the cell's split (001 App. A.1.1, from the catalogue's class counts), or
-  ``data.prior``: the cell's ``data.prior``. Both are evaluated where they are written: in
-  ``experiment`` on the cell's paper-tier config, in a tier on that tier's config.
+``data: {pu_dataset: NAME, n_labeled: N, ...overrides}`` in a spec becomes the entry's data
+block (:func:`data_block`) with ``split.n_labeled = N`` and the overrides deep-merged on top
+(a ``null`` deletes a key of the entry). The priors a spec asks the loader to compute
+(``exact``, ``data.prior``) are :mod:`pubench.registry.priors`; the class counts ``exact``
+needs come from the data set table (:func:`class_counts`).
 """
 
 from __future__ import annotations
@@ -15,16 +12,13 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pubench.errors import PubenchError
 from pubench.registry.spec import SpecError, deep_merge
-from pubench.utils.priors import exact_prior
 
 REF_KEY = "pu_dataset"
-PRIOR_KEYS = ("prior", "tau_plus")
-EXACT, DATA_PRIOR = "exact", "data.prior"
 
 
 def catalogue_path() -> Path:
@@ -35,9 +29,9 @@ def catalogue_path() -> Path:
 def _load(path: str, mtime: int):
     from pydantic import ValidationError
 
-    from pubench.registry.loader import read_yaml
     from pubench.registry.schema import CatalogueModel
     from pubench.utils.validation import first_problem
+    from pubench.utils.yamlio import read_yaml
 
     try:
         return CatalogueModel.model_validate(read_yaml(Path(path)))
@@ -119,66 +113,16 @@ def _expand_ref(ref: dict[str, Any], file: str, where: str) -> dict[str, Any]:
     return deep_merge(block, rest, keep_nulls=True)
 
 
-# ------------------------------------------------------------------ computed priors
-class PriorError(PubenchError, ValueError):
-    """``exact`` or ``data.prior`` cannot be evaluated for this cell."""
+def class_counts(names: Iterable[str]) -> dict[str, list[int]]:
+    """Images per class of the training split of each data set in ``names`` that the data set
+    table gives them for (:attr:`pubench.data.base.Dataset.class_counts`; a name no data set
+    registers, e.g. a planned one, has none). Imports only the modules registering them."""
+    from pubench.data import DATASETS
+    from pubench.registry.units import known
 
-
-def exact_prior_of(data: dict[str, Any]) -> float:
-    """The exact positive fraction of the unlabeled set of the split ``data`` describes.
-
-    Single training set (001 A.1.1): (P* - n_P) / (P* + N* - n_P), P* and N* the training
-    images of the positive and negative classes; case-control: the split's
-    ``unlabeled_prior``, or P* / (P* + N*) when the unlabeled set is the whole training split.
-    """
-    counts = catalogue().class_counts.get(data.get("dataset"))
-    labels, split = data.get("labels") or {}, data.get("split") or {}
-    if counts is None:
-        raise PriorError(f"no class counts for data set {data.get('dataset')!r} in the catalogue")
-    if data.get("subset"):
-        raise PriorError("a subset's exact prior is the realized split's: write null (computed when the job runs)")
-    if split.get("kind") != "pu" or "positive" not in labels:
-        raise PriorError("needs a PU split (split.kind pu) and labels.positive")
-    pos = set(labels["positive"])
-    neg = set(labels["negative"]) if labels.get("negative") is not None else set(range(len(counts))) - pos
-    n_pos, n_neg = sum(counts[c] for c in pos), sum(counts[c] for c in neg)
-    if split.get("scheme") == "single_training_set":
-        if not isinstance(split.get("n_labeled"), int):
-            raise PriorError("a single-training-set split needs split.n_labeled")
-        return exact_prior(n_pos, n_neg, split["n_labeled"])
-    if split.get("unlabeled_prior") is not None:
-        return split["unlabeled_prior"]
-    if split.get("unlabeled_split") or split.get("n_unlabeled", n_pos + n_neg) != n_pos + n_neg:
-        raise PriorError("the unlabeled set is not the whole training split: its exact prior is unknown")
-    return n_pos / (n_pos + n_neg)
-
-
-def evaluate_priors(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with every ``prior`` / ``tau_plus`` token replaced by its value
-    (``data.prior`` itself first, so the others may refer to it)."""
-    data = params.get("data")
-    if isinstance(data, dict) and isinstance(data.get("prior"), str):
-        if data["prior"] != EXACT:
-            raise PriorError(f"data.prior: {data['prior']!r} is not a number or {EXACT!r}")
-        params = {**params, "data": {**data, "prior": exact_prior_of(data)}}
-    return _replace(params, params.get("data") or {}, "")
-
-
-def _replace(node: Any, data: dict[str, Any], where: str) -> Any:
-    if isinstance(node, list):
-        return [_replace(v, data, where) for v in node]
-    if not isinstance(node, dict):
-        return node
     out = {}
-    for k, v in node.items():
-        here = f"{where}.{k}" if where else k
-        if k in PRIOR_KEYS and isinstance(v, str):
-            if v == EXACT:
-                v = exact_prior_of(data)
-            elif v == DATA_PRIOR and isinstance(data.get("prior"), (int, float)):
-                v = data["prior"]
-            else:
-                raise PriorError(f"{here}: {v!r} is not a number, {EXACT!r} or {DATA_PRIOR!r}"
-                                 + (" (this cell's data has no prior)" if v == DATA_PRIOR else ""))
-        out[k] = _replace(v, data, here)
+    for name in sorted(names):
+        counts = getattr(DATASETS.get(name), "class_counts", None) if name in known("dataset") else None
+        if counts is not None:
+            out[name] = list(counts)
     return out

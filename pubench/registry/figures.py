@@ -9,7 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pubench.paths import experiments_root
 from pubench.registry.spec import PAPERS, Spec, SpecError
+from pubench.utils.yamlio import read_yaml
 
 FIGURE_RE = re.compile(r"^Fig\. (\d+)$")
 
@@ -27,16 +29,12 @@ class FigureEntry:
 
 
 def figures_path() -> Path:
-    from pubench.registry.loader import experiments_root
-
     return experiments_root() / "_figures.yaml"
 
 
 def load_figures(path: Path | None = None) -> list[FigureEntry]:
     """Every entry of the audit, papers in registry order, figures by number; [] when the file
     is absent. A malformed entry is a :class:`SpecError` naming it."""
-    from pubench.registry.loader import read_yaml
-
     path = path or figures_path()
     if not path.exists():
         return []
@@ -78,10 +76,3 @@ def check_figures(entries: list[FigureEntry], specs: dict[str, Spec], path: str 
     if missing:
         raise SpecError(path, "(figures)", f"figure specs not in the audit: {', '.join(missing)}")
 
-
-def not_registered(specs: dict[str, Spec] | None = None) -> list[FigureEntry]:
-    """The audited figures without a spec (checked against ``specs`` when given)."""
-    entries = load_figures()
-    if specs is not None:
-        check_figures(entries, specs, str(figures_path()))
-    return [f for f in entries if f.spec is None]

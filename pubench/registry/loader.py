@@ -10,15 +10,14 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from pubench.paths import experiments_root as experiments_root  # where the specs are (re-exported)
 from pubench.registry import cache
-from pubench.registry.catalogue import PRIOR_KEYS, PriorError, expand_pu_datasets
+from pubench.registry.catalogue import class_counts, expand_pu_datasets
 from pubench.registry.presets import expand_presets
+from pubench.registry.priors import PriorError, datasets_named, has_prior_tokens
 from pubench.registry.spec import (
     ID_RE,
     TIERS,
@@ -33,57 +32,26 @@ from pubench.registry.spec import (
     UnknownSpec,
     match_cell,
 )
+from pubench.utils.yamlio import parse_mapping, read_text
 
-if TYPE_CHECKING:  # pydantic is imported only when a spec is validated
+if TYPE_CHECKING:
     from pubench.registry.schema import SpecFile
 
 LAYER_KEYS = ("params", "rows", "cols", "cells")
 
 
-def experiments_root() -> Path:
-    """``$PUBENCH_EXPERIMENTS``, else ``experiments/`` of the source checkout."""
-    env = os.environ.get("PUBENCH_EXPERIMENTS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "experiments"
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise SpecError(str(path), "(encoding)", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise SpecError(str(path), "(file)", e.strerror or str(e)) from None
-
-
-def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
-    from pubench.utils.yamlio import safe_load
-
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as e:
-        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
-    if not isinstance(data, dict):
-        raise SpecError(str(path), "(top level)", "expected a mapping")
-    return data
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    return _parse_yaml(_read_text(path), path)
-
-
 def _spec_inputs() -> str:
     """Fingerprint of what a parsed spec depends on besides its own file: the presets, the PU
-    data set catalogue and the code that parses, expands and validates (``pubench/registry``,
-    ``pubench/utils``)."""
+    data set catalogue, the data set table (class counts) and the code that parses, expands
+    and validates (``pubench/registry``, ``pubench/utils``)."""
     from pubench.registry.catalogue import catalogue_path
     from pubench.registry.presets import presets_folder
 
     pkg = Path(__file__).resolve().parents[1]
     folder = presets_folder()
     files = [*pkg.joinpath("registry").glob("*.py"), *pkg.joinpath("utils").glob("*.py"), pkg / "errors.py",
-             catalogue_path(), *(sorted(folder.glob("*.yaml")) if folder.is_dir() else [])]
+             *pkg.joinpath("data").glob("*.py"), catalogue_path(),
+             *(sorted(folder.glob("*.yaml")) if folder.is_dir() else [])]
     return cache.files_fingerprint(files, salt=str(folder))
 
 
@@ -92,14 +60,15 @@ def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
     (``experiments/_planned.yaml``). A file parsed before with the same content, presets,
     catalogue and code comes from the cache (:mod:`pubench.registry.cache`)."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     key = cache.key_of("spec", str(path), _spec_inputs(), text)
     spec = cache.get("specs", key)
     if spec is None:
-        spec = parse_spec(_parse_yaml(text, path), str(path))
+        spec = parse_spec(parse_mapping(text, path), str(path))
         spec.precompute()
         spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
         cache.put("specs", key, spec)
+    spec.designed = designed_tiers
     if check_unit_names:
         from pubench.registry.units import check_names
 
@@ -163,7 +132,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
             if not any(match_cell(pattern, r, c) for r in rows for c in cols):
                 raise SpecError(file, f"{where}.unavailable.{pattern}", "matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
-                           unavailable=dict(t.unavailable), slurm=dict(t.slurm))
+                           unavailable=dict(t.unavailable))
 
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"
@@ -184,10 +153,11 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         reported_notes=list(model.reported.notes), decisions=list(model.decisions),
         claims=_claims(model, file, curves), experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
         path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
-        curves=curves,
+        curves=curves, designed=designed_tiers,
+        class_counts=class_counts(datasets_named([experiment, *(t.layer for t in tiers.values())])),
     )
     spec.regime = _regime(model, spec, file)
-    if _has_prior_tokens(experiment) or any(_has_prior_tokens(t.layer) for t in tiers.values()):
+    if has_prior_tokens(experiment) or any(has_prior_tokens(t.layer) for t in tiers.values()):
         for tier in TIERS:  # fail at load, not when a job starts
             for row, col in spec.cells():
                 try:
@@ -404,14 +374,6 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
     return out
 
 
-def _has_prior_tokens(node: Any) -> bool:
-    if isinstance(node, dict):
-        return any((k in PRIOR_KEYS and isinstance(v, str)) or _has_prior_tokens(v) for k, v in node.items())
-    if isinstance(node, list):
-        return any(_has_prior_tokens(v) for v in node)
-    return False
-
-
 def spec_paths(root: Path | None = None) -> list[Path]:
     root = root or experiments_root()
     if not root.is_dir():
@@ -430,6 +392,9 @@ def load_all(root: Path | None = None) -> dict[str, Spec]:
         if s.id in specs:
             raise SpecError(str(p), "id", f"duplicate id, also in {specs[s.id].path}")
         specs[s.id] = s
+    designed = {t: [sid for sid, s in specs.items() if "*|*" not in s.tiers[t].unavailable] for t in TIERS}
+    for s in specs.values():  # the registry is in memory: a reason's sentence reads no file
+        s.designed = functools.partial(dict, designed)
     return specs
 
 
@@ -466,7 +431,7 @@ def _designed(stamp: tuple) -> dict[str, list[str]]:
 def _designed_in(path: Path) -> list[str]:
     """The tiers one file designs (cached by the file's content)."""
     try:
-        text = _read_text(path)
+        text = read_text(path)
     except SpecError:
         return []
     key = cache.key_of("designed", text)
@@ -474,7 +439,7 @@ def _designed_in(path: Path) -> list[str]:
     if hit is not None:
         return hit
     try:
-        tiers = _parse_yaml(text, path).get("tiers") or {}
+        tiers = parse_mapping(text, path).get("tiers") or {}
     except SpecError:
         return []
     found = [t for t in TIERS if "*|*" not in ((tiers.get(t) or {}).get("unavailable") or {})]

@@ -17,21 +17,19 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from pubench.paths import experiments_root
 from pubench.registry.spec import SpecError, deep_merge
+from pubench.utils.yamlio import read_yaml
 
 PRESET_KEY = "preset"
 
 
 def presets_folder() -> Path:
-    from pubench.registry.loader import experiments_root
-
     return experiments_root() / "_presets"
 
 
 @functools.lru_cache(maxsize=4)
 def _load(folder: str, stamp: tuple) -> dict[str, tuple[dict[str, Any], str]]:
-    from pubench.registry.loader import read_yaml
-
     out: dict[str, tuple[dict[str, Any], str]] = {}
     for path in sorted(Path(folder).glob("*.yaml")):
         for name, block in read_yaml(path).items():

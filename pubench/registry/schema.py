@@ -155,7 +155,6 @@ class TierModel(LayerModel):
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
                         "(not_designed: no config designed for this tier yet)")
-    slurm: Params = Field({}, description="submitit parameters over slurm/<profile>.yaml")
 
 
 class TiersModel(_Model):
@@ -238,9 +237,9 @@ class PuDatasetModel(_Model):
 
 
 class CatalogueModel(_Model):
-    class_counts: dict[str, list[int]] = Field(
-        description="images per class of each data set's training split (class ids as positive/negative use them), "
-                    "for `prior: exact`")
+    """The PU data sets (the class counts ``prior: exact`` needs are the data sets' own:
+    :attr:`pubench.data.base.Dataset.class_counts`)."""
+
     datasets: dict[str, PuDatasetModel]
 
 

@@ -17,10 +17,13 @@ import copy
 import fnmatch
 import pickle
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pubench.errors import PubenchError
+from pubench.errors import SpecError as SpecError  # the registry's error, defined with the others
+from pubench.registry.priors import evaluate_priors
 from pubench.utils.hashing import canonical_json
 
 PAPERS = {
@@ -33,14 +36,6 @@ PAPERS = {
 TIERS = ("paper", "reduced", "smoke")
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
 CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order", "curve_rises")
-
-
-class SpecError(PubenchError, ValueError):
-    """An invalid spec: ``file: key: problem``."""
-
-    def __init__(self, file: str, key: str, problem: str):
-        self.file, self.key, self.problem = file, key, problem
-        super().__init__(f"{file}: {key}: {problem}")
 
 
 class UnknownSpec(PubenchError, LookupError):
@@ -123,7 +118,6 @@ class Tier:
     deviations: list[str]
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
-    slurm: dict[str, Any] = field(default_factory=dict)  # submitit parameters over the profile's
 
 
 @dataclass
@@ -169,6 +163,12 @@ class Spec:
         return tuple(self.experiment.get("init_seed_from", ("row", "col")))
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: data set -> images per class of its training split, for every data set the spec names
+    #: that has them (the loader takes them from the data set table): ``prior: exact`` reads them
+    class_counts: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    #: ``() -> {tier: ids of the specs with a config at that tier}``: the registry's view the
+    #: sentence of a ``not_designed`` reason needs (the loader sets it; None: "none")
+    designed: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
     _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
     #: (tier, row, col) -> (task, the resolved params pickled, their canonical JSON): filled by
     #: :meth:`precompute` (the spec cache stores it), read back by :meth:`resolve`
@@ -195,17 +195,19 @@ class Spec:
         sentence of its reason key (:data:`REASONS`)."""
         for pattern, why in self.tiers[tier].unavailable.items():
             if match_cell(pattern, row, col):
-                if (why, tier) not in self._reasons:  # a generated sentence reads the registry: once per spec
-                    self._reasons[(why, tier)] = reason_text(why, tier)
+                if (why, tier) not in self._reasons:  # a generated sentence asks the registry: once per spec
+                    designed = self.designed().get(tier, []) if why in REASONS and self.designed else []
+                    self._reasons[(why, tier)] = reason_text(why, tier, designed)
                 return self._reasons[(why, tier)]
         return None
 
     def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
         """The fully resolved experiment config of one cell at one tier.
 
-        Computed priors (``exact``, ``data.prior``; :mod:`pubench.registry.catalogue`) are
+        Computed priors (``exact``, ``data.prior``; :mod:`pubench.registry.priors`) are
         evaluated where they are written: those of ``experiment`` on the cell's paper-tier
-        config, those of the tier on the tier's config.
+        config, those of the tier on the tier's config, from :attr:`class_counts`: no file is
+        read.
         """
         hit = self._resolved.get((tier, row, col))
         if hit is not None:
@@ -233,8 +235,6 @@ class Spec:
                                                     canonical_json(cfg["params"]))
 
     def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
-        from pubench.registry.catalogue import evaluate_priors
-
         params: dict[str, Any] = {}
         for layer in (self.experiment, self.tiers[tier].layer):
             params = deep_merge(params, layer.get("params") or {})
@@ -243,7 +243,7 @@ class Spec:
             for pattern, over in (layer.get("cells") or {}).items():  # exact keys or globs, in file order
                 if match_cell(pattern, row, col):
                     params = deep_merge(params, over)
-            params = evaluate_priors(params)
+            params = evaluate_priors(params, self.class_counts)
         return {"task": self.experiment["task"], "params": copy.deepcopy(params)}
 
     def curve(self, title: str) -> Curve:
@@ -263,13 +263,12 @@ REASONS = {
 }
 
 
-def reason_text(why: str, tier: str) -> str:
-    """The sentence of an ``unavailable`` reason (a key of :data:`REASONS`, or the sentence itself)."""
+def reason_text(why: str, tier: str, designed: list[str]) -> str:
+    """The sentence of an ``unavailable`` reason (a key of :data:`REASONS`, or the sentence
+    itself); ``designed``: the ids of the specs with a config at ``tier``."""
     if why not in REASONS:
         return why
-    from pubench.registry.loader import designed_tiers
-
-    return REASONS[why].format(tier=tier, designed=compact_ids(designed_tiers().get(tier, [])))
+    return REASONS[why].format(tier=tier, designed=compact_ids(designed))
 
 
 def compact_ids(ids: list[str]) -> str:
@@ -301,10 +300,6 @@ def _ranges(items: list[tuple[int, str]]) -> str:
         else:
             runs.append([(n, label)])
     return ", ".join(r[0][1] if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
-
-
-def cell_key(row: str, col: str) -> str:
-    return f"{row}|{col}"
 
 
 def match_cell(pattern: str, row: str, col: str) -> bool:

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from pubench.paths import experiments_root
 from pubench.registry import cache
 from pubench.registry.spec import SpecError
 
@@ -47,7 +48,11 @@ NESTED_KEYS = {
     "schedule": ("schedule", "pubench.train.optim:SCHEDULES"),
     "augment": ("augment", "pubench.train.augment:AUGMENTS"),
 }
-KINDS = ("task", *(k for k, _ in UNIT_KEYS.values()), *(k for k, _ in NESTED_KEYS.values()))
+#: kind -> "module:REGISTRY" of every kind the index names (executors too: `pubench run
+#: --executor` offers their names without importing them)
+REGISTRIES = {"task": TASK_REGISTRY, **dict(UNIT_KEYS.values()), **dict(NESTED_KEYS.values()),
+              "executor": "pubench.executors:EXECUTORS"}
+KINDS = tuple(REGISTRIES)
 
 
 def _name_of(value: Any) -> str | None:
@@ -103,16 +108,12 @@ def _registry(path: str):
 
 INDEX_PATH = Path(__file__).resolve().with_name("unit_index.json")
 #: the packages whose modules register units (their source is the index's fingerprint)
-UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "downstream", "pu")
+UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "downstream", "pu", "executors")
 
 
 def registered_names(kind: str) -> list[str]:
     """Names the code registers for ``kind``, by importing the registry (and its units)."""
-    if kind == "task":
-        return sorted(_registry(TASK_REGISTRY).names())
-    path = next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
-    reg = _registry(path)
-    return sorted(reg.names() if hasattr(reg, "names") else reg)
+    return _registry(REGISTRIES[kind]).names()
 
 
 def source_fingerprint() -> str:
@@ -127,11 +128,8 @@ def build_index() -> dict[str, Any]:
     :meth:`pubench.utils.registry.Registry.get`)."""
     modules: dict[str, dict[str, str]] = {}
     for kind in KINDS:
-        path = TASK_REGISTRY if kind == "task" else \
-            next(p for k, p in (*UNIT_KEYS.values(), *NESTED_KEYS.values()) if k == kind)
-        reg = _registry(path)
-        if hasattr(reg, "get") and hasattr(reg, "package"):
-            modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in reg.names()}
+        reg = _registry(REGISTRIES[kind])
+        modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in reg.names()}
     return {"fingerprint": source_fingerprint(), "names": {k: registered_names(k) for k in KINDS},
             "modules": modules}
 
@@ -175,9 +173,7 @@ def implemented() -> dict[str, set[str]]:
     return {kind: set(known(kind)) for kind in ("task", *(k for k, _ in UNIT_KEYS.values()))}
 
 
-def planned_path():
-    from pubench.registry.loader import experiments_root
-
+def planned_path() -> Path:
     return experiments_root() / "_planned.yaml"
 
 

@@ -66,7 +66,7 @@ class CrossValue:
 
 
 def crossref_path(root: Path | None = None) -> Path:
-    from pubench.registry.loader import experiments_root
+    from pubench.paths import experiments_root
 
     return (root or experiments_root()) / FILE_NAME
 

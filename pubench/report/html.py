@@ -248,7 +248,7 @@ def _spec_file(spec: Spec) -> str:
     """The spec's file relative to the project (``experiments/bcl/fig5-bcl.yaml``)."""
     from pathlib import Path
 
-    from pubench.registry.loader import experiments_root
+    from pubench.paths import experiments_root
 
     try:
         return str(Path(spec.path).resolve().relative_to(experiments_root().resolve().parent))

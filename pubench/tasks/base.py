@@ -6,10 +6,13 @@ automatically) that subclasses :class:`Task`; every method is a classmethod:
 * ``validate(params)``: every config check, without loading data or running anything
   (unknown / missing keys raise ``ConfigError``); ``pubench coverage`` counts only cells
   whose config a task accepts;
-* ``run(params, seeds) -> {"metrics": {name: float}, "info": {...}}``: validate, run one
+* ``run(params, seeds) -> Result(metrics, info)`` (:class:`pubench.utils.result.Result`,
+  what PU methods and downstream classifiers return too: ``metrics`` {name: float},
+  ``info`` {...}): validate, run one
   job from its ``seeds`` (``data``, ``init``) only, never touching the caller's global RNG;
   ``info`` holds what a reader needs to trust the number, at least :attr:`Task.info_keys`;
-* ``test_params``: small valid params for the contract tests
+* ``test_config``: small valid params for the contract tests (the name every kind of
+  unit gives its test configuration)
   (``tests/unit/test_contracts.py``; they provide generated data for its dataset).
 
 Tasks are the only bridge from the pipeline to the science packages. This module imports
@@ -22,11 +25,13 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from pubench.utils.registry import Registry, subclass_check
+from pubench.utils.result import Result
 
 
 class Task(ABC):
     info_keys: ClassVar[tuple[str, ...]] = ()
-    test_params: ClassVar[dict[str, Any]]
+    name: ClassVar[str]  # set by the registration
+    test_config: ClassVar[dict[str, Any]]
 
     @classmethod
     @abstractmethod
@@ -36,8 +41,8 @@ class Task(ABC):
 
     @classmethod
     @abstractmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
-        """``{"metrics": {name: float}, "info": {...}}`` of one job."""
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
+        """The :class:`~pubench.utils.result.Result` (metrics, info) of one job."""
 
 
-TASKS = Registry("task", package="pubench.tasks", check=subclass_check("task", Task, ("test_params", "info_keys")))
+TASKS = Registry("task", package="pubench.tasks", check=subclass_check("task", Task, ("test_config", "info_keys")))

@@ -24,6 +24,7 @@ from scipy.stats import gaussian_kde
 from pubench.sim import bcl_process as bp
 from pubench.tasks.base import TASKS, Task
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 
 CLASSES = ("tn", "fn")
 PROPOSALS = ("normal",)
@@ -98,7 +99,7 @@ class BCLScoreDensity(Task):
     scores: tn | fn, density: {grid: {start, stop, points}, bandwidth: scott | silverman}}``."""
 
     info_keys = ("density", "n_scores", "fn_fraction", "accept_reject_rounds")
-    test_params = {"data": {"M": 1, "N": 400, "alpha": 0.9, "t": 2.0, "tau_plus": 0.5,
+    test_config = {"data": {"M": 1, "N": 400, "alpha": 0.9, "t": 2.0, "tau_plus": 0.5,
                             "proposal": {"name": "normal", "mean": 0.0, "std": 1.0}},
                    "scores": "fn", "density": {"grid": {"start": 0.0, "stop": 5.0, "points": 11}, "bandwidth": "scott"}}
 
@@ -107,11 +108,11 @@ class BCLScoreDensity(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+    def run(cls, params: dict, seeds: dict[str, int]) -> Result:
         return score_density(params, seeds)
 
 
-def score_density(params: dict, seeds: dict[str, int]) -> dict:
+def score_density(params: dict, seeds: dict[str, int]) -> Result:
     """One job of :class:`BCLScoreDensity`."""
     cfg, prop, which, dens, grid = validate(params)
     x, is_tn, rounds = bp.simulate_scores(cfg.M, cfg.N, cfg.alpha, cfg.t, cfg.tau_plus, prop.mean, prop.std,
@@ -122,12 +123,12 @@ def score_density(params: dict, seeds: dict[str, int]) -> dict:
                          "(finite); raise N or move tau_plus away from 0 / 1")
     at = np.linspace(grid.start, grid.stop, grid.points)
     kde = gaussian_kde(mine, bw_method=dens.bandwidth)
-    return {
-        "metrics": {"mean": float(mine.mean()), "auc": 100.0 * bp.ranks_above(mine, other)},
-        "info": {
+    return Result(
+        metrics={"mean": float(mine.mean()), "auc": 100.0 * bp.ranks_above(mine, other)},
+        info={
             "density": {"x": at.tolist(), "y": kde(at).tolist(), "bandwidth_factor": float(kde.factor)},
             "n_scores": int(mine.size),
             "fn_fraction": float(1 - is_tn.mean()),
             "accept_reject_rounds": rounds,
         },
-    }
+    )

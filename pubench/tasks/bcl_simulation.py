@@ -15,6 +15,7 @@ import numpy as np
 from pubench.sim import bcl_process as bp
 from pubench.tasks.base import TASKS, Task
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 
 ESTIMATORS = ("sup", "biased", "dcl", "bcl")
 
@@ -80,7 +81,7 @@ class BCLSimulation(Task):
     """
 
     info_keys = ("anchors_used", "anchors_without_tn", "fn_fraction", "accept_reject_rounds")
-    test_params = {"data": {"M": 8, "N": 16, "K": 4, "alpha": 0.8, "gamma": 0.5, "t": 0.5, "tau_plus": 0.1},
+    test_config = {"data": {"M": 8, "N": 16, "K": 4, "alpha": 0.8, "gamma": 0.5, "t": 0.5, "tau_plus": 0.1},
                    "estimator": {"name": "bcl", "beta": 0.5}}
 
     @classmethod
@@ -88,11 +89,11 @@ class BCLSimulation(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+    def run(cls, params: dict, seeds: dict[str, int]) -> Result:
         return simulate(params, seeds)
 
 
-def simulate(params: dict, seeds: dict[str, int]) -> dict:
+def simulate(params: dict, seeds: dict[str, int]) -> Result:
     """One job of :class:`BCLSimulation`."""
     cfg, est = validate(params)
     with np.errstate(over="ignore", under="ignore"):  # reported by check_scores instead
@@ -110,19 +111,19 @@ def simulate(params: dict, seeds: dict[str, int]) -> dict:
     ok = np.isfinite(target)
     check_errors(theta[ok], target[ok], est.name)
     mean_estimate, mean_sup = float(theta[ok].mean()), float(target[ok].mean())
-    return {
-        "metrics": {
+    return Result(
+        metrics={
             "mse": bp.mse(theta, target),
             "mean_estimate": mean_estimate,
             "mean_theta_sup": mean_sup,
             "bias": mean_estimate - mean_sup,
             "abs_bias": abs(mean_estimate - mean_sup),
         },
-        "info": {
+        info={
             "anchors_used": int(ok.sum()),
             "anchors_without_tn": int((~ok).sum()),
             "fn_fraction": float(1 - obs.is_tn.mean()),
             "accept_reject_rounds": obs.rounds,
         },
-    }
+    )
 

@@ -35,6 +35,7 @@ from pubench.train.pretrain import (
     pretrain,
 )
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
 KEYS = {"data", "model", "pretrain", "downstream"}
@@ -58,7 +59,7 @@ def validate(params: dict[str, Any]):
     return data, model, pre, unit, down
 
 
-def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> Result:
     data_cfg, model_cfg, pre_cfg, unit, down_cfg = validate(params)
     prepared = prepare_data(data_cfg, seeds["data"])
     d = prepared.data
@@ -103,11 +104,11 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, 
         seconds={"pretrain": round(t1 - t0, 2), "downstream": round(t2 - t1, 2)},
         **run_info_common(accelerator),
     )
-    return {"metrics": metrics, "info": info}
+    return Result(metrics, info)
 
 
 #: a small run for the contract tests (generated images stand in for mnist)
-TEST_PARAMS = {
+TEST_CONFIG = {
     "data": {"dataset": "mnist", "labels": {"positive": [1, 3, 5, 7, 9]},
              "split": {"kind": "pu", "n_labeled": 20, "scheme": "single_training_set"},
              "subset": {"train": 120, "test": 60}, "input_size": [1, 12, 12]},
@@ -124,12 +125,12 @@ TEST_PARAMS = {
 @TASKS.register("contrastive_probe")
 class ContrastiveProbe(Task):
     info_keys = (*INFO_KEYS, "pretrain", "downstream")
-    test_params = TEST_PARAMS
+    test_config = TEST_CONFIG
 
     @classmethod
     def validate(cls, params: dict[str, Any]):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
         return run_contrastive(params, seeds)

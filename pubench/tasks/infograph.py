@@ -40,6 +40,7 @@ import torch
 
 from pubench.tasks.base import TASKS, Task
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _load(dataset: str, features: str, root: str):
 class Infograph(Task):
     info_keys = ("dataset", "graphs_used", "acc_std_over_folds", "fold_acc", "svm_C", "loss_curve",
                  "floor_fraction", "floor_fraction_curve")
-    test_params = {
+    test_config = {
         "data": {"dataset": "mutag", "subset": 24},
         "model": {"backbone": {"name": "gin", "hidden": 8, "layers": 2}},
         "pretrain": {"epochs": 2, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}, "score": "cosine",
@@ -156,11 +157,11 @@ class Infograph(Task):
         return parse_params(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+    def run(cls, params: dict, seeds: dict[str, int]) -> Result:
         return infograph(params, seeds)
 
 
-def infograph(params: dict, seeds: dict[str, int]) -> dict:
+def infograph(params: dict, seeds: dict[str, int]) -> Result:
     """One job of :class:`Infograph`."""
     from pubench.models import BACKBONES
     from pubench.paths import data_root
@@ -209,4 +210,4 @@ def infograph(params: dict, seeds: dict[str, int]) -> dict:
         "svm_s": round(t2 - t1, 2),
         "torch_threads": torch.get_num_threads(),
     })
-    return {"metrics": {"acc": res["acc"]}, "info": info}
+    return Result({"acc": res["acc"]}, info)

@@ -32,11 +32,12 @@ from pubench.tasks._image_common import (
     run_info_common,
 )
 from pubench.tasks.base import TASKS, Task
-from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_PARAMS, run_contrastive
+from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_CONFIG, run_contrastive
 from pubench.tasks.contrastive_probe import validate as validate_contrastive
 from pubench.train import accel
 from pubench.train.loop import TrainConfig, check_loop_config
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
 E2E_KEYS = {"data", "model", "pu_method", "train"}
@@ -61,7 +62,7 @@ def validate_end_to_end(params: dict[str, Any]):
     return data, model, unit, cfg, train, classifier
 
 
-def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> Result:
     data_cfg, model_cfg, unit, cfg, train, classifier = validate_end_to_end(params)
     prepared = prepare_data(data_cfg, seeds["data"])
     d = prepared.data
@@ -72,6 +73,7 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
         torch.manual_seed(global_seed)
         backbone = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
         extra = {"projector": build_projector(model_cfg, backbone.out_dim, proj_seed).to(dev)} if unit.uses_projector else {}
+        unit.check_run(cfg, train, d, **extra)  # the caller checks, the method trusts its inputs
         t0 = time.perf_counter()
         with accel.stage_scope(train.precision, train.compile, "params.train"):
             metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier, **extra)
@@ -83,7 +85,7 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> dict[str, A
         info["wall_clock_metrics"] = list(unit.wall_clock_metrics)
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
                 seconds={"train": round(t1 - t0, 2)}, **run_info_common(accelerator))
-    return {"metrics": metrics, "info": info}
+    return Result(metrics, info)
 
 
 def _route(params: dict[str, Any]) -> str:
@@ -100,7 +102,7 @@ def _route(params: dict[str, Any]) -> str:
 @TASKS.register("pu_benchmark")
 class PUBenchmark(Task):
     info_keys = INFO_KEYS
-    test_params = {"data": TEST_PARAMS["data"], "model": {"backbone": TEST_PARAMS["model"]["backbone"]},
+    test_config = {"data": TEST_CONFIG["data"], "model": {"backbone": TEST_CONFIG["model"]["backbone"]},
                    "pu_method": {"name": "nnpu"},
                    "train": {"epochs": 2, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}}}
 
@@ -110,5 +112,5 @@ class PUBenchmark(Task):
         return (validate_end_to_end if _route(params) == "end_to_end" else validate_contrastive)(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
         return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds)

@@ -14,12 +14,13 @@ import numpy as np
 
 from pubench.tasks.base import TASKS, Task
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 
 
 @TASKS.register("selftest")
 class SelfTest(Task):
     info_keys = ("seeds",)
-    test_params = {"value": 1.0}
+    test_config = {"value": 1.0}
 
     @classmethod
     def validate(cls, params: dict) -> dict:
@@ -31,17 +32,17 @@ class SelfTest(Task):
         return params
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int]) -> dict:
+    def run(cls, params: dict, seeds: dict[str, int]) -> Result:
         cls.validate(params)
         return selftest(params, seeds)
 
 
-def selftest(params: dict, seeds: dict[str, int]) -> dict:
+def selftest(params: dict, seeds: dict[str, int]) -> Result:
     started = time.time()
     time.sleep(float(params.get("sleep", 0.0)))
     gate = params.get("fail_if_missing")
     if gate and not Path(gate).exists():
         raise RuntimeError(f"selftest: {gate} does not exist yet")
     noise = np.random.default_rng(seeds["init"]).normal(0.0, 0.1)
-    return {"metrics": {"score": float(params["value"]) + float(noise)},
-            "info": {"seeds": seeds, "started_unix": started, "ended_unix": time.time()}}
+    return Result({"score": float(params["value"]) + float(noise)},
+                  {"seeds": seeds, "started_unix": started, "ended_unix": time.time()})

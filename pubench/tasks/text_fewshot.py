@@ -44,6 +44,7 @@ from pubench.tasks.base import TASKS, Task
 from pubench.train.loop import Step, Trainer, batches, predict
 from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
 
 VIEWS = ("dropout",)
@@ -259,7 +260,7 @@ def fine_tune(encoder, head, train_ids, train_labels, unlabeled_ids, train: Text
 class TextFewshot(Task):
     info_keys = INFO_KEYS
     requires = REQUIRES
-    test_params = {
+    test_config = {
         "data": {"dataset": "sst2", "n_per_class": 3, "n_unlabeled": 4, "eval_split": "dev", "max_length": 16},
         "model": {"backbone": {"name": "minilm_l6", "layers": 1, "pooling": "mean"}},
         "train": {"epochs": 2, "batch_size": 4, "unlabeled_batch_size": 2, "views": "dropout",
@@ -274,7 +275,7 @@ class TextFewshot(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> dict[str, Any]:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
         from pubench.data import DATASETS
         from pubench.models import build_backbone
 
@@ -322,4 +323,4 @@ class TextFewshot(Task):
             "seconds": {"load": round(t1 - t0, 2), "train": round(t2 - t1, 2), "eval": round(t3 - t2, 2)},
             **run_info_common(),
         }
-        return {"metrics": {"acc": acc}, "info": info}
+        return Result({"acc": acc}, info)

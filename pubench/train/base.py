@@ -15,7 +15,7 @@ builds (CMC: one network per colour view).
 
 A **downstream classifier** (``params.downstream``) is a class registered in
 :data:`DOWNSTREAM` that subclasses :class:`Downstream`; ``run(cfg, encoder, data, seed,
-device) -> (metrics, info)`` trains a classifier on the pre-trained ``encoder`` from
+device) -> Result(metrics, info)`` (:class:`pubench.utils.result.Result`) trains a classifier on the pre-trained ``encoder`` from
 ``data`` (:class:`pubench.train.classifier.DownstreamData`) and evaluates it on the test
 split. The implementations live in :mod:`pubench.downstream` (that package is scanned):
 they train with the PU risks of :mod:`pubench.pu`, which builds on this package, so they
@@ -36,6 +36,7 @@ from torch import nn
 
 from pubench.train.classifier import DownstreamData
 from pubench.utils.registry import Registry, Unit, subclass_check
+from pubench.utils.result import Result
 
 
 class Framework(Unit):
@@ -107,7 +108,7 @@ class Downstream(Unit):
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, encoder: nn.Module, data: DownstreamData, seed: int,
-            device: Any = "cpu") -> tuple[dict[str, float], dict[str, Any]]:
+            device: Any = "cpu") -> Result:
         ...
 
 

@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 from pubench.errors import PubenchWarning
-from pubench.train.encoder_cache import code_fingerprint
+from pubench.utils.hashing import code_fingerprint
 from pubench.utils.io import atomic_write
 
 FORMAT = 2   # 2: names its job; read with weights_only (format 1 files are discarded)

@@ -20,25 +20,11 @@ it (default ``<project>/.cache``).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
-import pubench
-from pubench.utils.hashing import config_hash
-
-
-@functools.lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """SHA-256 over the package's Python sources (path and bytes), in path order."""
-    root = Path(pubench.__file__).resolve().parent
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+from pubench.utils.hashing import code_fingerprint, config_hash
 
 
 def cache_root() -> Path:

@@ -25,6 +25,12 @@
   of Gunel et al. 2020 / RoBERTa, ``get_linear_schedule_with_warmup`` in transformers).
 * :func:`build_optimizer` from ``{name: lars | sgd | adam | adamw, lr, momentum,
   weight_decay, ...}``; momentum is required for ``lars``/``sgd`` and refused for Adam.
+
+Optimizers and schedules are registries (:data:`OPTIMIZERS`, :data:`SCHEDULES`): a new one
+is a registered function, ``OPTIMIZERS.register(name, uses=(...))`` over ``(params, cfg)
+-> torch.optim.Optimizer`` (``uses``: the :class:`OptimizerConfig` options it reads beyond
+``lr`` and ``weight_decay``), ``SCHEDULES.register(name, warmup=...)`` over ``(step,
+total_steps, warmup_steps) -> multiplier of the base lr``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import torch
 from torch import nn
 
 from pubench.utils.config import ConfigError, build_config
+from pubench.utils.registry import Registry
 
 
 class LARS(torch.optim.Optimizer):
@@ -110,18 +117,41 @@ class OptimizerConfig:
     betas: list[float] | None = None    # adam / adamw
 
 
-OPTIMIZERS = ("lars", "sgd", "adam", "adamw")
+#: name -> ``(params, OptimizerConfig) -> torch.optim.Optimizer``; ``uses``: the options it reads
+OPTIMIZERS = Registry("optimizer")
+
+
+@OPTIMIZERS.register("lars", uses=("momentum", "trust_coefficient"))
+def _lars(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
+    return LARS(lars_param_groups(params, c.weight_decay), lr=c.lr, momentum=c.momentum,
+                weight_decay=c.weight_decay, trust_coefficient=c.trust_coefficient)
+
+
+@OPTIMIZERS.register("sgd", uses=("momentum", "nesterov"))
+def _sgd(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
+    return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay, nesterov=c.nesterov)
+
+
+@OPTIMIZERS.register("adam", uses=("betas",))
+def _adam(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
+    return torch.optim.Adam(params, lr=c.lr, betas=tuple(c.betas) if c.betas else (0.9, 0.999),
+                            weight_decay=c.weight_decay)
+
+
+@OPTIMIZERS.register("adamw", uses=("betas",))
+def _adamw(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(params, lr=c.lr, betas=tuple(c.betas) if c.betas else (0.9, 0.999),
+                             weight_decay=c.weight_decay)
 
 
 def optimizer_config(cfg: dict, where: str = "optimizer") -> OptimizerConfig:
     c = build_config(OptimizerConfig, cfg, where)
-    if c.name not in OPTIMIZERS:
-        raise ConfigError(f"{where}.name: {c.name!r} is not one of {OPTIMIZERS}")
-    if c.name in ("lars", "sgd") and c.momentum is None:
+    uses = OPTIMIZERS.lookup(c.name, f"{where}.name").uses
+    if "momentum" in uses and c.momentum is None:
         raise ConfigError(f"{where}: {c.name} needs 'momentum'")
-    if c.name in ("adam", "adamw") and c.momentum is not None:
+    if "momentum" not in uses and c.momentum is not None:
         raise ConfigError(f"{where}: {c.name} takes no 'momentum' (use betas)")
-    if c.name != "lars" and "trust_coefficient" in cfg:
+    if "trust_coefficient" not in uses and "trust_coefficient" in cfg:
         raise ConfigError(f"{where}: trust_coefficient is a LARS option")
     if c.lr <= 0 or c.weight_decay < 0:
         raise ConfigError(f"{where}: lr must be > 0 and weight_decay >= 0")
@@ -131,16 +161,7 @@ def optimizer_config(cfg: dict, where: str = "optimizer") -> OptimizerConfig:
 def build_optimizer(cfg: dict | OptimizerConfig, model: nn.Module | list) -> torch.optim.Optimizer:
     c = cfg if isinstance(cfg, OptimizerConfig) else optimizer_config(cfg)
     params = list(model.parameters()) if isinstance(model, nn.Module) else list(model)
-    params = [p for p in params if p.requires_grad]
-    if c.name == "lars":
-        return LARS(lars_param_groups(params, c.weight_decay), lr=c.lr, momentum=c.momentum,
-                    weight_decay=c.weight_decay, trust_coefficient=c.trust_coefficient)
-    if c.name == "sgd":
-        return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay,
-                               nesterov=c.nesterov)
-    betas = tuple(c.betas) if c.betas else (0.9, 0.999)
-    cls = torch.optim.Adam if c.name == "adam" else torch.optim.AdamW
-    return cls(params, lr=c.lr, betas=betas, weight_decay=c.weight_decay)
+    return OPTIMIZERS.get(c.name)([p for p in params if p.requires_grad], c)
 
 
 # ------------------------------------------------------------------ schedules
@@ -150,20 +171,28 @@ class ScheduleConfig:
     warmup_epochs: float = 0.0    # cosine and linear
 
 
-SCHEDULES = ("constant", "cosine", "linear")
+#: name -> ``(step, total_steps, warmup_steps) -> multiplier of the base lr``; ``warmup``:
+#: whether it takes ``warmup_epochs``
+SCHEDULES = Registry("schedule")
+
+
+@SCHEDULES.register("constant", warmup=False)
+def constant_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of the base lr at every step: 1."""
+    return 1.0
 
 
 def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig:
     c = build_config(ScheduleConfig, cfg or {}, where)
-    if c.name not in SCHEDULES:
-        raise ConfigError(f"{where}.name: {c.name!r} is not one of {SCHEDULES}")
-    if c.name == "constant" and c.warmup_epochs:
-        raise ConfigError(f"{where}: warmup_epochs needs name: cosine or linear")
+    if not SCHEDULES.lookup(c.name, f"{where}.name").warmup and c.warmup_epochs:
+        raise ConfigError(f"{where}: warmup_epochs needs name: "
+                          + " or ".join(n for n in SCHEDULES.names() if SCHEDULES.get(n).warmup))
     if c.warmup_epochs < 0:
         raise ConfigError(f"{where}.warmup_epochs must be >= 0")
     return c
 
 
+@SCHEDULES.register("cosine", warmup=True)
 def cosine_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     """Multiplier of the base lr at (0-based) ``step``: linear warm-up, then cosine to 0."""
     if warmup_steps > 0 and step < warmup_steps:
@@ -173,6 +202,7 @@ def cosine_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * k / decay))
 
 
+@SCHEDULES.register("linear", warmup=True)
 def linear_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     """Multiplier of the base lr at (0-based) ``step``: linear warm-up, then linear decay to 0."""
     if warmup_steps > 0 and step < warmup_steps:
@@ -183,9 +213,7 @@ def linear_factor(step: int, total_steps: int, warmup_steps: int) -> float:
 
 def build_scheduler(cfg: dict | ScheduleConfig | None, optimizer, steps_per_epoch: int, epochs: int):
     c = cfg if isinstance(cfg, ScheduleConfig) else schedule_config(cfg)
-    if c.name == "constant":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     total = max(1, steps_per_epoch * epochs)
     warm = int(round(c.warmup_epochs * steps_per_epoch))
-    factor = cosine_factor if c.name == "cosine" else linear_factor
+    factor = SCHEDULES.get(c.name)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, total, warm))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pubench.train import encoder_cache
+from pubench.utils.hashing import code_fingerprint
 
 FORMAT = 1
 
@@ -56,7 +57,7 @@ def _read(key: str) -> dict[str, Any] | None:
         path.unlink(missing_ok=True)
         return None
     ok = (isinstance(payload, dict) and payload.get("format") == FORMAT and payload.get("key") == key
-          and payload.get("code") == encoder_cache.code_fingerprint())
+          and payload.get("code") == code_fingerprint())
     return payload if ok else None
 
 
@@ -82,6 +83,6 @@ def store(key: str, epoch: int, trainer_state: dict[str, Any], rng: dict[str, An
     from pubench.train.checkpoint import atomic_save
 
     root().mkdir(parents=True, exist_ok=True)
-    atomic_save({"format": FORMAT, "key": key, "code": encoder_cache.code_fingerprint(), "epoch": epoch,
+    atomic_save({"format": FORMAT, "key": key, "code": code_fingerprint(), "epoch": epoch,
                  "trainer": trainer_state, "rng": rng, "history": history}, _path(key))
     return True

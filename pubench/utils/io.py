@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from pubench.errors import StorageError
+from pubench.errors import StorageError, UsageError
 
 TMP_PREFIX = ".tmp-"
 
@@ -82,3 +82,14 @@ def remove_stale_temps(folder: str | Path, min_age_s: float = 300.0) -> int:
             continue
         n += 1
     return n
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """:class:`~pubench.errors.UsageError` (one line) when ``folder`` cannot be created or
+    written; ``what`` names it for the user (e.g. ``"results ($PUBENCH_RESULTS)"``)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write the {what} folder {folder}: {e.strerror or e}") from None

@@ -14,7 +14,9 @@ Unknown names raise :class:`UnknownName`, with the closest registered name sugge
 ``check=`` refuses, at registration, an object that does not implement the kind's
 interface (each kind's ``base.py`` says what it is); ``register(name, **declared)`` sets
 the declared attributes on the unit first (a loss's logits form, a backbone's test
-config), so everything about a unit is said where it is registered.
+config), so everything about a unit is said where it is registered. Registration also
+sets the unit's ``name`` (a class's or a function's: a unit never repeats its own name; an
+instance, e.g. a data set, must already carry it).
 :class:`Unit` is the base of the unit kinds that are classes with a config dataclass
 (frameworks, downstream classifiers, PU methods); :func:`subclass_check` builds their
 registration check.
@@ -58,10 +60,15 @@ class Registry:
         def add(o: Any) -> Any:
             if name in self._items and self._items[name] is not o:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
+            named = isinstance(o, type) or inspect.isfunction(o)  # an instance carries its own name
+            if named and vars(o).get("name", name) != name:
+                raise ValueError(f"{self.kind} {name!r} is already registered as {vars(o)['name']!r}")
             for attr, value in declared.items():
                 setattr(o, attr, value)
             if self.check is not None:
                 self.check(name, o)
+            if named:
+                o.name = name
             self._items[name] = o
             return o
 
@@ -103,10 +110,15 @@ class Registry:
         naming ``where`` when ``cfg`` is no mapping with a ``name`` or the name is unknown."""
         if not isinstance(cfg, dict) or "name" not in cfg:
             raise ConfigError(f"{where}: expected a mapping with 'name', got {cfg!r}")
+        return self.lookup(cfg["name"], f"{where}.name")
+
+    def lookup(self, name: str, where: str) -> Any:
+        """The unit registered as ``name``, which a config gives at ``where``; ``ConfigError``
+        naming ``where`` (with the closest name) when there is none."""
         try:
-            return self.get(cfg["name"])
+            return self.get(name)
         except UnknownName as exc:
-            raise ConfigError(f"{where}.name: {exc}") from None
+            raise ConfigError(f"{where}: {exc}") from None
 
     def get(self, name: str) -> Any:
         if not self._discovered and name not in self._items:
@@ -149,13 +161,14 @@ def _module_hints() -> dict[str, dict[str, str]]:
 
 
 class Unit(ABC):
-    """A unit that is a class: ``config_cls`` (a dataclass of its hyperparameters, built
-    with :func:`pubench.utils.config.build_config`: unknown, missing or mistyped keys
-    fail), ``check`` (the checks types cannot say, raising ``ConfigError``) and
-    ``test_config`` (a small valid config for the contract tests,
-    ``tests/unit/test_contracts.py``; ``name`` is added by the test). Every method is a
-    classmethod: units hold no state between runs."""
+    """A unit that is a class: ``name`` (set by its registration), ``config_cls`` (a
+    dataclass of its hyperparameters, built with :func:`pubench.utils.config.build_config`:
+    unknown, missing or mistyped keys fail), ``check`` (the checks types cannot say,
+    raising ``ConfigError``) and ``test_config`` (a small valid config for the contract
+    tests, ``tests/unit/test_contracts.py``; ``name`` is added by the test). Every method is
+    a classmethod: units hold no state between runs."""
 
+    name: ClassVar[str]
     config_cls: ClassVar[type]
     test_config: ClassVar[dict[str, Any]]
 

@@ -155,8 +155,8 @@ def test_job_info_names_the_cpu_its_peak_memory_and_the_determinism_flags():
 @pytest.mark.parametrize("name", ["contrastive_probe", "pu_benchmark"])
 def test_a_task_records_the_accelerator_info(name, generated_data):  # noqa: F811 - the fixture
     task = TASKS.get(name)
-    out = task.run(copy.deepcopy(task.test_params), dict(SEEDS))
-    info = out["info"]["accelerator"]
+    out = task.run(copy.deepcopy(task.test_config), dict(SEEDS))
+    info = out.info["accelerator"]
     assert info["device_name"] == cpu_model() and info["peak_memory"]["bytes"] > 0
     stages = list(info["throughput"])
     assert stages and all(v["examples_per_s"] > 0 and v["precision"] == "fp32" for v in info["throughput"].values())

@@ -140,7 +140,7 @@ def test_task_runs_and_validates():
               "estimator": {"name": "bcl", "beta": 0.0}}
     out = task(params, {"data": 1, "init": 2})
     assert out == task(params, {"data": 1, "init": 99})  # only the data seed matters
-    assert out["metrics"]["mse"] > 0 and out["info"]["anchors_used"] == 100
+    assert out.metrics["mse"] > 0 and out.info["anchors_used"] == 100
     with pytest.raises(ValueError, match="unknown key 'lr'"):
         task({**params, "estimator": {"name": "bcl", "lr": 1}}, {"data": 1, "init": 2})
     with pytest.raises(ValueError, match="alpha must lie"):
@@ -205,11 +205,11 @@ def test_score_density_task_fig4():
     fn = task(SCORE_PARAMS, {"data": 3, "init": 1})
     tn = task({**SCORE_PARAMS, "scores": "tn"}, {"data": 3, "init": 9})
     assert fn == task(SCORE_PARAMS, {"data": 3, "init": 2})  # only the data seed matters
-    assert fn["metrics"]["auc"] + tn["metrics"]["auc"] == pytest.approx(100.0)
-    assert fn["metrics"]["auc"] == pytest.approx(100 * 5 / 6, abs=2.0)
-    assert fn["metrics"]["mean"] > tn["metrics"]["mean"]
-    assert fn["info"]["n_scores"] + tn["info"]["n_scores"] == 4000
-    x, y = np.array(fn["info"]["density"]["x"]), np.array(fn["info"]["density"]["y"])
+    assert fn.metrics["auc"] + tn.metrics["auc"] == pytest.approx(100.0)
+    assert fn.metrics["auc"] == pytest.approx(100 * 5 / 6, abs=2.0)
+    assert fn.metrics["mean"] > tn.metrics["mean"]
+    assert fn.info["n_scores"] + tn.info["n_scores"] == 4000
+    x, y = np.array(fn.info["density"]["x"]), np.array(fn.info["density"]["y"])
     assert len(x) == 101 and x[0] == 0.0 and x[-1] == 5.0
     assert np.trapezoid(y, x) == pytest.approx(1.0, abs=0.02)
     with pytest.raises(ValueError, match="not one of"):
@@ -225,16 +225,16 @@ def test_score_density_at_alpha_one_half_does_not_separate_the_classes():
     """alpha = 1/2: phi_TN = phi_FN = phi, so each class ranks above the other half the time."""
     out = TASKS.get("bcl_score_density").run({**SCORE_PARAMS, "data": {**SCORE_PARAMS["data"], "alpha": 0.5,
                                                                       "N": 20000}}, {"data": 5, "init": 1})
-    assert out["metrics"]["auc"] == pytest.approx(50.0, abs=1.5)
+    assert out.metrics["auc"] == pytest.approx(50.0, abs=1.5)
 
 
 def test_sup_estimator_and_bias_metrics_fig8():
     """theta_SUP as an estimator has MSE and bias 0; the others' bias = mean estimate - mean theta_SUP."""
     task = TASKS.get("bcl_simulation").run
     data = dict(M=200, N=64, K=10, alpha=0.9, gamma=0.1, t=0.5, tau_plus=0.1)
-    sup = task({"data": data, "estimator": {"name": "sup"}}, {"data": 4, "init": 0})["metrics"]
+    sup = task({"data": data, "estimator": {"name": "sup"}}, {"data": 4, "init": 0}).metrics
     assert sup["mse"] == 0.0 and sup["bias"] == 0.0 and sup["mean_estimate"] == sup["mean_theta_sup"]
-    biased = task({"data": data, "estimator": {"name": "biased"}}, {"data": 4, "init": 0})["metrics"]
+    biased = task({"data": data, "estimator": {"name": "biased"}}, {"data": 4, "init": 0}).metrics
     assert biased["mean_theta_sup"] == sup["mean_theta_sup"]  # the same observations
     assert biased["bias"] == pytest.approx(biased["mean_estimate"] - sup["mean_estimate"])
     assert biased["abs_bias"] == abs(biased["bias"]) and biased["bias"] > 0  # FNs score higher at alpha 0.9

@@ -494,10 +494,10 @@ def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, on
     task = TASKS.get(name)
 
     def run():
-        return task.run(copy.deepcopy(task.test_params), dict(SEEDS))
+        return task.run(copy.deepcopy(task.test_config), dict(SEEDS))
 
     a, b = _same_after_resume(run, tmp_path / "ckpt", monkeypatch)
-    assert a["metrics"] == b["metrics"]
+    assert a.metrics == b.metrics
 
 
 def test_a_checkpoint_that_does_not_fit_fails_the_job_once_and_is_deleted(tmp_path, one_thread):

@@ -80,6 +80,21 @@ def test_help_has_examples():
     assert out.returncode == 0 and "examples:" in out.stdout and "--dry-run" in out.stdout
 
 
+def test_every_subcommand_is_one_parser_function_with_a_worked_example():
+    """Each parser function of ``SUBCOMMANDS`` adds one subcommand with a command function and
+    at least one worked example in its help (a new subcommand is picked up here)."""
+    import argparse as ap
+
+    from pubench.cli import SUBCOMMANDS
+
+    for add in SUBCOMMANDS:
+        sub = ap.ArgumentParser().add_subparsers()
+        add(sub)
+        (name, parser), = sub.choices.items()
+        assert callable(parser.get_default("fn")), name
+        assert "pubench " + name in (parser.epilog or ""), f"{name}: no worked example in its help"
+
+
 def test_cells_naming_missing_units_are_skipped_not_failed(tmp_registry, capsys):
     text = selftest_spec().replace("B: {value: 2.0}", "B: {value: 2.0, data: {dataset: no_such_dataset}}")
     tmp_registry.plan("dataset", "no_such_dataset")
@@ -124,15 +139,18 @@ def test_schema_prints_the_committed_json_schema(capsys):
     assert printed == committed and printed["title"].startswith("pubench spec")
 
 
-@pytest.mark.parametrize("command", ["cmd_run", "cmd_verify"])
+@pytest.mark.parametrize("command", ["run.cmd_run", "verify.cmd_verify"])
 def test_no_progress_silences_progress_inside_jobs_and_restores_the_environment(command, monkeypatch):
-    from pubench import cli
+    import importlib
+
+    from pubench.cli._common import quiet_jobs_when_asked
 
     seen = []
     monkeypatch.setenv("PUBENCH_PROGRESS", "1")
-    wrapped = cli._quiet_jobs_when_asked(lambda args: seen.append(os.environ.get("PUBENCH_PROGRESS")) or 0)
+    wrapped = quiet_jobs_when_asked(lambda args: seen.append(os.environ.get("PUBENCH_PROGRESS")) or 0)
     assert wrapped(argparse.Namespace(no_progress=True)) == 0
     assert wrapped(argparse.Namespace(no_progress=False)) == 0
     assert seen == ["0", "1"] and os.environ["PUBENCH_PROGRESS"] == "1"
     # both commands that run jobs go through it
-    assert getattr(cli, command).__wrapped__ is not None
+    module, name = command.split(".")
+    assert getattr(importlib.import_module(f"pubench.cli.{module}"), name).__wrapped__ is not None

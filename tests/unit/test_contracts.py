@@ -1,7 +1,7 @@
 """Contract tests: every registered unit of every kind runs the same way on generated data,
 as benchopt's ``test_benchmarks.py`` runs every solver. The names come from the
 registries, so a unit registered without tests of its own is still tested here: it
-builds from its declared ``test_config`` (``test_params`` for tasks), its numbers are
+builds from its declared ``test_config``, its numbers are
 finite, the same seed gives the same numbers, its ``info`` holds the keys its kind
 promises, and an unknown config key is a ``ConfigError``. Registries refuse, at
 registration, an object that does not implement their kind's interface."""
@@ -27,6 +27,7 @@ from pubench.train import DOWNSTREAM, FRAMEWORKS
 from pubench.train.classifier import DownstreamData
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
+from pubench.utils.result import Result
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -151,14 +152,14 @@ def generated_data(tmp_path, monkeypatch):
 def test_task(name, generated_data):
     task = TASKS.get(name)
     skip_without(task)
-    params = copy.deepcopy(task.test_params)
+    params = copy.deepcopy(task.test_config)
     task.validate(copy.deepcopy(params))
     a = task.run(copy.deepcopy(params), dict(SEEDS))
     b = task.run(copy.deepcopy(params), dict(SEEDS))
-    assert set(a) == {"metrics", "info"}
-    finite_metrics(a["metrics"])
-    assert a["metrics"] == b["metrics"]
-    assert set(task.info_keys) <= set(a["info"]), set(task.info_keys) - set(a["info"])
+    assert isinstance(a, Result)
+    finite_metrics(a.metrics)
+    assert a.metrics == b.metrics
+    assert set(task.info_keys) <= set(a.info), set(task.info_keys) - set(a.info)
     with pytest.raises(ConfigError, match="no_such_key"):
         task.validate({**copy.deepcopy(params), **UNKNOWN})
 
@@ -267,7 +268,10 @@ def test_pu_method(name):
         torch.manual_seed(3)
         return {"projector": projection_head(8, 8, 4)} if unit.uses_projector else {}
 
-    m1, i1 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    unit.check_run(cfg, TRAIN, data, **extra())  # the caller checks: the method trusts its inputs
+    first = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    assert isinstance(first, Result)
+    m1, i1 = first
     m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
     finite_metrics(m1)
     for key in unit.wall_clock_metrics:
@@ -277,6 +281,53 @@ def test_pu_method(name):
     if unit.classifier_config is None:
         with pytest.raises(ConfigError, match="classifier"):
             unit.classifier({"name": "linear"}, "params.model.classifier")
+
+
+def test_every_unit_is_named_by_its_registration():
+    """A unit never repeats its own name: registering it sets ``name`` (classes and
+    functions); a data set instance carries the name it is registered under."""
+    for registry in (TASKS, LOSSES, FRAMEWORKS, PU_METHODS, DOWNSTREAM, BACKBONES, DATASETS, EXECUTORS):
+        for name in registry.names():
+            assert registry.get(name).name == name, (registry.kind, name)
+
+
+def test_a_minimal_pu_method_needs_no_check_of_its_own(generated_data):
+    """A new PU method that declares only its config, test config and ``run`` runs through
+    the task: the caller's ``check_run`` uses the base ``check`` (issue 35: it called
+    ``check(cfg)`` without ``where``, a TypeError for any method that did not override it),
+    and the registration names it."""
+    from dataclasses import dataclass
+
+    from pubench.pu.objective import RiskSettings, make_targets, train_and_evaluate
+    from pubench.train.classifier import seeded_head
+
+    @dataclass(frozen=True)
+    class MinimalConfig:
+        name: str
+
+    class Minimal(PUMethod):
+        config_cls = MinimalConfig
+        test_config = {}
+
+        @classmethod
+        def run(cls, cfg, backbone, train, data, seed, device="cpu", classifier=None):
+            model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, seed))
+            metrics, risks = train_and_evaluate(
+                model, train.optimizer, train.schedule, train.augment, make_targets("upu", "pu", data.observed,
+                data.y_true, 2), RiskSettings("upu", data.prior), train.epochs, train.batch_size, data, seed, seed,
+                device, cls.name)
+            return Result(metrics, {"risk": "upu", "prior_used": data.prior, "prior_source": "run"})
+
+    task = TASKS.get("pu_benchmark")
+    params = copy.deepcopy(task.test_config)
+    params["pu_method"] = {"name": "minimal"}
+    with PU_METHODS.registered("minimal", Minimal):
+        assert Minimal.name == "minimal" and "check" not in vars(Minimal)
+        out = task.run(copy.deepcopy(params), dict(SEEDS))
+        finite_metrics(out.metrics)
+        assert out.info["pu_method"]["name"] == "minimal"
+        with pytest.raises(ConfigError, match="needs a binary PU split"):
+            Minimal.check_run(MinimalConfig("minimal"), TRAIN, DownstreamData(**{**vars(pu_data()), "split_kind": "pnu"}))
 
 
 def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
@@ -302,7 +353,7 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
             return super().run(cfg, backbone, train, data, seed, device)
 
     task = TASKS.get("pu_benchmark")
-    params = copy.deepcopy(task.test_params)
+    params = copy.deepcopy(task.test_config)
     params["model"]["classifier"] = {"name": "mlp", "hidden": 4}
     with pytest.raises(ConfigError, match="params.model.classifier"):
         task.validate(copy.deepcopy(params))  # nnpu trains the standard head
@@ -321,7 +372,7 @@ def test_wconpu_through_pu_benchmark(generated_data):
     clean validation rows (data.validation), and records that the validation set was used."""
     task = TASKS.get("pu_benchmark")
     unit = PU_METHODS.get("wconpu")
-    params = copy.deepcopy(task.test_params)
+    params = copy.deepcopy(task.test_config)
     params["data"]["validation"] = {"fraction": 0.2, "labels": "clean", "use": "trade_off_selection"}
     params["pu_method"] = {"name": "wconpu", **copy.deepcopy(unit.test_config)}
     params["pu_method"]["augment"] = {"query": {"name": "mnist_crop"}, "key": {"name": "randaugment", "num_ops": 1}}
@@ -332,11 +383,11 @@ def test_wconpu_through_pu_benchmark(generated_data):
         task.validate(copy.deepcopy(params))
     params["model"]["projector"] = {"hidden": 8, "out": 4}
     out = task.run(copy.deepcopy(params), dict(SEEDS))
-    pm = out["info"]["pu_method"]
+    pm = out.info["pu_method"]
     assert pm["name"] == "wconpu" and pm["validation_used"] and pm["n_validation"] == 24
-    assert out["info"]["validation"]["used"] is True
-    assert {"acc", "auc", "ap", "f1", "precision", "recall", "time"} <= set(out["metrics"])
-    assert out["info"]["wall_clock_metrics"] == ["time"]
+    assert out.info["validation"]["used"] is True
+    assert {"acc", "auc", "ap", "f1", "precision", "recall", "time"} <= set(out.metrics)
+    assert out.info["wall_clock_metrics"] == ["time"]
 
 
 # ------------------------------------------------------------------ downstream classifiers
@@ -348,11 +399,48 @@ def test_downstream(name):
     with pytest.raises(ConfigError, match="no_such_key"):
         unit.config({**block, **UNKNOWN}, "downstream")
     data = pu_data()
-    m1, i1 = unit.run(cfg, TinyEncoder(3), data, seed=9)
+    first = unit.run(cfg, TinyEncoder(3), data, seed=9)
+    assert isinstance(first, Result)
+    m1, i1 = first
     m2, i2 = unit.run(cfg, TinyEncoder(3), data, seed=9)
     finite_metrics(m1)
     assert m1 == m2
     assert set(unit.info_keys) <= set(i1), set(unit.info_keys) - set(i1)
+
+
+# ------------------------------------------------------------------ optimizers and schedules
+from pubench.train.optim import OPTIMIZERS, SCHEDULES, build_optimizer, build_scheduler, optimizer_config  # noqa: E402
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS.names())
+def test_optimizer(name):
+    """Every registered optimizer builds from a config with the options it ``uses``, takes a
+    finite step on a seeded model, and refuses an unknown key."""
+    block = {"name": name, "lr": 0.1, **({"momentum": 0.9} if "momentum" in OPTIMIZERS.get(name).uses else {})}
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = build_optimizer(block, model)
+    model(torch.ones(4, 3)).square().mean().backward()
+    opt.step()
+    after = list(model.parameters())
+    assert all(torch.isfinite(p).all() for p in after) and any(not torch.equal(a, b) for a, b in zip(before, after))
+    with pytest.raises(ConfigError, match="no_such_key"):
+        optimizer_config({**block, **UNKNOWN})
+
+
+@pytest.mark.parametrize("name", SCHEDULES.names())
+def test_schedule(name):
+    """Every registered schedule multiplies the base lr by a factor in [0, 1] at each step."""
+    block = {"name": name, **({"warmup_epochs": 1.0} if SCHEDULES.get(name).warmup else {})}
+    opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
+    sched = build_scheduler(block, opt, steps_per_epoch=3, epochs=4)
+    lrs = []
+    for _ in range(12):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert all(0.0 <= lr <= 1.0 for lr in lrs), lrs
 
 
 # ------------------------------------------------------------------ backbones
@@ -475,7 +563,7 @@ from pubench.executors.base import ExecutorContext, Submission  # noqa: E402
 @pytest.mark.parametrize("name", EXECUTORS.names())
 def test_executor(name, tmp_registry, tmp_path):
     """Every executor plans, submits and (after ``wait``) has written one record per job, with
-    the numbers the job gives anywhere; it runs from its ``test_context`` (no cluster here)."""
+    the numbers the job gives anywhere; it runs from its ``test_config`` (no cluster here)."""
     from tests.conftest import selftest_spec
 
     from pubench.jobs import expand
@@ -487,7 +575,7 @@ def test_executor(name, tmp_registry, tmp_path):
     jobs = expand(spec, "smoke").jobs
     cls = EXECUTORS.get(name)
     context = ExecutorContext(results_root=tmp_path / "results", logs_root=tmp_path / "logs", spec_id=spec.id,
-                              tier="smoke", **cls.test_context)
+                              tier="smoke", **cls.test_config)
     assert isinstance(cls.runs_here, bool)
     assert cls.default_device(context) in {"cpu", "cuda"}
     assert isinstance(cls.active_ids(context), set)
@@ -502,4 +590,4 @@ def test_executor(name, tmp_registry, tmp_path):
     ex.wait()
     records = {r["job"]["id"]: r["metrics"] for r in ResultStore(tmp_path / "results").records("smoke", spec.id)}
     assert set(records) == {j.id for j in jobs}
-    assert records == {j.id: TASKS.get(j.task).run(j.params, j.seeds)["metrics"] for j in jobs}
+    assert records == {j.id: TASKS.get(j.task).run(j.params, j.seeds).metrics for j in jobs}

@@ -194,8 +194,8 @@ def test_imagenet_ii_runs_through_contrastive_probe_with_the_fig14_variants(tmp_
         p["pretrain"].update(epochs=1, batch_size=8, augment={"name": "crop", "scale": [0.7, 1.0]})
         p["downstream"] = {**downstream, "epochs": 2, "batch_size": 4, "optimizer": {"name": "adam", "lr": 0.01}}
         out = TASKS.get("contrastive_probe").run(p, SEEDS)
-        assert out["info"]["n_test"] == 20 and "resized (16, 16) -> (12, 12)" in out["info"]["data_source"]["train"]
-        assert out["info"]["split"]["counts"]["n_labeled"] == 8 and 0 <= out["metrics"]["acc"] <= 100
+        assert out.info["n_test"] == 20 and "resized (16, 16) -> (12, 12)" in out.info["data_source"]["train"]
+        assert out.info["split"]["counts"]["n_labeled"] == 8 and 0 <= out.metrics["acc"] <= 100
 
 
 # ---------------------------------------------------------------------------- prepare: ImageNet-I's pool

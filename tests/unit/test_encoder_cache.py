@@ -20,17 +20,17 @@ def test_second_probe_reuses_the_encoder_and_matches_a_fresh_run(fake_data, cach
     task = TASKS.get("contrastive_probe").run
     seeds = {"data": 1, "init": 2}
     first = task(_params(), seeds)
-    assert first["info"]["encoder_cache"]["hit"] is False and len(list(cache_dir.glob("*.pt"))) == 1
+    assert first.info["encoder_cache"]["hit"] is False and len(list(cache_dir.glob("*.pt"))) == 1
     again = task(_params(), seeds)
-    assert again["info"]["encoder_cache"]["hit"] is True
-    assert again["metrics"] == first["metrics"]
+    assert again.info["encoder_cache"]["hit"] is True
+    assert again.metrics == first.metrics
     other = task(_params(downstream={"name": "pupl", "orientation": "nearest_positive_mean", "normalize": True,
                                      "epochs": 3, "batch_size": 64,
                                      "optimizer": {"name": "adam", "lr": 0.01}}), seeds)  # same encoder
-    assert other["info"]["encoder_cache"]["hit"] is True
+    assert other.info["encoder_cache"]["hit"] is True
     monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
     fresh = task(_params(), seeds)
-    assert fresh["metrics"] == first["metrics"] and fresh["info"]["encoder_cache"]["hit"] is False
+    assert fresh.metrics == first.metrics and fresh.info["encoder_cache"]["hit"] is False
 
 
 def test_key_changes_with_params_seeds_and_code(monkeypatch):

@@ -95,7 +95,7 @@ def test_slurm_dry_run_prints_plan_and_sbatch(tmp_registry, capsys):
     assert main(["run", "table1-bcl", "--tier", "paper", "--executor", "slurm", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "table1-bcl/A|x/seed=0" in out and '"value": 1.0' in out
-    assert "#SBATCH --array=0-7%8"  # submitit caps the parallelism at the array size in out
+    assert "#SBATCH --array=0-7%8" in out  # submitit caps the parallelism at the array size
     assert "#SBATCH --gpus-per-node=1" in out and "#SBATCH --partition=gpu" in out
     assert "export MALLOC_MMAP_MAX_=0" in out and "#SBATCH --job-name=pubench-table1-bcl" in out
     assert not _store().folder("paper", "table1-bcl").exists()  # nothing ran
@@ -122,21 +122,27 @@ def test_submitit_path_runs_jobs_and_writes_manifest(tmp_registry, cluster):
     tmp_registry(selftest_spec())
     spec = get_spec("table1-bcl")
     jobs = expand(spec, "smoke").jobs
-    ex = SlurmExecutor(_store().root, os.environ["PUBENCH_LOGS"], {"timeout_min": 5}, cluster=cluster)
+    ex = SlurmExecutor(_store().root, os.environ["PUBENCH_LOGS"], {"timeout_min": 5}, cluster=cluster,
+                       spec_id=spec.id, tier="smoke")
     assert ex.runs_here is False
-    manifest = ex.submit(jobs, spec.id, "smoke")
+    sub = ex.submit(jobs)
+    assert sub.counts is None and sub.where == f"manifest {sub.manifest}"
     for h in ex._handles:  # submit returned at once; wait here only because this is a test
         assert h.result() == "ok"
-    data = json.loads(manifest.read_text())
+    data = json.loads(sub.manifest.read_text())
     assert [e["id"] for e in data["jobs"]] == [j.id for j in jobs]
     assert _store().done_ids("smoke", spec.id) == {j.id for j in jobs}
 
 
 def test_executor_choices_match_the_registry():
-    from pubench.cli import EXECUTOR_CHOICES
+    """`pubench run --executor` offers the registered executors (from the unit index, so the
+    parser imports none of them)."""
+    from pubench.cli import build_parser
     from pubench.executors import EXECUTORS
 
-    assert set(EXECUTOR_CHOICES) == set(EXECUTORS.names())
+    sub = next(a for a in build_parser()._actions if a.dest == "cmd")
+    (executor,) = [a for a in sub.choices["run"]._actions if a.dest == "executor"]
+    assert executor.choices == EXECUTORS.names()
 
 
 def test_registering_something_that_is_not_an_executor_fails():

@@ -72,7 +72,7 @@ SEEDS = {"data": 11, "init": 22}
 
 
 def _check_record(out):
-    info = out["info"]
+    info = out.info
     assert set(info["split"]) == {"definition", "counts", "prior", "checksum"}
     assert info["split"]["counts"]["n_labeled"] >= 0 and len(info["split"]["checksum"]) == 64
     assert "train" in info["data_source"] and "test" in info["data_source"]
@@ -81,9 +81,9 @@ def _check_record(out):
 
 def test_contrastive_probe_pu(fake_data):
     out = TASKS.get("contrastive_probe").run(_params(), SEEDS)
-    assert set(out["metrics"]) == BINARY
+    assert set(out.metrics) == BINARY
     _check_record(out)
-    info = out["info"]
+    info = out.info
     assert info["epochs_run"] == 2 and len(info["pretrain"]["loss"]) == 2
     assert info["pretrain"]["prior_filled"] and info["split"]["prior"] == pytest.approx(110 / 260)
     assert info["downstream"]["prior_used"] == pytest.approx(110 / 260)
@@ -93,12 +93,12 @@ def test_contrastive_probe_pu(fake_data):
 def test_deterministic_and_split_shared(fake_data):
     a = TASKS.get("contrastive_probe").run(_params(), SEEDS)
     b = TASKS.get("contrastive_probe").run(_params(), SEEDS)
-    assert a["metrics"] == b["metrics"] and a["info"]["pretrain"]["loss"] == b["info"]["pretrain"]["loss"]
+    assert a.metrics == b.metrics and a.info["pretrain"]["loss"] == b.info["pretrain"]["loss"]
     c = TASKS.get("contrastive_probe").run(_params(), {"data": 11, "init": 23})
-    assert c["info"]["split"]["checksum"] == a["info"]["split"]["checksum"]
-    assert c["info"]["pretrain"]["loss"] != a["info"]["pretrain"]["loss"]
+    assert c.info["split"]["checksum"] == a.info["split"]["checksum"]
+    assert c.info["pretrain"]["loss"] != a.info["pretrain"]["loss"]
     d = TASKS.get("contrastive_probe").run(_params(), {"data": 12, "init": 22})
-    assert d["info"]["split"]["checksum"] != a["info"]["split"]["checksum"]
+    assert d.info["split"]["checksum"] != a.info["split"]["checksum"]
 
 
 def test_global_rng_untouched(fake_data):
@@ -115,7 +115,7 @@ def test_global_rng_untouched(fake_data):
 ])
 def test_other_downstreams(fake_data, down):
     out = TASKS.get("contrastive_probe").run(_params(downstream=down), SEEDS)
-    assert set(out["metrics"]) == BINARY
+    assert set(out.metrics) == BINARY
     _check_record(out)
 
 
@@ -130,8 +130,8 @@ def test_multiclass_none_split_with_pretrain_split_and_bcl_schedules(fake_data):
                              "alpha_schedule": [{"until_epoch": 1, "value": 0.5}, {"until_epoch": 2, "value": 0.7}],
                              "beta_schedule": {"kind": "linear", "start": 2.0, "per_epoch": -0.005, "update_every": 20}}
     out = TASKS.get("contrastive_probe").run(p, SEEDS)
-    assert set(out["metrics"]) == {"acc"}
-    info = out["info"]
+    assert set(out.metrics) == {"acc"}
+    info = out.info
     assert info["n_pretrain"] == 300 and info["n_train_examples"] == 200 and info["n_test"] == 80
     assert "pretrain" in info["data_source"]
     assert info["pretrain"]["scheduled"]["alpha"] == [0.5, 0.7]
@@ -150,8 +150,8 @@ def test_input_size_resizes_and_rgb(fake_data, monkeypatch):
     p["pretrain"]["loss"] = {"name": "punce_pnu", "temperature": 0.5, "prior": 0.4}
     p["pretrain"]["augment"] = {"name": "simclr"}
     out = TASKS.get("contrastive_probe").run(p, SEEDS)
-    assert out["info"]["input_shape"] == [3, 12, 12] and "resized" in out["info"]
-    assert out["info"]["split"]["counts"]["n_labeled_pos"] > 0
+    assert out.info["input_shape"] == [3, 12, 12] and "resized" in out.info
+    assert out.info["split"]["counts"]["n_labeled_pos"] > 0
 
 
 def test_pu_benchmark_end_to_end(fake_data):
@@ -160,14 +160,14 @@ def test_pu_benchmark_end_to_end(fake_data):
          "pu_method": {"name": "nnpu", "loss": "sigmoid", "beta": 0.0, "gamma": 1.0},
          "train": {"epochs": 3, "batch_size": 64, "optimizer": {"name": "adam", "lr": 1e-3, "weight_decay": 5e-3}}}
     out = TASKS.get("pu_benchmark").run(p, SEEDS)
-    assert set(out["metrics"]) == BINARY
+    assert set(out.metrics) == BINARY
     _check_record(out)
-    assert out["info"]["pu_method"]["name"] == "nnpu" and out["info"]["epochs_run"] == 3
+    assert out.info["pu_method"]["name"] == "nnpu" and out.info["epochs_run"] == 3
     again = TASKS.get("pu_benchmark").run(copy.deepcopy(p), SEEDS)
-    assert again["metrics"] == out["metrics"]
+    assert again.metrics == out.metrics
     # the contrastive row of the same table sees the same split
     con = TASKS.get("pu_benchmark").run(_params(), SEEDS)
-    assert con["info"]["split"]["checksum"] == out["info"]["split"]["checksum"]
+    assert con.info["split"]["checksum"] == out.info["split"]["checksum"]
     _check_record(con)
 
 
@@ -176,10 +176,10 @@ def test_data_prior_and_case_control(fake_data):
     p["data"]["prior"] = 0.45
     p["data"]["split"] = {"kind": "pu", "n_labeled": 30, "scheme": "case_control"}
     out = TASKS.get("contrastive_probe").run(p, SEEDS)
-    assert out["info"]["split"]["prior"] == 0.45
-    assert out["info"]["split"]["counts"]["prior_exact"] == pytest.approx(0.5)
-    assert out["info"]["downstream"]["prior_used"] == 0.45
-    assert out["info"]["n_train_examples"] == 330
+    assert out.info["split"]["prior"] == 0.45
+    assert out.info["split"]["counts"]["prior_exact"] == pytest.approx(0.5)
+    assert out.info["downstream"]["prior_used"] == 0.45
+    assert out.info["n_train_examples"] == 330
 
 
 def test_eval_at_epoch_is_a_prefix_of_the_full_run(fake_data):
@@ -187,8 +187,8 @@ def test_eval_at_epoch_is_a_prefix_of_the_full_run(fake_data):
     full["pretrain"]["epochs"] = 3
     part = copy.deepcopy(full)
     part["pretrain"]["eval_at_epoch"] = 2
-    a = TASKS.get("contrastive_probe").run(full, SEEDS)["info"]
-    b = TASKS.get("contrastive_probe").run(part, SEEDS)["info"]
+    a = TASKS.get("contrastive_probe").run(full, SEEDS).info
+    b = TASKS.get("contrastive_probe").run(part, SEEDS).info
     assert b["epochs_run"] == 2 and b["pretrain"]["loss"] == a["pretrain"]["loss"][:2]
 
 
@@ -197,7 +197,7 @@ def test_balanced_test_sampling(fake_data):
     p["data"]["labels"] = {"positive": [1, 3]}  # 20 positives / 80 negatives in the fake test set
     p["data"]["test_sampling"] = "balanced"
     out = TASKS.get("contrastive_probe").run(p, SEEDS)
-    assert out["info"]["n_test"] == 40 and "balanced" in out["info"]["data_source"]["test"]
+    assert out.info["n_test"] == 40 and "balanced" in out.info["data_source"]["test"]
 
 
 @pytest.mark.parametrize("mutate,match", [
@@ -253,5 +253,5 @@ def test_real_mnist_small(shared_image_root, monkeypatch):
     p["pretrain"]["epochs"] = 3
     p["pretrain"]["augment"] = {"name": "mnist_crop", "size": 28, "scale": [0.5, 1.0]}
     out = TASKS.get("contrastive_probe").run(p, SEEDS)
-    assert out["metrics"]["acc"] > 60
-    assert "mnist" in out["info"]["data_source"]["train"].lower()
+    assert out.metrics["acc"] > 60
+    assert "mnist" in out.info["data_source"]["train"].lower()

@@ -1,7 +1,9 @@
 """The packages of pubench depend on each other one way only (README "Layout").
 
 The graph is read from the source (every ``import pubench.X``, at module level or inside a
-function): no cycle between packages; the science packages never import the pipeline;
+function): no cycle between packages, nor between the modules of a package (a deferred
+import inside a function counts: it hides a circle, it does not remove it); the science
+packages never import the pipeline;
 ``train`` (the loop, optimizers, frameworks) never imports ``pu`` or ``downstream``, and
 ``pu`` never imports ``downstream``. A fresh interpreter confirms it at run time."""
 
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "pubench"
-PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "cli", "__main__", "preflight"}
+PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__", "preflight"}
 SCIENCE = {"losses", "models", "data", "sim", "train", "pu", "downstream"}
 #: package -> the pubench packages it may import (besides utils, errors, paths, numerics)
 ALLOWED = {
@@ -56,21 +58,78 @@ def package_graph() -> dict[str, set[str]]:
 
 
 def test_no_cycle_between_packages():
-    edges = package_graph()
+    cycle = _cycle(package_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """module -> the pubench modules it imports. ``from pkg import sub`` imports the module
+    ``pkg.sub`` (the package's ``__init__`` runs first, as for any import: not an edge of its
+    own); ``from pkg import name`` imports ``pkg``."""
+    files = {}
+    for f in ROOT.rglob("*.py"):
+        parts = f.relative_to(ROOT.parent).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    edges: dict[str, set[str]] = {m: set() for m in files}
+
+    def owner(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for mod, f in files.items():
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                targets = [t for t in subs if t in files]
+                if len(targets) < len(subs):
+                    targets.append(node.module)
+            else:
+                continue
+            for t in targets:
+                t = owner(t) if t.startswith("pubench") else None
+                if t and t != mod:
+                    edges[mod].add(t)
+    return edges
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}
 
-    def visit(node: str, path: list[str]) -> None:
+    def visit(node: str, path: list[str]) -> list[str] | None:
         state[node] = 1
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+                return path[path.index(nxt):] + [nxt]
             if nxt not in state:
-                visit(nxt, path + [nxt])
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
         state[node] = 2
+        return None
 
     for node in sorted(edges):
         if node not in state:
-            visit(node, [node])
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+def test_no_cycle_between_modules():
+    """No import circle at module level either (issue 35: the registry had one through five
+    deferred imports; train.checkpoint and train.encoder_cache another)."""
+    cycle = _cycle(module_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_module_graph_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    graph = module_graph()
+    assert "pubench.registry.spec" in graph["pubench.registry.loader"]  # a module-level import
+    assert "pubench.registry.units" in graph["pubench.registry.catalogue"]  # one inside a function
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))

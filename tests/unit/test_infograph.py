@@ -476,13 +476,13 @@ def test_task_end_to_end_and_deterministic(toy_root):
     task = TASKS.get("infograph").run
     a = task(task_params(), {"init": 1, "data": 2})
     b = task(task_params(), {"init": 1, "data": 2})
-    assert a["metrics"] == b["metrics"] and 0 <= a["metrics"]["acc"] <= 100
-    info = a["info"]
+    assert a.metrics == b.metrics and 0 <= a.metrics["acc"] <= 100
+    info = a.info
     assert len(info["fold_acc"]) == 3 and info["acc_std_over_folds"] >= 0 and len(info["loss_curve"]) == 2
     assert "acc_at_init" in info and info["dataset"]["source"] == "gin" and info["graphs_used"] == 24
     assert len(info["floor_fraction_curve"]) == 2 and info["floor_fraction"] == info["floor_fraction_curve"][-1]
     c = task(task_params(data={"subset": 12}), {"init": 1, "data": 2})
-    assert c["info"]["graphs_used"] == 12
+    assert c.info["graphs_used"] == 12
 
 
 def test_task_untrained_encoder_row(toy_root):
@@ -493,8 +493,8 @@ def test_task_untrained_encoder_row(toy_root):
     params = task_params()
     params["pretrain"] = {"epochs": 0, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}}
     out = TASKS.get("infograph").run(params, {"init": 1, "data": 2})
-    info = out["info"]
-    assert out["metrics"]["acc"] == info["acc_at_init"]
+    info = out.info
+    assert out.metrics["acc"] == info["acc_at_init"]
     assert info["loss_curve"] == [] and info["floor_fraction"] is None and info["epoch_s_mean"] == 0
 
 

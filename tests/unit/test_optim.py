@@ -112,7 +112,11 @@ def test_optimizer_builder_validates():
         optim.build_optimizer({"name": "adam", "lr": 0.1, "momentum": 0.9}, m)
     with pytest.raises(ConfigError, match="unknown key"):
         optim.build_optimizer({"name": "adam", "lr": 0.1, "mom": 0.9}, m)
-    with pytest.raises(ConfigError, match="not one of"):
+    with pytest.raises(ConfigError, match=r"optimizer\.name: unknown optimizer 'rmsprop'"):
         optim.build_optimizer({"name": "rmsprop", "lr": 0.1}, m)
+    with pytest.raises(ConfigError, match="did you mean 'adam'"):
+        optim.optimizer_config({"name": "adan", "lr": 0.1}, "optimizer")
+    with pytest.raises(ConfigError, match=r"schedule\.name: unknown schedule 'step'"):
+        optim.schedule_config({"name": "step"})
     with pytest.raises(ConfigError, match="cosine"):
         optim.schedule_config({"name": "constant", "warmup_epochs": 2})

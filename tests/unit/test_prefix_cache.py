@@ -95,13 +95,13 @@ def test_eval_at_epoch_jobs_continue_each_other_with_unchanged_metrics(fake_data
         return p
 
     first = task(params(1), seeds)
-    assert first["info"]["pretrain"]["prefix_cache"]["started_at_epoch"] == 0
+    assert first.info["pretrain"]["prefix_cache"]["started_at_epoch"] == 0
     third = task(params(3), seeds)
-    assert third["info"]["pretrain"]["prefix_cache"]["started_at_epoch"] == 1
-    assert third["info"]["epochs_run"] == 3 and len(third["info"]["pretrain"]["loss"]) == 3
+    assert third.info["pretrain"]["prefix_cache"]["started_at_epoch"] == 1
+    assert third.info["epochs_run"] == 3 and len(third.info["pretrain"]["loss"]) == 3
     monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
     fresh = task(params(3), seeds)
-    assert fresh["info"]["pretrain"]["prefix_cache"]["started_at_epoch"] == 0
-    assert fresh["metrics"] == third["metrics"] and fresh["info"]["pretrain"]["loss"] == third["info"]["pretrain"]["loss"]
+    assert fresh.info["pretrain"]["prefix_cache"]["started_at_epoch"] == 0
+    assert fresh.metrics == third.metrics and fresh.info["pretrain"]["loss"] == third.info["pretrain"]["loss"]
     # a run without eval_at_epoch declares no prefix
-    assert "prefix_cache" not in task(_params(), seeds)["info"]["pretrain"]
+    assert "prefix_cache" not in task(_params(), seeds).info["pretrain"]

@@ -30,8 +30,9 @@ def md5(p):
     return hashlib.md5(p.read_bytes()).hexdigest()
 
 
-def with_checksums_of(monkeypatch, name, folder):
-    """Swap a data set's known checksums for those of the fake files in ``folder``."""
+def with_checksums_of(monkeypatch, name, folder, **changes):
+    """Swap a data set's known checksums for those of the fake files in ``folder`` (and set
+    the other ``changes`` of its entry, e.g. the split sizes of the fake files)."""
     ds = DATASETS_BY_NAME[name]
     files = {}
     for split, specs in ds.files.items():
@@ -42,7 +43,7 @@ def with_checksums_of(monkeypatch, name, folder):
                 {"md5": md5(src)} if f.md5 else {"sha256": hashlib.sha256(src.read_bytes()).hexdigest()})
             new.append(dataclasses.replace(f, **h))
         files[split] = tuple(new)
-    monkeypatch.setitem(prep.DATASETS_BY_NAME, name, dataclasses.replace(ds, files=files))
+    monkeypatch.setitem(prep.DATASETS_BY_NAME, name, dataclasses.replace(ds, files=files, **changes))
 
 
 # ---------------------------------------------------------------------------- tiny generated source folder
@@ -58,10 +59,8 @@ def fake_source(tmp_path):
 
 
 def test_copy_from_folder_then_idempotent(tmp_path, fake_source, monkeypatch, capsys):
-    with_checksums_of(monkeypatch, "mnist", fake_source)
-    with_checksums_of(monkeypatch, "cifar10_jpeg", fake_source)
-    monkeypatch.setitem(prep.EXPECTED_SIZES, "mnist", {"train": 20, "test": 10})
-    monkeypatch.setitem(prep.EXPECTED_SIZES, "cifar10_jpeg", {"train": 12, "test": 12})
+    with_checksums_of(monkeypatch, "mnist", fake_source, sizes={"train": 20, "test": 10})
+    with_checksums_of(monkeypatch, "cifar10_jpeg", fake_source, sizes={"train": 12, "test": 12})
     root = tmp_path / "data"
     rows = rows_of(["mnist", "cifar10_jpeg"], source=fake_source, root=root)
     assert rows["mnist"][0] == "copied" and rows["cifar10_jpeg"][0] == "copied"
@@ -96,10 +95,8 @@ def test_wrong_checksum_in_source_is_not_copied(tmp_path, fake_source, capsys):
 def test_from_a_folder_that_lacks_some_data_sets_succeeds(tmp_path, fake_source, monkeypatch, capsys):
     """`prepare --from` places everything the folder holds and exits 0; the data sets it
     lacks are listed (not an error), with a progress line per data set."""
-    with_checksums_of(monkeypatch, "mnist", fake_source)
-    with_checksums_of(monkeypatch, "cifar10_jpeg", fake_source)
-    monkeypatch.setitem(prep.EXPECTED_SIZES, "mnist", {"train": 20, "test": 10})
-    monkeypatch.setitem(prep.EXPECTED_SIZES, "cifar10_jpeg", {"train": 12, "test": 12})
+    with_checksums_of(monkeypatch, "mnist", fake_source, sizes={"train": 20, "test": 10})
+    with_checksums_of(monkeypatch, "cifar10_jpeg", fake_source, sizes={"train": 12, "test": 12})
     monkeypatch.setattr(prep, "_graph_module", lambda: None)
     assert prep.prepare(None, source=fake_source, root=tmp_path / "data") == 0
     out, err = capsys.readouterr()

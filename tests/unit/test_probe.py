@@ -177,8 +177,8 @@ def test_end_to_end_pu_methods(name):
         assert info["prior_source"] == "run"
         assert info["surrogate_loss"] == ("logistic" if unit.risk == "pvu" else "sigmoid")
     bad = {"name": name, "beta": 1.0} if unit.risk != "nnpu" else {"name": name, "loss": "hinge"}
-    with pytest.raises(ConfigError):
-        unit.run(build_config(unit.config_cls, bad), FlatEncoder(), train, _data("pu"), 0)
+    with pytest.raises(ConfigError):  # the caller checks before it runs the method
+        unit.check_run(build_config(unit.config_cls, bad), train, _data("pu"))
 
 
 def test_vpu_end_to_end():

@@ -10,9 +10,13 @@ import torch
 from pubench.data import DATASETS
 from pubench.data.splits import exact_prior, make_split
 from pubench.registry import SpecError, get_spec
-from pubench.registry.catalogue import PriorError, catalogue, data_block, evaluate_priors, exact_prior_of, lookup
+from pubench.registry.catalogue import class_counts, data_block, lookup
+from pubench.registry.priors import PriorError, evaluate_priors, exact_prior_of
 from pubench.registry.units import planned
 from tests.conftest import selftest_spec
+
+#: training images per class, from each data set's one entry (pubench/data/images.py)
+COUNTS = class_counts(DATASETS.names())
 
 PRINTED = ["F-MNIST-I", "F-MNIST-II", "CIFAR-I", "CIFAR-II", "CIFAR-III", "CIFAR-0", "CIFAR-hard", "CIFAR-easy",
            "CIFAR-medium", "STL-I", "STL-II", "STL-III", "SVHN-I", "MNIST odd/even", "CIFAR vehicle/animal",
@@ -20,7 +24,7 @@ PRINTED = ["F-MNIST-I", "F-MNIST-II", "CIFAR-I", "CIFAR-II", "CIFAR-III", "CIFAR
 
 
 def test_every_printed_definition_is_there_and_consistent():
-    counts = catalogue().class_counts
+    counts = COUNTS
     assert sum(counts["mnist"]) == 60000 and sum(counts["cifar10"]) == 50000
     for name in PRINTED:
         printed, e = lookup(name)
@@ -50,7 +54,7 @@ def test_printed_priors_match_the_population_fractions():
     what `exact` computes for a case-control split of the whole training split."""
     for name in ("F-MNIST-I", "F-MNIST-II", "CIFAR-I", "CIFAR-II", "CIFAR-III", "CIFAR-10 (004)"):
         block = data_block(name)
-        assert exact_prior_of(block) == block["prior"], name
+        assert exact_prior_of(block, COUNTS) == block["prior"], name
     assert lookup("STL-10 (004)")[1].prior == pytest.approx(4 / 10)
 
 
@@ -60,10 +64,10 @@ def test_exact_priors_of_001_equal_the_printed_values():
     cifar = {1000: 0.3877551020408163, 3000: 0.3617021276595745, 10000: 0.25}
     for name, table in (("MNIST odd/even", mnist), ("CIFAR vehicle/animal", cifar)):
         for n_p, pi in table.items():
-            assert exact_prior_of(data_block(name, n_p)) == pi
-    assert exact_prior_of(data_block("MNIST odd/even", 1000)) == exact_prior(30508, 29492, 1000)
-    assert exact_prior_of(data_block("CIFAR-hard", 198)) == 0.495000504999495  # 003 Fig. 14, 4 classes
-    assert exact_prior_of(data_block("CIFAR-0", 50)) == 0.5  # case-control with a fixed unlabeled prior
+            assert exact_prior_of(data_block(name, n_p), COUNTS) == pi
+    assert exact_prior_of(data_block("MNIST odd/even", 1000), COUNTS) == exact_prior(30508, 29492, 1000)
+    assert exact_prior_of(data_block("CIFAR-hard", 198), COUNTS) == 0.495000504999495  # 003 Fig. 14, 4 classes
+    assert exact_prior_of(data_block("CIFAR-0", 50), COUNTS) == 0.5  # case-control with a fixed unlabeled prior
 
 
 @pytest.mark.parametrize("data,problem", [
@@ -75,7 +79,7 @@ def test_exact_priors_of_001_equal_the_printed_values():
 ])
 def test_exact_prior_refuses_what_it_cannot_know(data, problem):
     with pytest.raises(PriorError, match=problem):
-        exact_prior_of(data)
+        exact_prior_of(data, COUNTS)
 
 
 def test_data_block_has_only_the_keys_of_the_entry():
@@ -98,13 +102,13 @@ def test_data_block_feeds_make_split():
 def test_evaluate_priors_replaces_tokens_and_leaves_numbers():
     params = {"data": {**data_block("MNIST odd/even", 3000), "prior": "exact"},
               "pretrain": {"loss": {"prior": "data.prior", "tau_plus": "exact"}}, "downstream": {"prior": 0.3}}
-    out = evaluate_priors(params)
+    out = evaluate_priors(params, COUNTS)
     assert out["data"]["prior"] == out["pretrain"]["loss"]["prior"] == 0.4825964912280702
     assert out["pretrain"]["loss"]["tau_plus"] == 0.4825964912280702 and out["downstream"]["prior"] == 0.3
     with pytest.raises(PriorError, match="has no prior"):
-        evaluate_priors({"data": data_block("MNIST odd/even", 3000), "loss": {"prior": "data.prior"}})
+        evaluate_priors({"data": data_block("MNIST odd/even", 3000), "loss": {"prior": "data.prior"}}, COUNTS)
     with pytest.raises(PriorError, match="is not a number"):
-        evaluate_priors({"data": data_block("MNIST odd/even", 3000), "loss": {"prior": "oracle"}})
+        evaluate_priors({"data": data_block("MNIST odd/even", 3000), "loss": {"prior": "oracle"}}, COUNTS)
 
 
 CATALOGUE_SPEC = selftest_spec().replace("  params: {value: 0.0}", """\
@@ -138,3 +142,40 @@ def test_reference_errors_name_the_key(tmp_registry):
     tmp_registry(CATALOGUE_SPEC.replace("{n_labeled: 3000}}", "{n_labeled: 3000}, subset: {train: 50}}"))
     with pytest.raises(SpecError, match=r"cell A\|x at tier smoke: .*realized split"):
         get_spec("table1-bcl")
+
+
+def test_resolving_a_spec_reads_no_file(monkeypatch):
+    """Issue 35: a loaded spec holds the class counts its ``prior: exact`` cells need, so that
+    resolving a cell (computed priors included) touches no file: not the catalogue, not the
+    data set table, not another spec. Once the whole registry is loaded, the sentence of a
+    generated ``unavailable`` reason reads none either."""
+    import builtins
+    import io
+    import pathlib
+
+    from pubench.registry import load_all
+
+    spec = get_spec("table1-punce")  # MNIST / CIFAR cells with `prior: exact` at every tier
+    assert set(spec.class_counts) == {"mnist", "cifar10"}
+    expected = {(t, r, c): spec.resolve(t, r, c) for t in spec.tiers for r, c in spec.cells()}
+    registry = load_all()
+
+    def no_file(*args, **kwargs):
+        raise AssertionError(f"resolving read a file: {args[:1]}")
+
+    for obj, name in ((builtins, "open"), (io, "open"), (pathlib.Path, "open"), (pathlib.Path, "read_text"),
+                      (pathlib.Path, "read_bytes"), (pathlib.Path, "stat")):
+        monkeypatch.setattr(obj, name, no_file)
+    for (tier, row, col), cfg in expected.items():
+        assert spec._resolve(tier, row, col) == cfg  # computed again, not the precomputed copy
+    reasons = {s.unavailable_reason(t, r, c) for s in registry.values() for t in s.tiers for r, c in s.cells()}
+    assert any(why and "so far only" in why for why in reasons)  # a not_designed sentence was generated
+
+
+def test_every_data_set_entry_agrees_with_itself():
+    """A data set is one entry: its class counts add up to its training split's size."""
+    for name in DATASETS.names():
+        ds = DATASETS.get(name)
+        counts, sizes = getattr(ds, "class_counts", None), getattr(ds, "sizes", {})
+        if counts is not None and "train" in sizes:
+            assert sum(counts) == sizes["train"], name

@@ -185,7 +185,7 @@ def test_linear_schedule_matches_transformers_after_warmup():
 
 
 # ------------------------------------------------------------------ config checks
-PARAMS = TASKS.get("text_fewshot").test_params
+PARAMS = TASKS.get("text_fewshot").test_config
 
 
 def _with(**train) -> dict:
@@ -269,13 +269,13 @@ def test_smoke_fine_tune_runs_in_seconds_and_is_seeded(objective, tmp_path, monk
     task = TASKS.get("text_fewshot")
     a = task.run(copy.deepcopy(params), {"data": 1, "init": 2})
     b = task.run(copy.deepcopy(params), {"data": 1, "init": 2})
-    assert a["metrics"] == b["metrics"] and 0 <= a["metrics"]["acc"] <= 100
-    info = a["info"]
+    assert a.metrics == b.metrics and 0 <= a.metrics["acc"] <= 100
+    info = a.info
     assert info["n_labeled"] == 6 and info["labeled_per_class"] == [3, 3] and info["n_unlabeled"] == 4
     assert info["unlabeled_used"] == (objective == "punce") and info["n_eval"] == 6
     assert info["steps"] == 2 * 2 and math.isfinite(info["final_train_loss"])   # 2 epochs of ceil(6 / 4) batches
     c = task.run(copy.deepcopy(params), {"data": 1, "init": 3})
-    assert c["info"]["final_train_loss"] != info["final_train_loss"]            # init seed: dropout, order, head
+    assert c.info["final_train_loss"] != info["final_train_loss"]            # init seed: dropout, order, head
 
 
 @needs_text

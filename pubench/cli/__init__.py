@@ -1,0 +1,89 @@
+"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site |
+crossref | agreement | verify | compare | preflight | prune``.
+
+One module per subcommand (or small group) in this package: a parser function that adds the
+subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
+calls the library (``pubench run`` calls :mod:`pubench.runner`). A new subcommand is one
+module plus its parser function in :data:`SUBCOMMANDS` (the order of ``pubench --help``).
+
+Bad input exits with status 2 and a one-line reason (a :class:`~pubench.errors.PubenchError`;
+anything else is a bug and keeps its traceback); failed jobs make ``run`` exit with status
+1; an interrupted run exits with 130 (SIGINT) or 143 (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pubench.cli import (
+    agreement,
+    compare,
+    coverage,
+    crossref,
+    preflight,
+    prepare,
+    prune,
+    report,
+    run,
+    specs,
+    status,
+    verify,
+)
+from pubench.cli._common import FMT, Parser, UsageError, one_line
+from pubench.errors import PubenchError
+
+__all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
+
+#: the parser function of every subcommand, in the order ``pubench --help`` lists them
+SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.schema_parser, coverage.parser,
+               prepare.parser, run.parser, status.parser, report.report_parser, report.site_parser, crossref.parser,
+               agreement.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
+
+
+def build_parser() -> Parser:
+    p = Parser(
+        prog="pubench", formatter_class=FMT,
+        description="Rerun the tables of five PU / debiased contrastive learning papers and compare with "
+                    "the reported numbers.",
+        epilog="examples:\n  pubench list\n  pubench show table2-punce\n  pubench run fig5-bcl --seeds 5\n"
+               "  pubench report fig5-bcl\n  pubench site\n  pubench verify table2-punce --tier reduced --sample 4\n"
+               "  pubench coverage\n\nenvironment: PUBENCH_DATA (data root, default ./data), PUBENCH_RESULTS, "
+               "PUBENCH_REPORTS,\n  PUBENCH_LOGS, PUBENCH_EXPERIMENTS, PUBENCH_HOME, PUBENCH_SLURM_PROFILES, "
+               "PUBENCH_CACHE,\n  PUBENCH_ENCODER_CACHE=0, PUBENCH_CORE_SLOTS, PUBENCH_NO_REEXEC, PUBENCH_DEBUG; "
+               "see the README (Environment)",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
+    for add in SUBCOMMANDS:
+        add(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    from pubench.errors import JobInterrupted, StorageError, install_warning_format
+
+    install_warning_format()
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except PubenchError as e:
+        if os.environ.get("PUBENCH_DEBUG"):
+            raise
+        hint = "; finished work is kept: make room (or fix the folder) and run again" \
+            if isinstance(e, StorageError) else ""
+        print(f"pubench: error: {one_line(e)}{hint}", file=sys.stderr)
+        return e.exit_code
+    except (KeyboardInterrupt, JobInterrupted) as e:  # verify, prepare, ...: `run` says more when it submits
+        signum = getattr(e, "signum", 2)
+        print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, rerun to continue",
+              file=sys.stderr)
+        return 128 + signum
+    except BrokenPipeError:  # `pubench list | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""``pubench report | site``: render reported vs reproduced tables, and the static HTML site."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pubench import paths
+from pubench.cli._common import FMT, TIER_CHOICES, UsageError, specs
+from pubench.utils.io import check_writable
+
+
+def report_parser(sub) -> None:
+    s = sub.add_parser("report", help="render reported vs reproduced tables to reports/<tier>/<id>.md|.tex|.png",
+                       formatter_class=FMT,
+                       epilog="examples:\n  pubench report\n  pubench report fig5-bcl --tier paper\n"
+                              "  pubench report table1-bcl --format latex")
+    s.add_argument("ids", nargs="*", help="ids (default: every table with results)")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
+    s.add_argument("--format", default="md", choices=["md", "latex"], help="what to print (both are written)")
+    tex = s.add_mutually_exclusive_group()
+    tex.add_argument("--standalone", dest="standalone", action="store_true", default=True,
+                     help="the .tex is a whole document: `pdflatex <id>.tex` compiles it (default)")
+    tex.add_argument("--snippet", dest="standalone", action="store_false",
+                     help="the .tex is a snippet to \\input (needs booktabs and graphicx)")
+    s.add_argument("--html", action="store_true", help="also write the static site (reports/site/index.html)")
+    s.add_argument("--quiet", action="store_true", help="write the files, print nothing")
+    s.set_defaults(fn=cmd_report)
+
+
+def site_parser(sub) -> None:
+    s = sub.add_parser("site", help="write a static HTML site of every table and figure (opens offline)",
+                       formatter_class=FMT,
+                       description="Write index.html (every table and figure: tiers, cells with results, claims, "
+                                   "compute), one page per report (paper-shaped table with reported / ours / delta, "
+                                   "claim checks, plot, deviations, decisions), one per spec (the reported table) and "
+                                   "the cross-paper page, from the result store. No server, no network.",
+                       epilog="examples:\n  pubench site\n  PUBENCH_RESULTS=/tmp/mine pubench site --out /tmp/mine-site")
+    s.add_argument("--out", help="output folder (default: $PUBENCH_REPORTS/site, i.e. reports/site); replaced whole")
+    s.set_defaults(fn=cmd_site)
+
+
+def cmd_report(args) -> int:
+    from pubench.registry import SpecError, load_all
+    from pubench.report import write_index
+    from pubench.store import ResultStore
+
+    store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
+    chosen = specs(args.ids or None)
+    tiers = args.tier or list(TIER_CHOICES)
+    check_writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
+    written = sum(_report(args, spec, tier, store) for spec in chosen.values() for tier in tiers)
+    if not written:
+        raise UsageError("no results for " + (", ".join(chosen) if args.ids else "any table")
+                         + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
+    try:
+        all_specs = load_all()
+        index = write_index(all_specs, store, paths.reports_root())
+    except SpecError as e:  # an unrelated broken spec must not lose the reports just written
+        print(f"pubench: index not updated: {e}", file=sys.stderr)
+        return 0
+    print(f"pubench: index {index}", file=sys.stderr)
+    if args.html:
+        print(f"pubench: site {write_site(all_specs, store, paths.reports_root() / 'site')}", file=sys.stderr)
+    return 0
+
+
+def _report(args, spec, tier: str, store) -> bool:
+    """Write (and print, unless --quiet) the report of ``spec`` at ``tier``; False when there is nothing to report."""
+    from pubench.report import render_latex, render_markdown, write_report
+    from pubench.report.collect import report_fields
+
+    scan = store.scan(tier, spec.id, fields=report_fields(spec))
+    if not scan.done and not (args.ids and args.tier and scan.failed):
+        return False
+    if scan.corrupt:
+        print(f"pubench: warning: {spec.id} ({tier}): skipped {len(scan.corrupt)} corrupt record(s), e.g. "
+              f"{scan.corrupt[0][0].name} ({scan.corrupt[0][1]}); `pubench run` moves them to quarantine "
+              "and reruns their jobs", file=sys.stderr)
+    res, out = write_report(spec, tier, store, paths.reports_root(), standalone=args.standalone)
+    if not args.quiet:
+        print(render_latex(res, standalone=args.standalone) if args.format == "latex" else render_markdown(res))
+    print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)
+    return True
+
+
+def write_site(specs, store, out: Path) -> Path:
+    from pubench.coverage import figure_audit
+    from pubench.report.crossref import load_crossref
+    from pubench.report.site import write_site as write
+
+    check_writable(out.parent, "site")
+    return write(specs, store, out, load_crossref(specs), figure_audit(specs))
+
+
+def cmd_site(args) -> int:
+    from pubench.registry import load_all
+    from pubench.store import ResultStore
+
+    out = Path(args.out) if args.out else paths.reports_root() / "site"
+    index = write_site(load_all(), ResultStore(paths.results_root(), memo=True), out)
+    print(f"pubench: wrote the site; open {index.resolve().as_uri()}")
+    return 0

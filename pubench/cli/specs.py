@@ -1,0 +1,121 @@
+"""``pubench list | show | expand | schema``: the registry of specs, read without running anything."""
+
+from __future__ import annotations
+
+import json
+
+from pubench.cli._common import FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
+
+
+def list_parser(sub) -> None:
+    s = sub.add_parser("list", help="every table and figure in the registry", formatter_class=FMT,
+                       epilog="example:\n  pubench list --paper punce")
+    s.add_argument("--paper", choices=["pucl", "punce", "bcl", "pupl", "wconpu"])
+    s.set_defaults(fn=cmd_list)
+
+
+def show_parser(sub) -> None:
+    s = sub.add_parser("show", help="a table's reported numbers, laid out as the paper prints them",
+                       formatter_class=FMT, epilog="examples:\n  pubench show table1-bcl\n  pubench show table1-bcl --json")
+    s.add_argument("id", help="table or figure id, e.g. table2-punce")
+    s.add_argument("--json", action="store_true", help="machine-readable reported cells")
+    s.set_defaults(fn=cmd_show)
+
+
+def expand_parser(sub) -> None:
+    s = sub.add_parser(
+        "expand", help="each cell's resolved config at a tier (presets, PU data sets and priors filled in) and the "
+                       "job id of seed 0, for review", formatter_class=FMT,
+        epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
+               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json")
+    s.add_argument("id")
+    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+    s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
+    s.add_argument("--json", action="store_true", help="machine-readable")
+    numerics_options(s)
+    s.set_defaults(fn=cmd_expand)
+
+
+def schema_parser(sub) -> None:
+    s = sub.add_parser("schema", help="the JSON Schema of a spec file (for editors; experiments/spec.schema.json)",
+                       formatter_class=FMT, epilog="example:\n  pubench schema > experiments/spec.schema.json")
+    s.set_defaults(fn=cmd_schema)
+
+
+def cmd_list(args) -> int:
+    from tabulate import tabulate
+
+    rows = [
+        [s.id, s.kind, s.title, len(s.cells()), sum(c.mean is not None for c in s.reported), s.caption[:60]]
+        for s in specs(None).values() if not args.paper or s.paper == args.paper
+    ]
+    print(tabulate(rows, headers=["id", "kind", "title", "cells", "reported numbers", "caption"]))
+    return 0
+
+
+def cmd_show(args) -> int:
+    one = spec(args.id)
+    if args.json:
+        cells = [{"row": c.row, "col": c.col, "metric": c.metric, "mean": c.mean, "std": c.std, "note": c.note,
+                  "mark": c.mark} for c in one.reported]
+        print(json.dumps({"id": one.id, "paper": one.paper, "caption": one.caption, "rows": one.rows,
+                          "cols": one.cols, "metrics": list(one.metrics), "seeds": one.reported_seeds,
+                          "pm": one.pm, "cells": cells}, indent=1))
+        return 0
+    from pubench.report import render_reported_markdown
+
+    print(render_reported_markdown(one), end="")
+    return 0
+
+
+def cmd_expand(args) -> int:
+    from pubench.jobs import expand
+
+    one = spec(args.id)
+    num = local_numerics(args)
+    plan = expand(one, args.tier, 1, only=args.cell, numerics=num)
+    cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
+             for j in plan.jobs]
+    cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
+    order = {cell: i for i, cell in enumerate(one.cells())}
+    cells.sort(key=lambda c: order[(c["row"], c["col"])])
+    if args.json:
+        print(json.dumps({"id": one.id, "version": one.version, "tier": args.tier, "numerics": num.to_dict(),
+                          "cells": cells}, indent=1, ensure_ascii=False))
+        return 0
+    import yaml
+
+    dumper = _review_dumper()
+    print(f"# {one.id} (version {one.version}), tier {args.tier}: {len(plan.jobs)} cells to run, "
+          f"{len(plan.unavailable)} not run; job ids of seed 0 with numerics {num.device}, {num.threads} thread(s), "
+          f"{num.isa}, torch {num.torch}")
+    for c in cells:
+        if "unavailable" in c:
+            print(f"\n## {c['row']}|{c['col']}: not run at this tier: {c['unavailable']}")
+            continue
+        print(f"\n## {c['row']}|{c['col']}  job {c['job_id']}  seeds {c['seeds']}")
+        print(f"task: {c['task']}")
+        print(yaml.dump({"params": c["params"]}, Dumper=dumper, sort_keys=True, allow_unicode=True,
+                        width=110).rstrip())
+    return 0
+
+
+def _review_dumper():
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        """Block mappings, flow lists of scalars: one key per line, short lines."""
+
+    def represent_list(dumper, data):
+        flow = all(not isinstance(v, (list, dict)) for v in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    Dumper.add_representer(list, represent_list)
+    return Dumper
+
+
+def cmd_schema(args) -> int:
+    from pubench.registry.schema import spec_json_schema
+
+    print(json.dumps(spec_json_schema(), indent=1, ensure_ascii=False))
+    return 0

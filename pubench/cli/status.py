@@ -1,0 +1,65 @@
+"""``pubench status``: done / failed / running / submitted / pending jobs per table and tier."""
+
+from __future__ import annotations
+
+import json
+
+from pubench import paths
+from pubench.cli._common import FMT, TIER_CHOICES, bounded_int, specs
+
+STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "submitted", "corrupt", "pending",
+               "not_implemented_jobs", "unavailable_cells"]
+
+
+def parser(sub) -> None:
+    s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",
+                       formatter_class=FMT, epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper")
+    s.add_argument("ids", nargs="*")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
+    s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000), help="seeds to count as planned (default: the tier's)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_status)
+
+
+def cmd_status(args) -> int:
+    from tabulate import tabulate
+
+    from pubench.store import ResultStore
+
+    store = ResultStore(paths.results_root())
+    rows = []
+    for sid, spec in specs(args.ids or None).items():
+        for tier in args.tier or spec.tiers:
+            row = _status_row(store, spec, tier, args.seeds)
+            if args.ids or any(row[4:9]):  # done, failed, running, submitted or corrupt
+                rows.append(row)
+    if args.json:
+        print(json.dumps([dict(zip(STATUS_KEYS, r)) for r in rows], indent=1))
+    else:
+        print(tabulate(rows, headers=[k.replace("_", " ") for k in STATUS_KEYS]) if rows else "no results yet")
+    return 0
+
+
+def _status_row(store, spec, tier: str, seeds: int | None) -> list:
+    """One row of :data:`STATUS_KEYS`."""
+    from pubench.executors import EXECUTORS
+    from pubench.jobs import expand
+    from pubench.report.collect import cell_seed_key
+    from pubench.runner import executor_context, split_unimplemented
+
+    plan = expand(spec, tier, seeds)
+    runnable, _ = split_unimplemented(plan.jobs)
+    scan = store.scan(tier, spec.id, fields=("job",))  # one pass, only the job of each record
+    # done: a valid record of the cell's current config, whatever numerics profile made it
+    have = {cell_seed_key(r["job"]) for r in scan.records}
+    ids = {j.id for j in runnable}
+    done_jobs = {j.id for j in runnable if j.cell_seed_key() in have}
+    failed = len((ids & set(scan.failed)) - done_jobs)
+    context = executor_context(spec.id, tier)
+    claimed = store.claims(tier, spec.id).live_ids()  # running: claimed by a live runner of this store
+    active = set().union(*(EXECUTORS.get(n).active_ids(context) for n in EXECUTORS.names()))
+    running = len((ids & claimed) - done_jobs)
+    submitted = len((ids & active) - claimed - done_jobs)  # queued or running under a scheduler
+    pending = len(ids) - len(done_jobs) - failed - running - submitted
+    return [spec.id, tier, plan.seeds, len(ids), len(done_jobs), failed, running, submitted, len(scan.corrupt),
+            max(0, pending), len(plan.jobs) - len(ids), len(plan.unavailable)]

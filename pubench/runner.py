@@ -1,0 +1,271 @@
+"""Run one table or figure (``pubench run``): expand its spec into (cell, seed) jobs, leave
+out the jobs that are done, in flight elsewhere or name a unit not implemented yet, and hand
+the rest to an executor. The command line only turns its flags into a :class:`RunRequest`
+(:mod:`pubench.cli.run`).
+
+Every step says what it does on stdout, as the command always has: the tier and numerics,
+the tier's deviations, the cells not run and why, the jobs already done or claimed, and at
+the end the counts and each distinct failure once. Returns the exit status: 0, 1 when a job
+failed, 128 + the signal number when the run was interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pubench import paths
+from pubench.errors import UsageError
+from pubench.utils.io import check_writable
+
+
+@dataclass
+class RunRequest:
+    """What to run and how (the flags of ``pubench run``)."""
+
+    spec_id: str
+    tier: str = "reduced"
+    seeds: int | None = None            # default: the tier's
+    only: list[str] | None = None       # "row|col" globs
+    executor: str = "local"
+    jobs: int = 1                       # local worker processes
+    device: str = "auto"                # auto: the executor's default
+    threads: int | None = None
+    isa: str = "avx2"
+    profile: str | None = "default"     # SLURM profile slurm/<profile>.yaml
+    cluster: str = "slurm"
+    dry_run: bool = False
+    force: bool = False
+    allow_dirty: bool = False
+    checkpoint_every: int | None = None
+    progress: bool = False              # a progress bar
+    log_lines: bool = False             # one line per finished job (logs, CI)
+
+
+def executor_context(spec_id: str, tier: str, **fields: Any):
+    """The :class:`~pubench.executors.base.ExecutorContext` of a run of ``spec_id`` at ``tier``
+    over this project's folders (``fields``: the run's own settings)."""
+    from pubench.executors import ExecutorContext
+
+    profile = fields.pop("profile", None)
+    return ExecutorContext(results_root=paths.results_root(), logs_root=paths.logs_root(), spec_id=spec_id,
+                           tier=tier, profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
+                           **fields)
+
+
+def run(req: RunRequest) -> int:
+    """Plan and run (or submit) the jobs of ``req``; the exit status."""
+    from pubench.registry import get_spec
+    from pubench.store import ResultStore
+
+    spec = get_spec(req.spec_id)
+    if req.tier not in spec.tiers:
+        raise UsageError(f"unknown tier {req.tier!r}")
+    executor, context = _executor(req, spec.id)
+    from pubench.jobs import expand
+
+    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics)
+    store = ResultStore(context.results_root)
+    if not req.dry_run:
+        why = executor.unavailable_reason()
+        if why:
+            raise UsageError(why)
+        check_writable(store.folder(req.tier, spec.id), "results ($PUBENCH_RESULTS)")
+        _check_clean_tree(req, store.root)
+    _say_plan(spec, req.tier, plan, context.numerics)
+    plan.jobs = drop_unimplemented(plan.jobs)
+    todo = _pending(req, spec.id, plan.jobs, store, context)
+    if req.dry_run:
+        print(executor.plan(todo))
+        print(_estimate(store, todo, req.jobs if executor.runs_here else None))
+        return 0
+    if not todo:
+        return 0
+    return _submit(executor, req, spec.id, todo, store)
+
+
+def _executor(req: RunRequest, spec_id: str):
+    """The executor of the run, and its context (with the numerics of the run's jobs)."""
+    from pubench import numerics
+    from pubench.executors import EXECUTORS
+
+    kind = EXECUTORS.get(req.executor)
+    context = executor_context(spec_id, req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
+                               profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
+    device = req.device if req.device != "auto" else kind.default_device(context)
+    context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
+    return kind.from_context(context), context
+
+
+def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
+    """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
+    from pubench.store.provenance import code_changes
+
+    committed = (paths.project_root() / "results").resolve()
+    if store_root.resolve() != committed:
+        return
+    changes = code_changes()
+    if changes and not req.allow_dirty:
+        raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
+                         f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
+                         "commit first, write elsewhere with PUBENCH_RESULTS=..., or pass --allow-dirty "
+                         "(records and reports are then marked)")
+
+
+def _say_plan(spec, tier: str, plan, num) -> None:
+    print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s); "
+          f"numerics: {describe_numerics(num)}")
+    for d in spec.tiers[tier].deviations:
+        print(f"  deviation: {d}")
+    for r, c, why in plan.unavailable:
+        print(f"  not runnable at this tier: {r}|{c}: {why}")
+
+
+def tier_description(spec, tier_name: str) -> str:
+    tier = spec.tiers[tier_name]
+    if tier_name == "paper":
+        return "the paper's exact configuration" if not tier.deviations else \
+            "the paper's configuration with listed deviations"
+    return "a reduced configuration" if tier_name == "reduced" else "a seconds-long pipeline check"
+
+
+def describe_numerics(num) -> str:
+    canon = " (canonical)" if num.canonical and num.device == "cpu" else ""
+    return f"{num.device}, {num.threads} thread(s)/job, {num.isa} code paths, torch {num.torch}{canon}"
+
+
+def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
+    """The jobs to run: neither done (unless --force) nor in flight under any executor; a
+    corrupt record is quarantined (its job runs again)."""
+    from pubench.executors import EXECUTORS
+
+    if not req.dry_run:
+        store.clean_temps(req.tier, spec_id)
+    scan = store.scan(req.tier, spec_id)
+    if scan.corrupt and not req.dry_run:
+        moved = store.quarantine([p for p, _ in scan.corrupt])
+        for (p, why), dest in zip(scan.corrupt, moved):
+            print(f"  corrupt record {p.name} ({why}): moved to {dest.parent}; its job runs again")
+    done = set() if req.force else set(scan.done)
+    todo = [j for j in jobs if j.id not in done]
+    n_done = len(jobs) - len(todo)
+    for name in EXECUTORS.names():  # in flight anywhere: claimed by a live runner, queued on a scheduler
+        kind = EXECUTORS.get(name)
+        active = kind.active_ids(context)
+        busy = [j for j in todo if j.id in active]
+        if busy:
+            print("\n".join(kind.describe_active(context, busy)))
+        todo = [j for j in todo if j.id not in active]
+    print(f"  {len(jobs)} job(s): {n_done} already done, {len(todo)} to run")
+    return todo
+
+
+def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
+    from pubench.executors.cores import slots_folder
+    from pubench.executors.worker import JobInterrupted
+
+    if executor.runs_here and slots_folder() is not None:
+        check_writable(slots_folder(), "core slots ($PUBENCH_CORE_SLOTS)")
+    if not executor.runs_here:
+        check_writable(paths.logs_root(), "logs ($PUBENCH_LOGS)")
+    try:
+        sub = executor.submit(todo, on_done=_log_line(len(todo)) if req.log_lines else None)
+    except (JobInterrupted, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", 2)
+        import signal
+
+        print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, the ones in flight "
+              "are recorded as interrupted (with a checkpoint when they were training); rerun to continue",
+              file=sys.stderr)
+        return 128 + signum
+    if sub.counts is None:
+        print(f"pubench: submitted {len(todo)} job(s) to {executor.name}; {sub.where}")
+        print(f"  follow with `pubench status {spec_id} --tier {req.tier}`; collect with `pubench report {spec_id}`")
+        return 0
+    counts = sub.counts
+    skipped = f", {counts['skipped']} skipped (done or claimed by another runner meanwhile)" if counts["skipped"] else ""
+    print(f"pubench: {counts['ok']} ok, {counts['failed']} failed{skipped}")
+    if counts["failed"]:
+        _print_failures(store, req.tier, spec_id, todo)
+    return 1 if counts["failed"] else 0
+
+
+def _estimate(store, todo, parallel: int | None) -> str:
+    """The run's time from past records of the same cells: this store's, then the committed one's;
+    for jobs without any, from ``pubench preflight``'s figures."""
+    from pubench.preflight.report import cached
+    from pubench.report.compute import estimate, past_walls, render_estimate
+    from pubench.store import ResultStore
+
+    committed = paths.project_root() / "results"
+    stores = [store] + ([ResultStore(committed)] if committed.resolve() != store.root.resolve() else [])
+    walls: dict = {}
+    for st in stores:
+        for tier_spec in {(j.tier, j.spec_id) for j in todo}:
+            for key, seen in past_walls(st.scan(*tier_spec).records).items():
+                walls.setdefault(key, []).extend(seen)
+    return render_estimate(estimate(todo, walls, preflight=cached), parallel)
+
+
+def _log_line(total: int) -> Callable:
+    """One line per finished job when stderr is not a terminal (logs, CI)."""
+    n = Counter()
+
+    def on_done(job, status):
+        n["i"] += 1
+        print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+
+    return on_done
+
+
+def _print_failures(store, tier: str, spec_id: str, jobs) -> None:
+    """Each distinct failure reason once, with how many jobs it hit and one record path."""
+    ids = {j.id for j in jobs}
+    reasons: dict[str, list[Path]] = {}
+    for rec, path in _failure_records(store, tier, spec_id):
+        if rec["job"]["id"] in ids:
+            line = f"{rec['error']['type']}: {rec['error']['message']}".strip().splitlines()[0][:300]
+            reasons.setdefault(line, []).append(path)
+    for line, hit in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        print(f"  failed ({len(hit)} job{'s' if len(hit) > 1 else ''}): {line}")
+        print(f"      e.g. {hit[0]}")
+    if reasons:
+        print("  (failure records keep the traceback; the next run retries these jobs)")
+
+
+def _failure_records(store, tier: str, spec_id: str):
+    scan = store.scan(tier, spec_id)
+    for path in scan.failed.values():
+        try:
+            yield json.loads(path.read_text()), path
+        except (OSError, ValueError):
+            continue
+
+
+def split_unimplemented(jobs):
+    """``(runnable jobs, {(row, col): missing units})``: a job naming a planned unit the
+    code lacks could only fail, so it is neither run nor counted as pending."""
+    from pubench.registry.units import implemented, units
+
+    have, keep, lacking, seen = implemented(), [], {}, {}
+    for j in jobs:
+        if id(j.params) not in seen:  # the seeds of a cell share their params: walk them once
+            seen[id(j.params)] = sorted({f"{k}:{n}" for k, n in units(j.task, j.params) if n not in have[k]})
+        missing = seen[id(j.params)]
+        if missing:
+            lacking.setdefault((j.row, j.col), missing)
+        else:
+            keep.append(j)
+    return keep, lacking
+
+
+def drop_unimplemented(jobs):
+    """The jobs :func:`split_unimplemented` keeps, saying which cells it leaves out."""
+    keep, lacking = split_unimplemented(jobs)
+    for (r, c), missing in lacking.items():
+        print(f"  not implemented yet, not run: {r}|{c}: {', '.join(missing)}")
+    return keep
