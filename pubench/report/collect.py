@@ -136,10 +136,17 @@ class TableResult:
     def reported(self, row: str, col: str, metric: str) -> ReportedCell | None:
         return self.spec.reported_cell(row, col, metric)
 
+    @property
+    def pipeline_check(self) -> bool:
+        """Whether the tier only checks the pipeline (smoke: seconds of training), so that its
+        numbers are never compared with the paper's (no delta)."""
+        return self.tier in PIPELINE_CHECK_TIERS
+
     def delta(self, row: str, col: str, metric: str) -> float | None:
-        """Reproduced minus reported, signed so that a positive delta is better than reported."""
+        """Reproduced minus reported, signed so that a positive delta is better than reported
+        (None at a pipeline-check tier)."""
         s, r = self.get(row, col, metric), self.reported(row, col, metric)
-        if s is None or r is None or r.mean is None:
+        if s is None or r is None or r.mean is None or self.pipeline_check:
             return None
         sign = 1.0 if self.spec.metrics[metric].higher_is_better else -1.0
         return sign * (s.mean - r.mean)
@@ -150,6 +157,7 @@ class TableResult:
 
 
 THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
+PIPELINE_CHECK_TIERS = frozenset({"smoke"})  # tiers whose numbers are never compared with the paper
 
 
 def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],

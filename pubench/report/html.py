@@ -44,13 +44,18 @@ from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
     DEGENERATE_LEGEND,
+    SMOKE_TEXT,
     blocks,
     cell_marks,
+    coinciding_text,
+    column_chunks,
     curve_summary,
     degenerate_summary,
     fmt_ours,
     fmt_reported,
+    plot_alt,
     reported_table,
+    tier_line,
 )
 from pubench.report.regime import IN, OUT
 from pubench.report.stats import (
@@ -106,8 +111,11 @@ def reported_markup(cell: ReportedCell | None, spec_fmt: str, footnote: str = ""
 
 # ---- the paper-shaped table ---------------------------------------------------------------
 def delta_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str, str]:
-    """(css class, tooltip) of a cell from the delta's sign and significance."""
+    """(css class, tooltip) of a cell from the delta's sign and significance; ``d-check`` (not
+    coloured) at a pipeline-check tier (smoke), whose numbers are not compared with the paper."""
     s, r = res.get(row, col, metric), res.reported(row, col, metric)
+    if res.pipeline_check and s is not None:
+        return "d-check", f"tier {res.tier}: a pipeline check, not compared with the paper"
     if s is None or r is None or r.mean is None:
         return "d-none", ""
     m = res.spec.metrics[metric]
@@ -136,14 +144,35 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> dict:
     return cell
 
 
-def result_tables(res: TableResult) -> list[dict]:
-    """Per block: title, direction, columns and lines (``{"group": name}`` or ``{"name": row, "cells": [...]}``)."""
+#: the widest table the site draws (a page's content is 1400 px at most, less its margins and a
+#: scroll bar's width): wider blocks are split into column chunks, each repeating the row names
+TABLE_PX = 1300.0
+_NAME_PX_PER_CHAR, _CELL_PX_PER_CHAR, _CELL_MIN_PX, _PAD_PX = 7.6, 7.6, 108.0, 17.0  # 13.5 px text, 8em cells
+
+
+def _cell_px(cell: dict) -> float:
+    texts = [cell["ours"] or "", f"paper {cell['paper'] or ''}", f"Δ {cell['delta'] or ''}"]
+    return max(_CELL_MIN_PX, _CELL_PX_PER_CHAR * max(len(str(t)) for t in texts)) + _PAD_PX
+
+
+def result_tables(res: TableResult, width_px: float = TABLE_PX) -> list[dict]:
+    """Per block: title, direction, and its tables: one, or several column chunks where the block
+    is wider than ``width_px`` (estimated), each with its columns and lines (``{"group": name}``
+    or ``{"name": row, "cells": [...]}``)."""
     out = []
     for b in blocks(res.spec):
         m = res.spec.metrics[b.metric]
-        lines = [{"group": name} if kind == "group" else
-                 {"name": name, "cells": [_cell(res, name, c, b.metric) for c in b.cols]} for kind, name in b.lines]
-        out.append({"title": b.title or m.label, "higher": m.higher_is_better, "cols": b.cols, "lines": lines})
+        cells = {(name, c): _cell(res, name, c, b.metric) for kind, name in b.lines if kind == "row" for c in b.cols}
+        names = [name for kind, name in b.lines if kind == "row"]
+        widths = {c: max([_cell_px(cells[(n, c)]) for n in names] + [_PAD_PX + 7.0 * min(len(c), 16)])
+                  for c in b.cols}
+        label = _NAME_PX_PER_CHAR * max(map(len, names), default=4) + _PAD_PX
+        chunks = []
+        for part in column_chunks(b.cols, widths, label, width_px):
+            lines = [{"group": name} if kind == "group" else {"name": name, "cells": [cells[(name, c)] for c in part]}
+                     for kind, name in b.lines]
+            chunks.append({"cols": part, "lines": lines})
+        out.append({"title": b.title or m.label, "higher": m.higher_is_better, "cols": b.cols, "chunks": chunks})
     return out
 
 
@@ -253,20 +282,19 @@ def note_lines(spec: Spec) -> list[str]:
 
 
 def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str) -> dict:
-    """What ``report.html.j2`` shows of one report (``plot``: the PNG's file name beside the page)."""
+    """What ``report.html.j2`` shows of one report (``plot``: the PNG's file name beside the page),
+    in its order: the plot and the tables, the regime, claim and order checks, coverage and
+    compute, then (collapsed) the tier's deviations and the spec's decisions, and the notes."""
     spec, tier = res.spec, res.tier
     t = spec.tiers[tier]
-    if tier == "paper":
-        tier_text = "the paper's configuration" + (", with the deviations below" if t.deviations else "")
-    else:
-        tier_text = "deviates from the paper as listed below"
     return {
-        "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_text, "other_tiers": other_tiers,
-        "spec_href": spec_href, "alpha": f"{ALPHA:g}",
+        "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_line(spec, tier),
+        "other_tiers": other_tiers, "spec_href": spec_href, "alpha": f"{ALPHA:g}",
+        "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": result_tables(res),
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
-        "plot": {"src": plot, "alt": f"{spec.id} ({tier} tier): ours (solid) and the paper (dashed)"} if plot else None,
+        "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
         "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),

@@ -9,11 +9,16 @@ scaled down to ``\\linewidth`` only when it is still wider (estimates are rough;
 exact). Each cell stacks our number over the paper's and the delta, which halves the width
 of a column. Tables are not floats in the standalone document (a long report would exceed
 LaTeX's float queue) and are ``table`` floats in the snippet.
+
+The document leads with the result: a figure's plot, then the tables, then the regime,
+claim and order checks and the coverage; the tier's deviations, the spec's decisions and the
+notes on the reported numbers come last. It compiles clean in one pdflatex pass: no
+``\\label`` or ``\\ref`` (tables are numbered by hand), so no "Rerun" warning; the snippet
+keeps a ``\\label`` per table for the including document.
 """
 
 from __future__ import annotations
 
-import math
 import textwrap
 import unicodedata
 
@@ -25,7 +30,8 @@ from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
                                      regime_whys)
-from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
+from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
+                                   column_chunks, degenerate_summary, plot_alt, tier_line)
 from pubench.report.templating import Tex
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -114,17 +120,6 @@ def _header(col: str, width_pt: float) -> tuple[str, float]:
     return text, max(len(x) for x in lines) * _PT_PER_CHAR["small"]
 
 
-def _chunks(cols: list[str], widths: dict[str, float], label_pt: float, target_pt: float) -> list[list[str]]:
-    """The fewest column chunks of about equal size whose estimated widths fit ``target_pt``."""
-    n = len(cols)
-    for k in range(1, n + 1):
-        size = math.ceil(n / k)
-        parts = [cols[i:i + size] for i in range(0, n, size)]
-        if all(label_pt + sum(widths[c] + _COL_SEP_PT for c in p) <= target_pt for p in parts):
-            return parts
-    return [[c] for c in cols]
-
-
 def _tabulars(res: TableResult, block, target_pt: float) -> list[dict]:
     """The block's column chunks, each a tabular for the template: ``heads`` (one per column) and
     ``lines`` (``{"group": name}`` or ``{"name": row, "cells": [...]}``), all LaTeX already."""
@@ -138,7 +133,7 @@ def _tabulars(res: TableResult, block, target_pt: float) -> list[dict]:
     # group lines span the whole table: only row names set the label column
     label_pt = max(len(name) for kind, name in block.lines if kind == "row") * _PT_PER_CHAR["small"] + _COL_SEP_PT
     out = []
-    for part in _chunks(block.cols, widths, label_pt, target_pt):
+    for part in column_chunks(block.cols, widths, label_pt, target_pt, _COL_SEP_PT):
         lines = [{"group": name} if kind == "group" else
                  {"name": name, "cells": [Tex(cells[(name, c)][0]) for c in part]} for kind, name in block.lines]
         out.append({"ncols": len(part), "heads": [Tex(heads[c]) for c in part], "lines": lines})
@@ -197,26 +192,33 @@ def _tables(res: TableResult, target_pt: float) -> list[dict]:
     out = []
     for i, b in enumerate(blocks(spec), start=1):
         m = spec.metrics[b.metric]
-        title = escape_tex(spec.caption) + (f" ({escape_tex(b.title)})" if b.title else "") + \
-            f" {'Higher' if m.higher_is_better else 'Lower'} is better. Tier: \\texttt{{{tier}}}."
-        out.append({"number": i, "title": Tex(title), "label": f"tab:{spec.id}-{tier}-{i}",
+        direction = f" {'Higher' if m.higher_is_better else 'Lower'} is better. Tier: \\texttt{{{tier}}}."
+        title = escape_tex(spec.caption) + (f" ({escape_tex(b.title)})" if b.title else "") + direction
+        # the document prints the caption once, above: each table names its block only
+        heading = escape_tex((b.title or m.label).rstrip(".")) + "." + direction
+        out.append({"number": i, "title": Tex(title), "heading": Tex(heading), "label": f"tab:{spec.id}-{tier}-{i}",
                     "tabulars": _tabulars(res, b, target_pt)})
     return out
 
 
-def latex_context(res: TableResult) -> dict:
+def latex_context(res: TableResult, plot: str | None = "") -> dict:
     """What the LaTeX templates lay out (``report.tex.j2``, ``snippet.tex.j2``): plain text is
-    escaped by the template, :class:`~pubench.report.templating.Tex` values are LaTeX already."""
+    escaped by the template, :class:`~pubench.report.templating.Tex` values are LaTeX already.
+    ``plot``: the figure's PNG beside the ``.tex`` (default ``<id>.png`` for a figure; None: none)."""
     spec, tier = res.spec, res.tier
     t = spec.tiers[tier]
     notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
+    if plot == "":
+        plot = f"{spec.id}.png" if spec.kind == "figure" else None
     return {
         "spec": spec, "tier": tier, "paper_name": PAPERS.get(spec.paper, spec.paper),
         "comment": Tex(f"{spec.id}: {spec.title} ({spec.paper}), tier {tier}. Generated by `pubench report`; "
                        "do not edit."),
         "cell_legend": Tex(CELL_LEGEND), "cell_legend_comment": Tex(CELL_LEGEND.replace("$", "")),
         "seeds": spec.reported_seeds if spec.reported_seeds is not None else "unstated",
-        "pm": spec.pm or "not stated", "deviations": t.deviations, "decisions": spec.decisions,
+        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": t.deviations,
+        "decisions": spec.decisions, "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
+        "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": _tables(res, TEXT_WIDTH_PT), "regime": _regime(res), "claims": _claims(res),
         "claim_status_legend": CLAIM_STATUS_LEGEND, "agreement": _agreement(res),
@@ -224,10 +226,11 @@ def latex_context(res: TableResult) -> dict:
     }
 
 
-def render_latex(res: TableResult, standalone: bool = True) -> str:
-    """The report as LaTeX: a whole document (``standalone``, template ``report.tex.j2``) or a
-    snippet that needs ``\\usepackage{booktabs,graphicx}`` in the including document
-    (``snippet.tex.j2``)."""
+def render_latex(res: TableResult, standalone: bool = True, plot: str | None = "") -> str:
+    """The report as LaTeX: a whole document (``standalone``, template ``report.tex.j2``) that
+    compiles in one pdflatex pass, or a snippet that needs ``\\usepackage{booktabs,graphicx}`` in
+    the including document (``snippet.tex.j2``). A figure includes its plot, ``plot`` (default
+    ``<id>.png``, looked for beside the document; a box says so where it is missing)."""
     from pubench.report.templating import render_tex
 
-    return render_tex("report.tex.j2" if standalone else "snippet.tex.j2", **latex_context(res))
+    return render_tex("report.tex.j2" if standalone else "snippet.tex.j2", **latex_context(res, plot))

@@ -25,9 +25,9 @@ from pubench.errors import PubenchError
 from pubench.registry.spec import PAPERS, TIERS, Spec
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, STATUSES, UNDERPOWERED, claim_checks
-from pubench.report.collect import TableResult, collect
+from pubench.report.collect import PIPELINE_CHECK_TIERS, TableResult, collect
 from pubench.report.compute import Compute, fmt_hours
-from pubench.report.crossref import CrossEntry, crossref
+from pubench.report.crossref import CrossEntry, crossref, rank_in_table
 from pubench.report.evidence import regime_summary
 from pubench.report.html import delta_class, e, outcome_class, render, report_page, spec_context
 from pubench.report.layout import DASH, fmt_ours, fmt_reported
@@ -88,6 +88,7 @@ def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableR
         s["claims"] += _outcome_counts(res)
         s["compute"] = s["compute"].merge(res.compute_all)
     summary = [{"tier": t, "reports": s["reports"], "cells": s["cells"], "claims": _claims_summary(s["claims"]),
+                "check": t in PIPELINE_CHECK_TIERS,
                 "core_h": fmt_hours(s["compute"].core_h),
                 "gpu_h": fmt_hours(s["compute"].gpu_h) if s["compute"].gpu_s else None, "jobs": s["compute"].jobs}
                for t, s in per_tier.items()]
@@ -103,6 +104,7 @@ def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableR
                 res = results.get((spec.id, t))
                 tiers.append(None if res is None else {
                     "tier": t, "cells": res.cells_done, "claims": _claims_summary(_outcome_counts(res)),
+                    "check": res.pipeline_check,
                     "regime": regime_summary(res), "core_h": fmt_hours(res.compute_all.core_h)})
             caption = spec.caption[:160] + ("…" if len(spec.caption) > 160 else "")
             rows.append({"id": spec.id, "kind": spec.kind, "caption": caption, "n_cells": len(spec.cells()),
@@ -137,26 +139,46 @@ def _order(spec: Spec) -> tuple:
     return (m.group(1) != "table", int(m.group(2))) if m else (True, 0)
 
 
+def _rank_text(rank: tuple[int, int] | None) -> str:
+    return DASH if rank is None else f"{rank[0]} of {rank[1]}"
+
+
 def _crossref_context(view, results: dict[tuple[str, str], TableResult]) -> dict:
+    """Per entry, each paper's cell: the reported number and its rank among that table's methods,
+    ours with its tier and rank, and Δ where ours ran at the paper tier. A reduced or smoke run is
+    on another scale than the papers' numbers: its Δ and colour would compare scales, not
+    methods, so such a row shows ranks only and the entry says to compare orderings."""
     entries = []
     for entry, values in view:
         entry: CrossEntry
         rows = []
         for v in values:
             f = v.spec.metrics[v.cell.metric].fmt
-            cls, tip = ("d-none", "")
-            if v.tier:
-                cls, tip = delta_class(results[(v.cell.spec_id, v.tier)], v.cell.row, v.cell.col, v.cell.metric)
+            res = results.get((v.cell.spec_id, v.tier or "paper")) or collect_reported(v.spec)
+            cls, tip, delta = "d-none", "", DASH
+            if v.tier == "paper":
+                cls, tip = delta_class(res, v.cell.row, v.cell.col, v.cell.metric)
+                delta = DASH if v.delta is None else format(v.delta, "+" + f)
+            elif v.tier:
+                tip = f"tier {v.tier}: another scale than the paper's numbers; compare the ranks, not the values"
+            ours_rank = rank_in_table(res, v.cell.row, v.cell.col, v.cell.metric) if v.tier else None
             rows.append({
                 "paper": f"{PAPERS.get(v.paper, v.paper).split(' ', 1)[0]} {v.paper}",
                 "href": f"{v.tier}/{v.cell.spec_id}.html" if v.tier else f"spec/{v.cell.spec_id}.html",
                 "spec_id": v.cell.spec_id, "row": v.cell.row, "col": v.cell.col,
                 "reported": fmt_reported(v.reported, f), "cls": cls, "tip": tip,
+                "paper_rank": _rank_text(rank_in_table(res, v.cell.row, v.cell.col, v.cell.metric, paper=True)),
                 "ours": DASH if v.ours is None else f"{fmt_ours(v.ours.mean, v.ours.std, v.ours.n, f)} [{v.tier}]",
-                "delta": DASH if v.delta is None else format(v.delta, "+" + f), "setting": v.cell.setting})
+                "ours_rank": _rank_text(ours_rank), "delta": delta, "setting": v.cell.setting})
+        scales = sorted({v.tier for v in values if v.tier and v.tier != "paper"})
         entries.append({"method": entry.method, "dataset": entry.dataset, "setting": entry.setting,
-                        "note": entry.note, "cells": rows})
+                        "note": entry.note, "cells": rows, "other_scales": scales})
     return {"entries": entries}
+
+
+def collect_reported(spec: Spec) -> TableResult:
+    """A result with no runs: the paper's numbers alone (for the paper's ranks of a spec without results)."""
+    return TableResult(spec, "paper", {}, {})
 
 
 def _crossref_page(view, results: dict[tuple[str, str], TableResult], store: ResultStore) -> str:
