@@ -7,6 +7,7 @@ a header line before each row group.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -215,6 +216,17 @@ def tier_line(spec: Spec, tier: str) -> str:
 
 SMOKE_TEXT = ("a pipeline check (seconds of training): its numbers say nothing about the paper's, and the report "
               "does not compare them with the paper")
+
+
+_LOST = re.compile(r"^\((caption lost in the text conversion[^)]*)\)\s*(.*)$", re.S)
+
+
+def caption_parts(caption: str) -> tuple[str | None, str]:
+    """(the marker of a caption the text conversion lost, the description after it), or (None,
+    the caption): ``(caption lost in the text conversion; described from Sec. 9.3) Downstream
+    ...`` -> ``("caption lost ...; described from Sec. 9.3", "Downstream ...")``."""
+    m = _LOST.match(caption)
+    return (m.group(1), m.group(2)) if m else (None, caption)
 
 
 def plot_alt(res) -> str:

@@ -27,7 +27,7 @@ import textwrap
 from pathlib import Path
 
 from pubench.report.collect import TableResult
-from pubench.report.layout import blocks
+from pubench.report.layout import blocks, caption_parts
 
 _NUM = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?P<name>.*?)\s*=\s*(?P<value>[-+0-9.eE]+)(?P<suffix>[kM]?)\s*$")
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
@@ -197,7 +197,9 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
         _finish_panel(ax, panel, _draw_curves(ax, res, title, col), res.tier)
     for ax, b in zip(flat[len(panels):], bl):
         _finish_panel(ax, b.title or "", _draw_block(ax, res, b), res.tier)
-    title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}", width=130, placeholder=" ...")
+    lost, caption = caption_parts(res.spec.caption)  # a lost caption: its description, said to be one
+    caption = f"[described from the text] {caption}" if lost else caption
+    title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {caption}", width=130, placeholder=" ...")
     fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=9)  # ~14 characters an inch at 9 pt
     fig.tight_layout()
     path = Path(path)

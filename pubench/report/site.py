@@ -30,7 +30,7 @@ from pubench.report.compute import Compute, fmt_hours
 from pubench.report.crossref import CrossEntry, crossref, rank_in_table
 from pubench.report.evidence import regime_summary
 from pubench.report.html import delta_class, e, outcome_class, render, report_page, spec_context
-from pubench.report.layout import DASH, fmt_ours, fmt_reported
+from pubench.report.layout import DASH, caption_parts, fmt_ours, fmt_reported
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
 from pubench.utils.io import atomic_write_text
@@ -106,8 +106,10 @@ def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableR
                     "tier": t, "cells": res.cells_done, "claims": _claims_summary(_outcome_counts(res)),
                     "check": res.pipeline_check,
                     "regime": regime_summary(res), "core_h": fmt_hours(res.compute_all.core_h)})
-            caption = spec.caption[:160] + ("…" if len(spec.caption) > 160 else "")
-            rows.append({"id": spec.id, "kind": spec.kind, "caption": caption, "n_cells": len(spec.cells()),
+            lost, text = caption_parts(spec.caption)  # a lost caption: a short tag, its description in full view
+            caption = text[:160] + ("…" if len(text) > 160 else "")
+            rows.append({"id": spec.id, "kind": spec.kind, "caption": caption, "caption_lost": lost,
+                         "n_cells": len(spec.cells()),
                          "reported": sum(c.mean is not None for c in spec.reported), "tiers": tiers,
                          "order": _order_cell(spec, results)})
         papers.append({"title": title, "specs": rows, "left_out": _left_out(figures, paper)})
