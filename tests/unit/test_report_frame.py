@@ -5,12 +5,10 @@ import math
 
 import pytest
 
-from pubench.jobs import expand
 from pubench.registry import load_all
 from pubench.report import collect
 from pubench.report.frame import CELL_COLUMNS, RECORD_COLUMNS, cells_frame, records_frame
-from pubench.store import ResultStore
-from tests.conftest import selftest_spec
+from tests.conftest import selftest_results, selftest_spec
 
 pd = pytest.importorskip("pandas")
 
@@ -19,13 +17,8 @@ VALUES = {("A", "x"): [1.4, 1.5, 1.45], ("A", "y"): [3.0, 3.1, 2.9], ("B", "x"):
 
 @pytest.fixture
 def table(tmp_registry):
-    tmp_registry(selftest_spec("table1-bcl"))
-    spec = load_all()["table1-bcl"]
-    store = ResultStore(tmp_registry.root / "results")
-    for job in expand(spec, "paper", 3).jobs:
-        if (job.row, job.col) in VALUES:
-            store.write_ok(job, {"score": VALUES[(job.row, job.col)][job.seed_index], "extra": 7.0}, {},
-                           {"wall_s": 2.0})
+    spec, store = selftest_results(tmp_registry, "table1-bcl", "paper", 3, lambda job: None if (
+        job.row, job.col) not in VALUES else {"score": VALUES[(job.row, job.col)][job.seed_index], "extra": 7.0})
     return spec, store, tmp_registry
 
 

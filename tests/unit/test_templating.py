@@ -3,14 +3,11 @@ HTML autoescaped, LaTeX with its own delimiters and escaping."""
 
 import pytest
 
-from pubench.jobs import expand
-from pubench.registry import load_all
 from pubench.report import collect, render_latex
 from pubench.report.html import report_body, report_context
 from pubench.report.latex import latex_context
 from pubench.report.templating import PACKAGE_TEMPLATES, Tex, html_env, latex_env, render_html, render_tex
-from pubench.store import ResultStore
-from tests.conftest import selftest_spec
+from tests.conftest import selftest_results
 
 
 def test_one_template_per_page_kind_is_packaged():
@@ -32,11 +29,7 @@ def test_html_is_autoescaped():
 
 @pytest.fixture
 def report(tmp_registry):
-    tmp_registry(selftest_spec("table1-bcl"))
-    spec = load_all()["table1-bcl"]
-    store = ResultStore(tmp_registry.root / "results")
-    for job in expand(spec, "paper", 2).jobs:
-        store.write_ok(job, {"score": 1.0 + job.seed_index}, {}, {"wall_s": 1.0})
+    spec, store = selftest_results(tmp_registry, "table1-bcl", "paper", 2, lambda job: {"score": 1.0 + job.seed_index})
     return collect(spec, "paper", store)
 
 
