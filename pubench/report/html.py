@@ -21,25 +21,11 @@ from markupsafe import Markup
 from pubench.registry.spec import PAPERS, ReportedCell, Spec
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
-from pubench.report.checks import (
-    NOT_IN_REGIME,
-    UNDERPOWERED,
-    claim_checks,
-    claim_fmt,
-    column_checks,
-    describe,
-)
+from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.evidence import (
-    AGREEMENT_LEGEND,
-    CLAIM_STATUS_LEGEND,
-    REGIME_HEADERS,
-    REGIME_LEGEND,
-    claim_row,
-    regime_rows,
-    regime_whys,
-)
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
+                                     regime_rows, regime_whys)
 from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
@@ -82,10 +68,6 @@ def e(text: object) -> str:
 
 def outcome_class(outcome: str) -> str:
     return OUTCOME_CLASS.get(outcome, "o-not-testable")
-
-
-def badge(outcome: str, text: str | None = None) -> Markup:
-    return Markup(f'<span class="badge {outcome_class(outcome)}">{e(text or outcome)}</span>')
 
 
 def render(template: str, **context: Any) -> str:
