@@ -44,7 +44,7 @@ class Visit:
 
 
 class Browser:
-    def __init__(self, executable: str, timeout_s: float = 60.0):
+    def __init__(self, executable: str, timeout_s: float = 60.0, width: int = 1280, height: int = 900):
         self.timeout_s = timeout_s
         self.profile = tempfile.mkdtemp(prefix="pubench-chromium-")
         to_child_r, self._to_child = os.pipe()
@@ -54,7 +54,7 @@ class Browser:
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
              "--disable-dev-shm-usage", "--remote-debugging-pipe", f"--user-data-dir={self.profile}",
-             "--window-size=1280,900", "about:blank"],
+             f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(3, 4), preexec_fn=_dup_to(to_child_r, from_child_w))
         os.close(to_child_r)

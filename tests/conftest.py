@@ -69,6 +69,23 @@ def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"),
         """) + extra
 
 
+def selftest_results(registry, spec_id: str, tier: str, seeds: int, metrics, spec_text: str | None = None):
+    """Register ``spec_text`` (default: ``selftest_spec(spec_id)``) in a ``tmp_registry`` and write an
+    ok record for every job of ``tier`` with ``seeds`` seeds for which ``metrics(job)`` gives a
+    dict (None: no record). Returns (spec, store)."""
+    from pubench.jobs import expand
+    from pubench.registry import load_all
+    from pubench.store import ResultStore
+
+    registry(spec_text or selftest_spec(spec_id))
+    spec = load_all()[spec_id]
+    store = ResultStore(registry.root / "results")
+    for job in expand(spec, tier, seeds).jobs:
+        if (values := metrics(job)) is not None:
+            store.write_ok(job, values, {}, {"wall_s": 2.0})
+    return spec, store
+
+
 @pytest.fixture
 def tmp_registry(tmp_path, monkeypatch):
     """An empty experiments/ results/ reports/ logs/ under tmp_path, wired by environment.

@@ -13,7 +13,7 @@ import math
 import statistics
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pubench.registry.spec import ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
@@ -136,10 +136,17 @@ class TableResult:
     def reported(self, row: str, col: str, metric: str) -> ReportedCell | None:
         return self.spec.reported_cell(row, col, metric)
 
+    @property
+    def pipeline_check(self) -> bool:
+        """Whether the tier only checks the pipeline (smoke: seconds of training), so that its
+        numbers are never compared with the paper's (no delta)."""
+        return self.tier in PIPELINE_CHECK_TIERS
+
     def delta(self, row: str, col: str, metric: str) -> float | None:
-        """Reproduced minus reported, signed so that a positive delta is better than reported."""
+        """Reproduced minus reported, signed so that a positive delta is better than reported
+        (None at a pipeline-check tier)."""
         s, r = self.get(row, col, metric), self.reported(row, col, metric)
-        if s is None or r is None or r.mean is None:
+        if s is None or r is None or r.mean is None or self.pipeline_check:
             return None
         sign = 1.0 if self.spec.metrics[metric].higher_is_better else -1.0
         return sign * (s.mean - r.mean)
@@ -150,6 +157,7 @@ class TableResult:
 
 
 THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
+PIPELINE_CHECK_TIERS = frozenset({"smoke"})  # tiers whose numbers are never compared with the paper
 
 
 def _derived(spec: Spec, values: dict[tuple[str, str, str], dict[int, float]],
@@ -185,19 +193,62 @@ def select_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tupl
     """The records a report aggregates, and how many are stale (config or spec version
     changed, or no numerics recorded). One record per (cell, seed): when the same job was
     run under several numerics profiles, the canonical CPU one wins, else the latest."""
+    chosen, left_out = classify_records(spec, tier, records)
+    return chosen, sum(why == STALE for _, why in left_out)
+
+
+STALE, SUPERSEDED = "stale", "superseded"
+
+
+def classify_records(spec: Spec, tier: str, records: list[dict[str, Any]]
+                     ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """:func:`select_records` with the records it leaves out and why: ``stale`` (config or spec
+    version changed, or no numerics recorded) or ``superseded`` (the same cell and seed under
+    a preferred numerics profile)."""
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     chosen: dict[tuple, dict[str, Any]] = {}
-    stale = 0
+    left_out: list[tuple[dict[str, Any], str]] = []
     for rec in records:
         job = rec["job"]
         if (job["spec_version"] != spec.version or current.get((job["row"], job["col"])) != job["params"]
                 or "numerics" not in job):
-            stale += 1
+            left_out.append((rec, STALE))
             continue
         key = (job["row"], job["col"], job["seed_index"])
-        if key not in chosen or _preference(rec) > _preference(chosen[key]):
+        if key not in chosen:
             chosen[key] = rec
-    return list(chosen.values()), stale
+        elif _preference(rec) > _preference(chosen[key]):
+            left_out.append((chosen[key], SUPERSEDED))
+            chosen[key] = rec
+        else:
+            left_out.append((rec, SUPERSEDED))
+    return list(chosen.values()), left_out
+
+
+class MetricValue(NamedTuple):
+    """One metric of one record: a row of the tidy table (:func:`metric_values`,
+    :func:`pubench.report.frame.records_frame`)."""
+
+    row: str
+    col: str
+    seed: int
+    metric: str
+    value: float
+    job_id: str
+    split: Hashable  # the job's data seed: equal keys, same data split
+
+
+def metric_values(records: list[dict[str, Any]]) -> list[MetricValue]:
+    """A row per record and finite metric, in record order: what :func:`collect` aggregates
+    (the spec's metrics of the selected records) and what the records frame holds."""
+    out = []
+    for rec in records:
+        job = rec["job"]
+        for metric, v in rec["metrics"].items():
+            if _finite(v):
+                out.append(MetricValue(job["row"], job["col"], job["seed_index"], metric, float(v), job.get("id", ""),
+                                       job["seeds"]["data"]))
+    return out
 
 
 def _preference(rec: dict[str, Any]) -> tuple:
@@ -233,7 +284,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
     records, stale = select_records(spec, tier, scan.records)
-    current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}
     dirty = 0
     degenerate: dict[tuple[str, str], dict[int, str]] = {}
@@ -251,12 +302,12 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             degenerate.setdefault(cell, {})[job["seed_index"]] = why
         if class_rates(rec["metrics"]) is not None:
             binary.setdefault(cell, set()).add(job["seed_index"])
-        for metric, v in rec["metrics"].items():
-            if metric in spec.metrics and math.isfinite(v):
-                values.setdefault((*cell, metric), {})[job["seed_index"]] = float(v)
         for curve in spec.curves:
             if cell[1] in curve.cols and (pts := curve_points(rec.get("info") or {}, curve)):
                 curve_points_.setdefault((curve.title, *cell), {})[job["seed_index"]] = pts
+    for v in metric_values(records):  # the tidy rows: one per record and metric
+        if v.metric in spec.metrics:
+            values.setdefault((v.row, v.col, v.metric), {})[v.seed] = v.value
     failed = {}
     failure_records = scan.failures
     for rec in failure_records:

@@ -202,3 +202,33 @@ def render_crossref(view: list[tuple[CrossEntry, list[CrossValue]]]) -> str:
         lines += [textwrap.fill(f"{', '.join(cells)}: {text}", 110, initial_indent="  - ", subsequent_indent="    ")
                   for text, cells in settings.items()]
     return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def rank_in_table(res: TableResult, row: str, col: str, metric: str, paper: bool = False) -> tuple[int, int] | None:
+    """(rank, of how many) of a cell's method among the methods its table compares it with: the
+    rows of its row group in its column (the columns of its column group in its row where the
+    spec's methods are columns), by our means (``paper``: by the printed means); 1 = best in the
+    metric's direction, ties share the better rank. None when the cell has no number or no rival
+    has one. Ranks compare across tiers and papers where values do not (a reduced-tier run is on
+    another scale than the paper's)."""
+    spec = res.spec
+    if spec.methods_in == "cols":
+        group = next((cols for cols in spec.col_groups.values() if col in cols), spec.cols)
+        rivals = [(row, c) for c in group if c not in spec.derived_cols]
+    else:
+        g = spec.group_of_row(row)
+        rivals = [(r, col) for r in (spec.row_groups[g] if g else spec.rows)]
+
+    def value(r: str, c: str) -> float | None:
+        if paper:
+            cell = spec.reported_cell(r, c, metric)
+            return None if cell is None else cell.mean
+        s = res.get(r, c, metric)
+        return None if s is None else s.mean
+
+    mine = value(row, col)
+    values = [v for r, c in rivals if (v := value(r, c)) is not None]
+    if mine is None or len(values) < 2:
+        return None
+    better = (lambda v: v > mine) if spec.metrics[metric].higher_is_better else (lambda v: v < mine)
+    return 1 + sum(better(v) for v in values), len(values)

@@ -1,18 +1,24 @@
-"""HTML pages of the static site (:mod:`pubench.report.site` writes them).
+"""HTML pages of the static site (:mod:`pubench.report.site` writes them): what each page
+shows, collected from a report; the templates (``report.html.j2``, ``spec.html.j2``,
+``index.html.j2``, ``crossref.html.j2`` in ``pubench/report/templates/``, see
+:mod:`pubench.report.templating`) lay it out.
 
 Self-contained pages: inline CSS, no script, no font or stylesheet from elsewhere, links
 relative to the page, so the site opens from disk, offline. Every text from a spec or a
-record is escaped. A cell shows our mean ± std (n), the paper's number and the delta,
-coloured by the delta's sign (better / worse than reported, in the metric's direction) and
-its significance (a one-sample t-test of our seeds against the printed mean,
-:func:`pubench.report.stats.delta_test`).
+record is escaped (jinja2's autoescaping). A cell shows our mean ± std (n), the paper's
+number and the delta, coloured by the delta's sign (better / worse than reported, in the
+metric's direction) and its significance (a one-sample t-test of our seeds against the
+printed mean, :func:`pubench.report.stats.delta_test`).
 """
 
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
-from pubench.registry.spec import PAPERS, Spec
+from markupsafe import Markup
+
+from pubench.registry.spec import PAPERS, ReportedCell, Spec
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
@@ -24,62 +30,32 @@ from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
     DEGENERATE_LEGEND,
+    SMOKE_TEXT,
     blocks,
     cell_marks,
+    coinciding_text,
+    column_chunks,
     curve_summary,
     degenerate_summary,
     fmt_ours,
     fmt_reported,
+    plot_alt,
     reported_table,
+    tier_line,
 )
 from pubench.report.regime import IN, OUT
-from pubench.report.stats import ALPHA, FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, SAME, TIE, delta_test, fmt_p
-
-CSS = """
-:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --link: #0969da; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-       color: var(--fg); background: #fff; }
-main { max-width: 1400px; margin: 0 auto; padding: 0 24px 48px; }
-nav { background: #24292f; color: #fff; padding: 8px 24px; font-size: 14px; }
-nav a { color: #fff; margin-right: 14px; }
-a { color: var(--link); text-decoration: none; } a:hover { text-decoration: underline; }
-h1 { font-size: 24px; margin: 20px 0 4px; } h3 { font-size: 16px; margin: 18px 0 6px; }
-h2 { font-size: 19px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
-.caption { color: var(--muted); margin: 0 0 12px; font-style: italic; }
-.muted, .legend { color: var(--muted); font-size: 13px; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; font-size: 14px; }
-dl.meta dt { color: var(--muted); } dl.meta dd { margin: 0; }
-.scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13.5px; }
-th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
-th { background: var(--bg-alt); text-align: center; font-weight: 600; }
-td.name, th.name { text-align: left; white-space: nowrap; }
-tr.group td { background: var(--bg-alt); font-style: italic; font-weight: 600; }
-table.paper td.cell { text-align: right; white-space: nowrap; min-width: 8em; }
-td.cell .ours { display: block; font-weight: 600; font-variant-numeric: tabular-nums; }
-td.cell .paper, td.cell .delta { display: block; font-size: 12px; font-variant-numeric: tabular-nums; }
-td.cell .paper { color: var(--muted); }
-td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
-ul.toc { columns: 3 18em; font-size: 13.5px; }
-.d-better-sig { background: #b7ebc4; } .d-better { background: #e6f6ea; }
-.d-worse-sig { background: #ffc9c2; } .d-worse { background: #fff0ee; }
-.d-same { background: #eef1f4; } .d-none { background: #fff; }
-.badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12.5px; font-weight: 600;
-         white-space: nowrap; border: 1px solid transparent; }
-.o-holds { background: #1a7f37; color: #fff; } .o-holds-ns { background: #d2f4d9; color: #0f5323; }
-.o-tie { background: #eaeef2; color: #24292f; } .o-fails { background: #cf222e; color: #fff; }
-.o-not-testable { background: #fff; color: var(--muted); border-color: var(--line); }
-.o-not-in-regime { background: #fff8c5; color: #7d4e00; border-color: #d4a72c; }
-.o-underpowered { background: #ddf4ff; color: #0a3069; border-color: #54aeff; }
-table.index td { font-size: 13.5px; } table.index td.tier { white-space: nowrap; }
-.swatch { display: inline-block; width: 14px; height: 14px; border: 1px solid var(--line); vertical-align: -2px;
-          margin: 0 3px 0 10px; }
-img.plot { max-width: 100%; border: 1px solid var(--line); }
-ul.tight { margin: 4px 0 10px; padding-left: 22px; } ul.tight li { margin: 2px 0; }
-.warn { color: #9a6700; font-weight: 600; }
-footer { color: var(--muted); font-size: 12px; margin-top: 40px; }
-"""
+from pubench.report.stats import (
+    ALPHA,
+    FAILS,
+    HOLDS,
+    HOLDS_NS,
+    NOT_TESTABLE,
+    SAME,
+    TIE,
+    delta_test,
+    fmt_p,
+)
+from pubench.report.templating import html_env
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
                  NOT_TESTABLE: "o-not-testable", NOT_IN_REGIME: "o-not-in-regime", UNDERPOWERED: "o-underpowered",
@@ -90,33 +66,38 @@ def e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def page(title: str, body: str, nav: list[tuple[str, str]], footer: str = "") -> str:
-    """A whole HTML document; ``nav``: (href, label) links relative to the page."""
-    links = "".join(f'<a href="{e(href)}">{e(label)}</a>' for href, label in nav)
-    return (f'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f'<title>{e(title)}</title>\n<link rel="icon" href="data:,">\n<style>{CSS}</style>\n</head>\n<body>\n'
-            f'<nav>{links}</nav>\n<main>\n{body}\n<footer>{footer}</footer>\n</main>\n</body>\n</html>\n')
+def outcome_class(outcome: str) -> str:
+    return OUTCOME_CLASS.get(outcome, "o-not-testable")
 
 
-def badge(outcome: str, text: str | None = None) -> str:
-    return f'<span class="badge {OUTCOME_CLASS.get(outcome, "o-not-testable")}">{e(text or outcome)}</span>'
+def render(template: str, **context: Any) -> str:
+    """A whole page from ``template`` (context: ``title``, ``nav`` as (href, label) pairs relative
+    to the page, ``footer`` (markup), and the page kind's own)."""
+    return html_env().get_template(template).render(**context)
 
 
-def items(values: list[str], escaped: bool = False) -> str:
-    if not values:
-        return ""
-    return '<ul class="tight">' + "".join(f"<li>{v if escaped else e(v)}</li>" for v in values) + "</ul>"
+def render_body(template: str, **context: Any) -> str:
+    """The ``body`` block of ``template`` alone (the page without its frame)."""
+    return render(template, bare=True, **context)
 
 
 def paper_name(spec: Spec) -> str:
     return PAPERS.get(spec.paper, spec.paper)
 
 
+def reported_markup(cell: ReportedCell | None, spec_fmt: str, footnote: str = "") -> Markup:
+    """A reported number as the paper prints it, a bold mark as ``<b>``, the rest escaped."""
+    text = fmt_reported(cell, spec_fmt, footnote, bold=("\x01", "\x02"))
+    return Markup(e(text).replace("\x01", "<b>").replace("\x02", "</b>"))
+
+
 # ---- the paper-shaped table ---------------------------------------------------------------
 def delta_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str, str]:
-    """(css class, tooltip) of a cell from the delta's sign and significance."""
+    """(css class, tooltip) of a cell from the delta's sign and significance; ``d-check`` (not
+    coloured) at a pipeline-check tier (smoke), whose numbers are not compared with the paper."""
     s, r = res.get(row, col, metric), res.reported(row, col, metric)
+    if res.pipeline_check and s is not None:
+        return "d-check", f"tier {res.tier}: a pipeline check, not compared with the paper"
     if s is None or r is None or r.mean is None:
         return "d-none", ""
     m = res.spec.metrics[metric]
@@ -128,119 +109,99 @@ def delta_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str,
     return f"d-{t.direction}{'-sig' if t.significant else ''}", f"{t.direction} than reported; {test}"
 
 
-def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
+def _cell(res: TableResult, row: str, col: str, metric: str) -> dict:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
     cls, tip = delta_class(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
-    ours = " ".join([ours, *cell_marks(res, row, col, metric)])
-    parts = [f'<span class="ours">{e(ours)}</span>']
+    cell = {"cls": cls, "ours": " ".join([ours, *cell_marks(res, row, col, metric)]), "paper": None,
+            "paper_label": "paper ", "delta": None, "star": ""}
     if r is not None:
-        paper = fmt_reported(r, f, bold=("<b>", "</b>")) if r.mean is not None else DASH
-        paper = e(paper).replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")
-        parts.append(f'<span class="paper">paper {paper}</span>')
+        cell["paper"] = reported_markup(r, f) if r.mean is not None else DASH
         if d is not None:
-            star = "*" if cls.endswith("-sig") else ""
-            parts.append(f'<span class="delta">Δ {e(format(d, "+" + f))}{star}</span>')
+            cell["delta"], cell["star"] = format(d, "+" + f), "*" if cls.endswith("-sig") else ""
         if r.note:
             tip = (tip + "; " if tip else "") + f"note: {r.note}"
-    title = f' title="{e(tip)}"' if tip else ""
-    return f'<td class="cell {cls}"{title}>{"".join(parts)}</td>'
+    cell["tip"] = tip
+    return cell
 
 
-def results_tables(res: TableResult) -> str:
+#: the widest table the site draws (a page's content is 1400 px at most, less its margins and a
+#: scroll bar's width): wider blocks are split into column chunks, each repeating the row names
+TABLE_PX = 1300.0
+_NAME_PX_PER_CHAR, _CELL_PX_PER_CHAR, _CELL_MIN_PX, _PAD_PX = 7.6, 7.6, 108.0, 17.0  # 13.5 px text, 8em cells
+
+
+def _cell_px(cell: dict) -> float:
+    texts = [cell["ours"] or "", f"paper {cell['paper'] or ''}", f"Δ {cell['delta'] or ''}"]
+    return max(_CELL_MIN_PX, _CELL_PX_PER_CHAR * max(len(str(t)) for t in texts)) + _PAD_PX
+
+
+def result_tables(res: TableResult, width_px: float = TABLE_PX) -> list[dict]:
+    """Per block: title, direction, and its tables: one, or several column chunks where the block
+    is wider than ``width_px`` (estimated), each with its columns and lines (``{"group": name}``
+    or ``{"name": row, "cells": [...]}``)."""
     out = []
     for b in blocks(res.spec):
         m = res.spec.metrics[b.metric]
-        title = b.title or m.label
-        out.append(f"<h3>{e(title)} <span class=\"muted\">({'higher' if m.higher_is_better else 'lower'} "
-                   f"is better)</span></h3>")
-        head = "".join(f"<th>{e(c)}</th>" for c in b.cols)
-        rows = []
-        for kind, name in b.lines:
-            if kind == "group":
-                rows.append(f'<tr class="group"><td colspan="{len(b.cols) + 1}">{e(name)}</td></tr>')
-            else:
-                rows.append(f'<tr><td class="name">{e(name)}</td>'
-                            + "".join(_cell(res, name, c, b.metric) for c in b.cols) + "</tr>")
-        out.append(f'<div class="scroll"><table class="paper"><thead><tr><th class="name"></th>{head}</tr></thead>'
-                   f'<tbody>{"".join(rows)}</tbody></table></div>')
-    return "\n".join(out)
-
-
-CELL_LEGEND = (
-    "Each cell: our mean ± sample std (seeds), the paper's number, and Δ = ours − paper's, signed so that "
-    "Δ > 0 is better than reported. Colour: "
-    '<span class="swatch d-better-sig"></span>better, significant* '
-    '<span class="swatch d-better"></span>better, not significant '
-    '<span class="swatch d-same"></span>prints the same '
-    '<span class="swatch d-worse"></span>worse, not significant '
-    '<span class="swatch d-worse-sig"></span>worse, significant*. '
-    f"* = a two-sided one-sample t-test of our seeds against the printed mean has p < {ALPHA:g} (the paper's ± is "
-    "left out: what it means is often not stated); one seed is not tested. Hover a cell for its p-value.")
+        cells = {(name, c): _cell(res, name, c, b.metric) for kind, name in b.lines if kind == "row" for c in b.cols}
+        names = [name for kind, name in b.lines if kind == "row"]
+        widths = {c: max([_cell_px(cells[(n, c)]) for n in names] + [_PAD_PX + 7.0 * min(len(c), 16)])
+                  for c in b.cols}
+        label = _NAME_PX_PER_CHAR * max(map(len, names), default=4) + _PAD_PX
+        chunks = []
+        for part in column_chunks(b.cols, widths, label, width_px):
+            lines = [{"group": name} if kind == "group" else {"name": name, "cells": [cells[(name, c)] for c in part]}
+                     for kind, name in b.lines]
+            chunks.append({"cols": part, "lines": lines})
+        out.append({"title": b.title or m.label, "higher": m.higher_is_better, "cols": b.cols, "chunks": chunks})
+    return out
 
 
 # ---- claims and checks --------------------------------------------------------------------
-def claims_table(res: TableResult) -> str:
-    claims = claim_checks(res)
-    if not claims:
-        return '<p class="muted">This spec states no claims.</p>'
+CLAIM_HEADERS = ("claim", "checked", "ours", "test", "deciding pair", "Δ", "MDD", "paper gap", "seeds for paper gap",
+                 "paper's numbers", "detail")
+
+
+def claims_view(res: TableResult) -> dict:
     rows = []
-    for c in claims:
+    for c in claim_checks(res):
         r = claim_row(c, claim_fmt(c.claim, res.spec))
-        rows.append("<tr>" + "".join([
-            f"<td>{e(c.claim.text)}</td>", f"<td>{e(describe(c.claim, res.spec))}</td>",
-            f"<td>{badge(c.status, r.status)}</td>", f"<td>{e(r.test)}</td>", f"<td>{e(r.pair)}</td>",
-            f'<td class="num">{e(r.delta)}</td>', f'<td class="num">{e(r.mdd)}</td>',
-            f'<td class="num">{e(r.paper_gap)}</td>', f'<td class="num">{e(r.seeds)}</td>',
-            f"<td>{e(c.paper_status)}</td>", f'<td class="muted">{e(r.detail)}</td>']) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("claim", "checked", "ours", "test", "deciding pair", "Δ", "MDD",
-                                              "paper gap", "seeds for paper gap", "paper's numbers", "detail"))
-    return (f'<p class="legend">{e(CLAIM_STATUS_LEGEND)}</p>'
-            f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+        rows.append({"text": c.claim.text, "checked": describe(c.claim, res.spec), "cls": outcome_class(c.status),
+                     "status": r.status, "test": r.test, "pair": r.pair, "delta": r.delta, "mdd": r.mdd,
+                     "paper_gap": r.paper_gap, "seeds": r.seeds, "paper": c.paper_status, "detail": r.detail})
+    return {"legend": CLAIM_STATUS_LEGEND, "headers": CLAIM_HEADERS, "rows": rows}
 
 
-def regime_table(res: TableResult) -> str:
-    """The regime verdict of each block per column ("" without ``regime:`` blocks)."""
+def regime_view(res: TableResult) -> dict | None:
+    """The regime verdict of each block per column (None without ``regime:`` blocks)."""
     rows = regime_rows(res)
     if not rows:
-        return ""
-    body = "".join("<tr>" + "".join(f"<td>{badge(x, x)}</td>" if i == 3 else f"<td>{e(x)}</td>"
-                                    for i, x in enumerate(row)) + "</tr>" for row in rows)
-    head = "".join(f"<th>{e(h)}</th>" for h in REGIME_HEADERS)
-    whys = items([f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)])
-    return (f'<h2 id="regime">Regime</h2><p class="legend">{e(REGIME_LEGEND)}</p>'
-            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{whys}')
+        return None
+    return {"legend": REGIME_LEGEND, "headers": REGIME_HEADERS,
+            "rows": [{"block": b, "check": c, "col": col, "verdict": v, "cls": outcome_class(v), "numbers": n}
+                     for b, c, col, v, n in rows],
+            "whys": [f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)]}
 
 
-def agreement_table(res: TableResult) -> str:
+def agreement_view(res: TableResult) -> dict:
     a = agreement(res)
-    out = [f'<h2 id="order">Order of the paper\'s pairs</h2><p class="legend">{e(AGREEMENT_LEGEND)}</p>',
-           f"<p>{e(a.summary())}</p>"]
-    if a.pairs:
-        head = "".join(f"<th>{e(h)}</th>" for h in AGREEMENT_HEADERS)
-        body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in row) + "</tr>" for row in a.rows())
-        out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
-    return "".join(out)
+    return {"legend": AGREEMENT_LEGEND, "summary": a.summary(), "headers": AGREEMENT_HEADERS,
+            "rows": a.rows() if a.pairs else []}
 
 
-def column_table(res: TableResult) -> str:
+def columns_view(res: TableResult) -> dict | None:
     cols = column_checks(res)
     if not cols:
-        return ""
-    along = "row" if res.spec.methods_in == "cols" else "column"
-    method = "column" if res.spec.methods_in == "cols" else "row"
+        return None
     rows = []
     for c in cols:
         match = {True: "yes", False: "no", None: DASH}[c.best_match]
         tau = DASH if c.tau is None else f"{c.tau:+.2f} (n={c.n_rows})"
         label = " / ".join(x for x in (c.group, c.col, c.metric if len(res.spec.metrics) > 1 else None) if x)
-        rows.append(f"<tr><td>{e(label)}</td><td>{e(c.best_ours or DASH)}</td><td>{e(c.best_paper or DASH)}</td>"
-                    f"<td>{match}</td><td>{e(tau)}</td></tr>")
-    return (f"<h3>Best {method} per {along}, and rank agreement (Kendall tau)</h3>"
-            f'<div class="scroll"><table><thead><tr><th>{along}</th><th>best (ours)</th><th>best (paper)</th>'
-            f'<th>same</th><th>Kendall tau</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+        rows.append([label, c.best_ours or DASH, c.best_paper or DASH, match, tau])
+    return {"along": "row" if res.spec.methods_in == "cols" else "column",
+            "method": "column" if res.spec.methods_in == "cols" else "row", "rows": rows}
 
 
 # ---- page bodies ----------------------------------------------------------------------------
@@ -256,14 +217,13 @@ def _spec_file(spec: Spec) -> str:
         return Path(spec.path).name or spec.id
 
 
-def spec_meta(spec: Spec) -> str:
-    seeds = spec.reported_seeds if spec.reported_seeds is not None else "unstated"
-    return (f'<dl class="meta"><dt>paper</dt><dd>{e(paper_name(spec))}</dd><dt>source</dt><dd>{e(spec.source)}</dd>'
-            f"<dt>paper's seeds</dt><dd>{e(seeds)}</dd><dt>± means</dt><dd>{e(spec.pm or 'not stated')}</dd>"
-            f"<dt>spec</dt><dd>{e(_spec_file(spec))} (version {spec.version})</dd></dl>")
+def spec_meta(spec: Spec) -> dict:
+    return {"paper": paper_name(spec), "source": spec.source,
+            "seeds": spec.reported_seeds if spec.reported_seeds is not None else "unstated",
+            "pm": spec.pm or "not stated", "file": _spec_file(spec), "version": spec.version}
 
 
-def coverage_list(res: TableResult) -> str:
+def coverage_lines(res: TableResult) -> list[str]:
     spec = res.spec
     lines = [f"Cells with results: {res.cells_done} of {len(spec.cells())} (seeds per cell: "
              f"{', '.join(map(str, sorted(set(res.seeds_done.values())))) or DASH})"]
@@ -285,119 +245,83 @@ def coverage_list(res: TableResult) -> str:
     if res.numerics:
         lines.append("Numerics (device, threads per job, CPU code paths, torch): "
                      + "; ".join(f"{label}: {n} record(s)" for label, n in sorted(res.numerics.items())))
-    out = items(lines)
-    if res.dirty:
-        out += (f'<p class="warn">{res.dirty} record(s) were written from a tree with uncommitted code or spec '
-                "changes (--allow-dirty): they may not reproduce from any commit.</p>")
-    return out
+    return lines
 
 
-def compute_list(res: TableResult) -> str:
+def compute_lines(res: TableResult) -> list[str]:
     lines = [f"Records aggregated here: {describe_compute(res.compute)}"]
     if res.compute_all.jobs != res.compute.jobs:
         lines.append(f"Every record of this tier in the store, stale and failed included: "
                      f"{describe_compute(res.compute_all)}")
-    return items(lines)
+    return lines
 
 
-def notes_list(spec: Spec) -> str:
+def note_lines(spec: Spec) -> list[str]:
     notes = list(spec.reported_notes)
     notes += [f"({c.row}, {c.col}{', ' + c.metric if len(spec.metrics) > 1 else ''}): {c.note}"
               for c in spec.reported if c.note]
-    return items(notes)
+    return notes
 
 
-def curves_table(res: TableResult) -> str:
-    rows = curve_summary(res)
-    if not rows:
-        return '<p class="muted">no results</p>'
-    head = "".join(f"<th>{e(h)}</th>" for h in CURVES_HEADERS)
-    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str) -> dict:
+    """What ``report.html.j2`` shows of one report (``plot``: the PNG's file name beside the page),
+    in its order: the plot and the tables, the regime, claim and order checks, coverage and
+    compute, then (collapsed) the tier's deviations and the spec's decisions, and the notes."""
+    spec, tier = res.spec, res.tier
+    t = spec.tiers[tier]
+    return {
+        "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_line(spec, tier),
+        "other_tiers": other_tiers, "spec_href": spec_href, "alpha": f"{ALPHA:g}",
+        "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
+        "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
+        "tables": result_tables(res),
+        "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
+        "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
+        "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
+        "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
+        "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),
+        "notes": note_lines(spec),
+    }
 
 
 def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str) -> str:
-    spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
-    if tier == "paper":
-        tier_text = "the paper's configuration" + (", with the deviations below" if t.deviations else "")
-    else:
-        tier_text = "deviates from the paper as listed below"
-    parts = [f"<h1>{e(spec.id)}: {e(spec.title)} <span class=\"muted\">tier {e(tier)}</span></h1>",
-             f'<p class="caption">{e(spec.caption)}</p>', spec_meta(spec),
-             f'<p>Tier <b>{e(tier)}</b>: {e(tier_text)}. '
-             + " ".join(f'<a href="{e(href)}">{e(label)}</a>' for href, label in other_tiers)
-             + f' <a href="{e(spec_href)}">reported table and spec</a></p>',
-             '<h2 id="results">Reported and reproduced</h2>', f'<p class="legend">{CELL_LEGEND}</p>']
-    if res.marks_degenerate:
-        parts.append(f'<p class="legend">{e(DEGENERATE_LEGEND)}</p>')
-    parts.append(results_tables(res))
-    if spec.curves:
-        parts += ['<h3>Curves <span class="muted">(first and last point; the plot draws them whole)</span></h3>',
-                  curves_table(res)]
-    if plot:
-        parts += ['<h2 id="plot">Plot</h2>',
-                  f'<img class="plot" src="{e(plot)}" alt="{e(spec.id)} ({e(tier)} tier): ours (solid) and the '
-                  f'paper (dashed)">']
-    parts += [regime_table(res), '<h2 id="claims">Claim checks</h2>',
-              '<p class="legend">Each claim is a set of pairwise comparisons, each a one-sided t-test over seeds '
-              "(paired by seed index when both cells ran on the same data splits, Welch's otherwise); a claim takes "
-              "the outcome and p-value of its weakest pair. Δ: the deciding pair's mean difference, &gt; 0 in the "
-              "claimed direction. paper's numbers: the claim on the printed means.</p>",
-              claims_table(res), column_table(res), agreement_table(res)]
-    if t.deviations:
-        parts += ['<h2 id="deviations">Deviations of this tier from the paper</h2>', items(t.deviations)]
-    if spec.decisions:
-        parts += ['<h2 id="decisions">Choices the paper leaves open, made here</h2>', items(spec.decisions)]
-    parts += ['<h2 id="coverage">Coverage</h2>', coverage_list(res),
-              '<h2 id="compute">Compute</h2>', compute_list(res)]
-    notes = notes_list(spec)
-    if notes:
-        parts += ['<h2 id="notes">Notes on the reported numbers</h2>', notes]
-    return "\n".join(parts)
+    """The report page's body (without the site's frame)."""
+    return render_body("report.html.j2", **report_context(res, plot, other_tiers, spec_href))
 
 
-def reported_tables(spec: Spec) -> str:
+def report_page(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str,
+                nav: list[tuple[str, str]], footer: Markup) -> str:
+    return render("report.html.j2", title=f"{res.spec.id} ({res.tier}): {res.spec.title}", nav=nav, footer=footer,
+                  **report_context(res, plot, other_tiers, spec_href))
+
+
+def reported_view(spec: Spec) -> dict:
+    """The reported table as the paper prints it: blocks of rows of marked-up cells, and the footnotes."""
     bl, notes = reported_table(spec)
-    out = []
+    tables = []
     for b in bl:
         m = spec.metrics[b.metric]
-        out.append(f"<h3>{e(b.title or m.label)} <span class=\"muted\">"
-                   f"({'higher' if m.higher_is_better else 'lower'} is better)</span></h3>")
-        head = "".join(f"<th>{e(c)}</th>" for c in b.cols)
-        rows = []
+        lines = []
         for kind, name in b.lines:
             if kind == "group":
-                rows.append(f'<tr class="group"><td colspan="{len(b.cols) + 1}">{e(name)}</td></tr>')
+                lines.append({"group": name})
                 continue
             cells = []
             for c in b.cols:
                 cell = spec.reported_cell(name, c, b.metric)
                 mark = f" ({notes[cell.note][0]})" if cell and cell.note else ""
-                text = e(fmt_reported(cell, m.fmt, mark, bold=("<b>", "</b>")))
-                cells.append(f'<td class="cell">{text.replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")}</td>')
-            rows.append(f'<tr><td class="name">{e(name)}</td>{"".join(cells)}</tr>')
-        out.append(f'<div class="scroll"><table class="paper"><thead><tr><th class="name"></th>{head}</tr></thead>'
-                   f'<tbody>{"".join(rows)}</tbody></table></div>')
-    if notes:
-        out.append('<ol class="tight">' + "".join(f"<li>{e(n)}</li>" for _, n in sorted(notes.values())) + "</ol>")
-    return "\n".join(out)
+                cells.append(reported_markup(cell, m.fmt, mark))
+            lines.append({"name": name, "cells": cells})
+        tables.append({"title": b.title or m.label, "higher": m.higher_is_better, "cols": b.cols, "lines": lines})
+    return {"tables": tables, "footnotes": [n for _, n in sorted(notes.values())]}
+
+
+def spec_context(spec: Spec, reports: list[tuple[str, str]]) -> dict:
+    """What ``spec.html.j2`` shows: the reported table, claims, decisions, each tier's deviations."""
+    return {"spec": spec, "meta": spec_meta(spec), "reports": reports, "reported": reported_view(spec),
+            "claims": [f"{c.text} ({describe(c, spec)})" for c in spec.claims],
+            "tier_deviations": [(name, tier.deviations) for name, tier in spec.tiers.items() if tier.deviations]}
 
 
 def spec_body(spec: Spec, reports: list[tuple[str, str]]) -> str:
-    links = " ".join(f'<a href="{e(href)}">{e(label)}</a>' for href, label in reports) or \
-        '<span class="muted">no results yet at any tier</span>'
-    parts = [f"<h1>{e(spec.id)}: {e(spec.title)} <span class=\"muted\">as reported</span></h1>",
-             f'<p class="caption">{e(spec.caption)}</p>', spec_meta(spec), f"<p>Reports: {links}</p>",
-             "<h2>Reported numbers, laid out as the paper prints them</h2>", reported_tables(spec)]
-    if spec.reported_notes:
-        parts += ["<h3>Notes</h3>", items(spec.reported_notes)]
-    if spec.claims:
-        parts += ["<h2>Claims checked</h2>",
-                  items([f"{c.text} ({describe(c, spec)})" for c in spec.claims])]
-    if spec.decisions:
-        parts += ["<h2>Choices the paper leaves open, made here</h2>", items(spec.decisions)]
-    for name, tier in spec.tiers.items():
-        if tier.deviations:
-            parts += [f"<h2>Deviations of the {e(name)} tier</h2>", items(tier.deviations)]
-    return "\n".join(parts)
+    return render_body("spec.html.j2", **spec_context(spec, reports))

@@ -9,11 +9,16 @@ scaled down to ``\\linewidth`` only when it is still wider (estimates are rough;
 exact). Each cell stacks our number over the paper's and the delta, which halves the width
 of a column. Tables are not floats in the standalone document (a long report would exceed
 LaTeX's float queue) and are ``table`` floats in the snippet.
+
+The document leads with the result: a figure's plot, then the tables, then the regime,
+claim and order checks and the coverage; the tier's deviations, the spec's decisions and the
+notes on the reported numbers come last. It compiles clean in one pdflatex pass: no
+``\\label`` or ``\\ref`` (tables are numbered by hand), so no "Rerun" warning; the snippet
+keeps a ``\\label`` per table for the including document.
 """
 
 from __future__ import annotations
 
-import math
 import textwrap
 import unicodedata
 
@@ -25,7 +30,9 @@ from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
                                      regime_whys)
-from pubench.report.layout import BOLD_MARK, DEGENERATE_LEGEND, blocks, cell_marks, degenerate_summary
+from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
+                                   column_chunks, degenerate_summary, plot_alt, tier_line)
+from pubench.report.templating import Tex
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                 "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
@@ -113,18 +120,9 @@ def _header(col: str, width_pt: float) -> tuple[str, float]:
     return text, max(len(x) for x in lines) * _PT_PER_CHAR["small"]
 
 
-def _chunks(cols: list[str], widths: dict[str, float], label_pt: float, target_pt: float) -> list[list[str]]:
-    """The fewest column chunks of about equal size whose estimated widths fit ``target_pt``."""
-    n = len(cols)
-    for k in range(1, n + 1):
-        size = math.ceil(n / k)
-        parts = [cols[i:i + size] for i in range(0, n, size)]
-        if all(label_pt + sum(widths[c] + _COL_SEP_PT for c in p) <= target_pt for p in parts):
-            return parts
-    return [[c] for c in cols]
-
-
-def _tabulars(res: TableResult, block, target_pt: float) -> list[str]:
+def _tabulars(res: TableResult, block, target_pt: float) -> list[dict]:
+    """The block's column chunks, each a tabular for the template: ``heads`` (one per column) and
+    ``lines`` (``{"group": name}`` or ``{"name": row, "cells": [...]}``), all LaTeX already."""
     cells = {(name, c): _cell(res, name, c, block.metric) for kind, name in block.lines if kind == "row"
              for c in block.cols}
     widths, heads = {}, {}
@@ -135,93 +133,42 @@ def _tabulars(res: TableResult, block, target_pt: float) -> list[str]:
     # group lines span the whole table: only row names set the label column
     label_pt = max(len(name) for kind, name in block.lines if kind == "row") * _PT_PER_CHAR["small"] + _COL_SEP_PT
     out = []
-    for part in _chunks(block.cols, widths, label_pt, target_pt):
-        body = ["\\begin{lrbox}{\\pbbox}", f"\\begin{{tabular}}{{l{'c' * len(part)}}}", "\\toprule",
-                " & " + " & ".join(heads[c] for c in part) + r" \\", "\\midrule"]
-        for kind, name in block.lines:
-            if kind == "group":
-                body.append(f"\\multicolumn{{{len(part) + 1}}}{{l}}{{\\textit{{{escape_tex(name)}}}}} \\\\")
-            else:
-                body.append(escape_tex(name) + " & " + " & ".join(cells[(name, c)][0] for c in part) + r" \\")
-        body += ["\\bottomrule", "\\end{tabular}", "\\end{lrbox}", "\\pbfit"]
-        out.append("\n".join(body))
+    for part in column_chunks(block.cols, widths, label_pt, target_pt, _COL_SEP_PT):
+        lines = [{"group": name} if kind == "group" else
+                 {"name": name, "cells": [Tex(cells[(name, c)][0]) for c in part]} for kind, name in block.lines]
+        out.append({"ncols": len(part), "heads": [Tex(heads[c]) for c in part], "lines": lines})
     return out
 
 
-def _claims(res: TableResult) -> list[str]:
-    """One item per claim: what is checked, our outcome, the plain test of the deciding pair with
-    its mean difference, the power figures, and the paper's numbers' verdict (already escaped)."""
+def _claims(res: TableResult) -> list[dict]:
+    """One entry per claim: what is checked, our outcome, the plain test of the deciding pair with
+    its mean difference (``delta``, for math mode), the power figures, and the paper's numbers' verdict."""
     items = []
     for c in claim_checks(res):
-        f = claim_fmt(c.claim, res.spec)
-        r = claim_row(c, f)
-        text = f"{escape_tex(describe(c.claim, res.spec))}: \\emph{{{escape_tex(r.status)}}}"
-        if c.decisive_link is not None:
-            text += (f"; test: {escape_tex(r.test)}; {escape_tex(r.pair)}, $\\Delta = {r.delta}$; "
-                     f"MDD {escape_tex(r.mdd)}, paper gap {escape_tex(r.paper_gap)}, seeds for it "
-                     f"{escape_tex(r.seeds)}")
-        items.append(text + f"; paper's numbers: {escape_tex(c.paper_status)}.")
+        r = claim_row(c, claim_fmt(c.claim, res.spec))
+        items.append({"checked": describe(c.claim, res.spec), "status": r.status, "tested": c.decisive_link is not None,
+                      "test": r.test, "pair": r.pair, "delta": Tex(r.delta), "mdd": r.mdd, "paper_gap": r.paper_gap,
+                      "seeds": r.seeds, "paper": c.paper_status})
     return items
 
 
-def _regime(res: TableResult) -> list[str]:
-    lines = [f"{escape_tex(block)} ({escape_tex(check)}), {escape_tex(col)}: \\emph{{{escape_tex(verdict)}}}: "
-             f"{escape_tex(numbers)}" for block, check, col, verdict, numbers in regime_rows(res)]
-    lines += [f"Why, at tier \\texttt{{{res.tier}}}: {escape_tex(w)}" for w in regime_whys(res)]
-    if not lines:
-        return []
-    return ["", "\\begingroup\\raggedright\\sloppy", f"\\paragraph{{Regime}} {escape_tex(REGIME_LEGEND)}",
-            "\\begin{itemize}\\small", *(f"\\item {x}" for x in lines), "\\end{itemize}", "\\par\\endgroup"]
+def _regime(res: TableResult) -> dict | None:
+    rows = [dict(zip(("block", "check", "col", "verdict", "numbers"), row)) for row in regime_rows(res)]
+    whys = regime_whys(res)
+    return {"legend": REGIME_LEGEND, "rows": rows, "whys": whys} if rows or whys else None
 
 
-def _agreement(res: TableResult) -> list[str]:
+def _agreement(res: TableResult) -> dict:
     a = agreement(res)
-    out = ["", f"\\paragraph{{Order of the paper's pairs}} {escape_tex(AGREEMENT_LEGEND)} {escape_tex(a.summary())}."]
-    if a.pairs:
-        out += ["", "\\begin{center}\\small", "\\begin{tabular}{@{}lrrrrr@{}}", "\\toprule",
-                " & ".join(escape_tex(h) for h in AGREEMENT_HEADERS) + r" \\", "\\midrule",
-                *(" & ".join(escape_tex(x) for x in row) + r" \\" for row in a.rows()),
-                "\\bottomrule", "\\end{tabular}", "\\end{center}"]
-    return out
+    return {"legend": AGREEMENT_LEGEND, "summary": a.summary(), "headers": AGREEMENT_HEADERS,
+            "rows": a.rows() if a.pairs else []}
 
-
-MACROS = r"""\makeatletter
-\@ifundefined{pbbox}{\newsavebox{\pbbox}}{}
-\makeatother
-\providecommand{\pbcell}[2]{\begin{tabular}[t]{@{}c@{}}#1\\[-1pt]{\scriptsize #2}\end{tabular}}
-\providecommand{\pbhead}[1]{\begin{tabular}[b]{@{}c@{}}#1\end{tabular}}
-\providecommand{\pbfit}{\typeout{pubench table: \the\wd\pbbox\space for \the\linewidth}%
-  \ifdim\wd\pbbox>\linewidth\resizebox{\linewidth}{!}{\usebox{\pbbox}}\else\usebox{\pbbox}\fi}"""
 
 CELL_LEGEND = ("Cell: reproduced mean $\\pm$ std (n seeds; no std for one seed), below it (reported; "
                "$\\Delta$ = reproduced $-$ reported, $> 0$ better than reported).")
 
 
-def _items(title: str, lines: list[str]) -> list[str]:
-    if not lines:
-        return []
-    return [f"\\paragraph{{{title}}}", "\\begin{itemize}", *(f"\\item {line}" for line in lines), "\\end{itemize}"]
-
-
-def _front_matter(res: TableResult) -> list[str]:
-    spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
-    out = [f"\\section*{{{escape_tex(spec.id)}: {escape_tex(spec.title)}, tier \\texttt{{{tier}}}}}",
-           f"{escape_tex(PAPERS.get(spec.paper, spec.paper))}. \\emph{{{escape_tex(spec.caption)}}}", "",
-           "\\begin{itemize}",
-           f"\\item Source: {escape_tex(spec.source)}",
-           f"\\item Paper: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'} seed(s); "
-           f"$\\pm$ means: {escape_tex(spec.pm or 'not stated')}",
-           "\\item Tier \\texttt{paper}: the paper's configuration" + (", except as listed below." if t.deviations
-                                                                       else ".") if tier == "paper" else
-           f"\\item Tier \\texttt{{{tier}}} deviates from the paper as listed below.",
-           "\\end{itemize}"]
-    out += _items("Deviations of this tier", [escape_tex(d) for d in t.deviations])
-    out += _items("Choices the paper leaves open, made here", [escape_tex(d) for d in spec.decisions])
-    return out
-
-
-def _back_matter(res: TableResult) -> list[str]:
+def _coverage(res: TableResult) -> list[Tex]:
     spec = res.spec
     lines = [f"Cells with results: {res.cells_done} of {len(spec.cells())}",
              "Compute of the records aggregated here: " + escape_tex(describe_compute(res.compute))]
@@ -237,53 +184,53 @@ def _back_matter(res: TableResult) -> list[str]:
     if res.dirty:
         lines.append(f"\\textbf{{{res.dirty} record(s) were written from a tree with uncommitted code or spec "
                      "changes}")
-    notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
-    return _items("Coverage and compute", lines) + _items("Notes on the reported numbers",
-                                                          [escape_tex(n) for n in notes])
+    return [Tex(line) for line in lines]
 
 
-def render_latex(res: TableResult, standalone: bool = True) -> str:
-    """The report as LaTeX: a whole document (``standalone``) or a snippet that needs
-    ``\\usepackage{booktabs,graphicx}`` in the including document."""
+def _tables(res: TableResult, target_pt: float) -> list[dict]:
     spec, tier = res.spec, res.tier
-    target = TEXT_WIDTH_PT
-    parts = [f"% {spec.id}: {spec.title} ({spec.paper}), tier {tier}. Generated by `pubench report`; do not edit.",
-             "% " + CELL_LEGEND.replace("$", "")]
-    if standalone:
-        parts += ["\\documentclass[10pt]{article}", "\\usepackage[utf8]{inputenc}",
-                  "\\usepackage[a4paper,margin=2cm]{geometry}", "\\usepackage{booktabs}", "\\usepackage{graphicx}",
-                  "\\setlength{\\parindent}{0pt}", "\\sloppy",
-                  # bullets and daggers in math: the text ones come from TS1 fonts, absent from latex-base
-                  "\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}", MACROS, "\\begin{document}", "\\raggedright"]
-        parts += _front_matter(res)
-        parts += ["", "\\medskip", CELL_LEGEND]
-        if res.marks_degenerate:
-            parts += ["", escape_tex(DEGENERATE_LEGEND)]
-    else:
-        parts += ["% Needs \\usepackage{booktabs} and \\usepackage{graphicx}.", MACROS]
+    out = []
     for i, b in enumerate(blocks(spec), start=1):
         m = spec.metrics[b.metric]
-        title = escape_tex(spec.caption) + (f" ({escape_tex(b.title)})" if b.title else "") + \
-            f" {'Higher' if m.higher_is_better else 'Lower'} is better. Tier: \\texttt{{{tier}}}."
-        tabulars = _tabulars(res, b, target)
-        label = f"\\label{{tab:{spec.id}-{tier}-{i}}}"
-        if standalone:
-            parts += ["", "\\medskip", "\\begin{center}\\small",
-                      f"\\textbf{{Table {i}.}} {title}{label}\\par\\smallskip"]
-            parts += [t + "\\par\\smallskip" for t in tabulars] + ["\\end{center}"]
-        else:
-            parts += ["", "\\begin{table}[htbp]", "\\centering", f"\\caption{{{title}}}{label}", "\\small"]
-            parts += [t + "\\par\\smallskip" for t in tabulars] + ["\\end{table}"]
-    parts += _regime(res)
-    claims = _claims(res)
-    if claims:
-        parts += ["", "\\begingroup\\raggedright\\sloppy  % long lists of column names: no overfull lines",
-                  "\\paragraph{Claims} (one-sided $t$-tests over seeds at 5\\%, paired by seed index when the data "
-                  "splits match; a claim takes the outcome of its weakest pair; $\\Delta$ = the deciding pair's mean "
-                  "difference, $> 0$ in the claimed direction) " + escape_tex(CLAIM_STATUS_LEGEND),
-                  "\\begin{itemize}\\small", *(f"\\item {item}" for item in claims), "\\end{itemize}",
-                  "\\par\\endgroup"]
-    parts += _agreement(res)
-    if standalone:
-        parts += _back_matter(res) + ["\\end{document}"]
-    return "\n".join(parts) + "\n"
+        direction = f" {'Higher' if m.higher_is_better else 'Lower'} is better. Tier: \\texttt{{{tier}}}."
+        title = escape_tex(spec.caption) + (f" ({escape_tex(b.title)})" if b.title else "") + direction
+        # the document prints the caption once, above: each table names its block only
+        heading = escape_tex((b.title or m.label).rstrip(".")) + "." + direction
+        out.append({"number": i, "title": Tex(title), "heading": Tex(heading), "label": f"tab:{spec.id}-{tier}-{i}",
+                    "tabulars": _tabulars(res, b, target_pt)})
+    return out
+
+
+def latex_context(res: TableResult, plot: str | None = "") -> dict:
+    """What the LaTeX templates lay out (``report.tex.j2``, ``snippet.tex.j2``): plain text is
+    escaped by the template, :class:`~pubench.report.templating.Tex` values are LaTeX already.
+    ``plot``: the figure's PNG beside the ``.tex`` (default ``<id>.png`` for a figure; None: none)."""
+    spec, tier = res.spec, res.tier
+    t = spec.tiers[tier]
+    notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
+    if plot == "":
+        plot = f"{spec.id}.png" if spec.kind == "figure" else None
+    return {
+        "spec": spec, "tier": tier, "paper_name": PAPERS.get(spec.paper, spec.paper),
+        "comment": Tex(f"{spec.id}: {spec.title} ({spec.paper}), tier {tier}. Generated by `pubench report`; "
+                       "do not edit."),
+        "cell_legend": Tex(CELL_LEGEND), "cell_legend_comment": Tex(CELL_LEGEND.replace("$", "")),
+        "seeds": spec.reported_seeds if spec.reported_seeds is not None else "unstated",
+        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": t.deviations,
+        "decisions": spec.decisions, "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
+        "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
+        "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
+        "tables": _tables(res, TEXT_WIDTH_PT), "regime": _regime(res), "claims": _claims(res),
+        "claim_status_legend": CLAIM_STATUS_LEGEND, "agreement": _agreement(res),
+        "coverage": _coverage(res), "notes": notes,
+    }
+
+
+def render_latex(res: TableResult, standalone: bool = True, plot: str | None = "") -> str:
+    """The report as LaTeX: a whole document (``standalone``, template ``report.tex.j2``) that
+    compiles in one pdflatex pass, or a snippet that needs ``\\usepackage{booktabs,graphicx}`` in
+    the including document (``snippet.tex.j2``). A figure includes its plot, ``plot`` (default
+    ``<id>.png``, looked for beside the document; a box says so where it is missing)."""
+    from pubench.report.templating import render_tex
+
+    return render_tex("report.tex.j2" if standalone else "snippet.tex.j2", **latex_context(res, plot))

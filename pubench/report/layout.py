@@ -7,6 +7,7 @@ a header line before each row group.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -35,6 +36,9 @@ class Block:
 
 
 def blocks(spec: Spec) -> list[Block]:
+    """The blocks of the table, each with the lines it prints: a row only where it has a cell in
+    the block's columns (run, derived or reported; a figure's panel holds its own rows, not
+    the rows its spec excludes there), a group line only above rows it keeps."""
     col_sets = list(spec.col_groups.items()) or [(None, spec.cols)]
     lines: list[tuple[str, str]] = []
     if spec.row_groups:
@@ -45,12 +49,38 @@ def blocks(spec: Spec) -> list[Block]:
         lines += [("row", r) for r in spec.rows if r not in grouped]
     else:
         lines = [("row", r) for r in spec.rows]
+    reported = {(c.row, c.col) for c in spec.reported}
     out = []
     for metric, m in spec.metrics.items():
         for g, cols in col_sets:
             parts = [p for p in (m.label if len(spec.metrics) > 1 else None, g) if p]
-            out.append(Block(" — ".join(parts) or None, metric, list(cols), lines))
+            kept = [x for x in lines if x[0] == "group" or any(_has_cell(spec, x[1], c, reported) for c in cols)]
+            kept = [x for i, x in enumerate(kept)  # a group line only above a row it keeps
+                    if x[0] == "row" or (i + 1 < len(kept) and kept[i + 1][0] == "row")]
+            out.append(Block(" — ".join(parts) or None, metric, list(cols), kept or lines))
     return out
+
+
+def _has_cell(spec: Spec, row: str, col: str, reported: set[tuple[str, str]]) -> bool:
+    """Whether (row, col) is a cell of the table: run, derived from run cells, or printed by the paper."""
+    if (row, col) in reported:
+        return True
+    sources = spec.derived_cols.get(col, [col])
+    return any(c not in spec.derived_cols and not spec.is_excluded(row, c) for c in sources)
+
+
+def column_chunks(cols: list[str], widths: dict[str, float], label: float, target: float,
+                  sep: float = 0.0) -> list[list[str]]:
+    """The fewest column chunks of about equal size whose estimated widths (``label`` for the row
+    names, ``widths[c] + sep`` per column) fit ``target``: how LaTeX and the site split a wide
+    table, each chunk repeating the row names."""
+    n = len(cols)
+    for k in range(1, n + 1):
+        size = -(-n // k)
+        parts = [cols[i:i + size] for i in range(0, n, size)]
+        if all(label + sum(widths[c] + sep for c in p) <= target for p in parts):
+            return parts
+    return [[c] for c in cols]
 
 
 def fmt(x: float | None, spec_fmt: str) -> str:
@@ -131,3 +161,77 @@ def curve_summary(res) -> list[list[str]]:
                 out.append([c.title, row, col, *ends, str(len(series.by_seed))])
     return out
 
+
+
+def coinciding(res) -> list[tuple[str, list[list[str]]]]:
+    """Rows whose lines coincide in a panel of the plot, so that one hides the other: per panel
+    (a block's title, or a curve panel's) the groups of rows with identical values for every
+    seed in every column of the panel where they have results (at least one column shared,
+    no column where only one of them has results)."""
+    out = []
+    spec = res.spec
+    for b in blocks(spec):
+        rows = [name for kind, name in b.lines if kind == "row"]
+        series = {r: tuple((c, tuple(sorted(s.by_seed.items()))) for c in b.cols
+                           if (s := res.get(r, c, b.metric)) is not None) for r in rows}
+        if groups := _same(series):
+            out.append((b.title or spec.metrics[b.metric].label, groups))
+    for c in spec.curves:
+        for col in c.cols:
+            series = {r: tuple(sorted(s.by_seed.items())) for r in spec.rows if (s := res.curve(c.title, r, col))}
+            if groups := _same(series):
+                out.append((c.title if len(c.cols) == 1 else f"{c.title} — {col}", groups))
+    return out
+
+
+def _same(series: dict[str, tuple]) -> list[list[str]]:
+    by: dict[tuple, list[str]] = {}
+    for row, values in series.items():
+        if values:
+            by.setdefault(values, []).append(row)
+    return [rows for rows in by.values() if len(rows) > 1]
+
+
+def coinciding_text(res) -> str | None:
+    """One sentence naming the rows whose lines coincide in the plot (:func:`coinciding`), or None."""
+    found = coinciding(res)
+    if not found:
+        return None
+    parts = [f"in {panel}: " + "; ".join(" and ".join(g) for g in groups) for panel, groups in found]
+    return ("Lines that coincide hide each other in the plot: " + "; ".join(parts) + " have identical values for "
+            "every seed in every column they share (read from the records; the plot labels the hidden line "
+            "'= ...').")
+
+
+def tier_line(spec: Spec, tier: str) -> str:
+    """One line on what the tier is and how many deviations it lists (they follow the results)."""
+    n = len(spec.tiers[tier].deviations)
+    listed = f"{n} deviation{'s' if n != 1 else ''} from the paper, listed below the results"
+    if tier == "paper":
+        return "the paper's configuration" + (f", with {listed}" if n else "")
+    if tier == "smoke":
+        return f"{SMOKE_TEXT}; {listed}"
+    return f"a smaller configuration that runs on 2 CPU cores (read the rankings, not the absolute numbers); {listed}"
+
+
+SMOKE_TEXT = ("a pipeline check (seconds of training): its numbers say nothing about the paper's, and the report "
+              "does not compare them with the paper")
+
+
+_LOST = re.compile(r"^\((caption lost in the text conversion[^)]*)\)\s*(.*)$", re.S)
+
+
+def caption_parts(caption: str) -> tuple[str | None, str]:
+    """(the marker of a caption the text conversion lost, the description after it), or (None,
+    the caption): ``(caption lost in the text conversion; described from Sec. 9.3) Downstream
+    ...`` -> ``("caption lost ...; described from Sec. 9.3", "Downstream ...")``."""
+    m = _LOST.match(caption)
+    return (m.group(1), m.group(2)) if m else (None, caption)
+
+
+def plot_alt(res) -> str:
+    """What the plot of a figure shows, in words (alt text, caption)."""
+    ours = f"{res.spec.id} at the {res.tier} tier: ours (solid, mean ± std over seeds)"
+    if any(c.mean is not None for c in res.spec.reported):
+        return f"{ours} and the paper (dashed)"
+    return f"{ours}; the paper prints no number of this figure"

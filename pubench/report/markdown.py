@@ -17,13 +17,17 @@ from pubench.report.layout import (
     CURVES_HEADERS,
     DEGENERATE_LEGEND,
     blocks,
+    SMOKE_TEXT,
     cell_marks,
+    coinciding_text,
     curve_summary,
     degenerate_summary,
     fmt,
     fmt_ours,
     fmt_reported,
+    plot_alt,
     reported_table,
+    tier_line,
 )
 
 
@@ -40,32 +44,46 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
 
 
 def _header(spec: Spec, tier: str) -> list[str]:
-    t = spec.tiers[tier]
-    lines = [
+    return [
         f"# {spec.id}: {spec.title} ({spec.paper}), tier `{tier}`", "",
         f"> {spec.caption}", "",
         f"- Source: {spec.source}",
         f"- Paper: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'} seed(s); "
         f"± means: {spec.pm or 'not stated'}",
+        f"- Tier `{tier}`: {tier_line(spec, tier)}.",
     ]
-    if tier == "paper":
-        lines.append("- Tier `paper`: the paper's configuration" + (", except:" if t.deviations else "."))
-    else:
-        lines.append(f"- Tier `{tier}` deviates from the paper:")
-    lines += [f"  - {d}" for d in t.deviations]
+
+
+def _setup(spec: Spec, tier: str) -> list[str]:
+    """The tier's deviations and the spec's decisions: after the results and their checks."""
+    t = spec.tiers[tier]
+    lines = []
+    if t.deviations:
+        lines += ["", f"## Deviations of tier `{tier}` from the paper", ""] + [f"- {d}" for d in t.deviations]
     if spec.decisions:
-        lines.append("- Choices the paper leaves open, made here:")
-        lines += [f"  - {d}" for d in spec.decisions]
+        lines += ["", "## Choices the paper leaves open, made here", ""] + [f"- {d}" for d in spec.decisions]
     return lines
 
 
-def render_markdown(res: TableResult) -> str:
+def render_markdown(res: TableResult, plot: str | None = "") -> str:
+    """The report in markdown: the plot (a figure's ``<id>.png`` beside the file; ``plot`` names
+    another file, None leaves it out), the tables, the regime, claims and order checks, coverage,
+    then the tier's deviations, the spec's decisions and the notes on the reported numbers."""
     spec = res.spec
-    lines = _header(spec, res.tier) + [
-        "",
+    lines = _header(spec, res.tier)
+    if plot == "":
+        plot = f"{spec.id}.png" if spec.kind == "figure" else None
+    if plot:
+        lines += ["", "## Plot", "", f"![{plot_alt(res)}]({plot})"]
+        if note := coinciding_text(res):
+            lines += ["", note]
+    lines += [
+        "", "## Reported and reproduced", "",
         "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds "
         "(none for a single seed); Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
     ]
+    if res.tier == "smoke":
+        lines += ["", f"Tier `smoke` is {SMOKE_TEXT}: read its cells as a check that every cell runs, not as results."]
     if res.marks_degenerate:
         lines += ["", DEGENERATE_LEGEND]
     sig = spec.significance
@@ -93,6 +111,7 @@ def render_markdown(res: TableResult) -> str:
                   if curves else "(no results)"]
     regime = _regime_md(res)
     lines += ([""] + regime if regime else []) + ["", _checks_md(res), "", _agreement_md(res), "", _status_md(res)]
+    lines += _setup(spec, res.tier)
     notes = [c for c in spec.reported if c.note]
     if notes or spec.reported_notes:
         lines += ["", "## Notes on the reported numbers", ""]

@@ -9,7 +9,8 @@ neither (``0.9, 0.99, 0.999, 0.9999``) at evenly spaced positions; every panel s
 whole grid, points or not. Columns without
 a number are drawn at positions. Each panel has its own legend, naming its rows without
 the first word every row of the panel shares (rows ``probe PN``, ``probe uPU`` -> ``PN``,
-``uPU``), as the papers' legends do.
+``uPU``), as the papers' legends do. A line with exactly the points of a line drawn before it
+(which it would hide) is drawn dotted with open markers and named ``nnPU (= uPU)``.
 
 A spec's ``curves`` (lists each job records in its info: a training curve, a density) come
 first, one panel per curve and column, one line per row (the seeds' mean, a band of ± one
@@ -26,7 +27,7 @@ import textwrap
 from pathlib import Path
 
 from pubench.report.collect import TableResult
-from pubench.report.layout import blocks
+from pubench.report.layout import blocks, caption_parts
 
 _NUM = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?P<name>.*?)\s*=\s*(?P<value>[-+0-9.eE]+)(?P<suffix>[kM]?)\s*$")
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
@@ -141,11 +142,17 @@ def _draw_block(ax, res: TableResult, b) -> bool:
         if pts or rep:
             curves.append((row, pts, rep))
     positive = []
+    drawn: dict[tuple, str] = {}  # the points of each line drawn, to name a line that another hides
     for label, (row, pts, rep) in zip(legend_names([c[0] for c in curves]), curves):
         color = None
         if pts:
             xs, ys, es = zip(*pts)
-            line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
+            twin = drawn.setdefault(tuple(pts), label)
+            if twin != label:  # the same points as a line already drawn: dotted, open markers, named
+                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=6, mfc="none", ls=":", lw=2, capsize=2,
+                                   label=f"{label} (= {twin})")
+            else:
+                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
             color = line[0].get_color()
             positive += list(ys)
         if rep:
@@ -190,7 +197,9 @@ def render_plot(res: TableResult, path: str | Path) -> Path:
         _finish_panel(ax, panel, _draw_curves(ax, res, title, col), res.tier)
     for ax, b in zip(flat[len(panels):], bl):
         _finish_panel(ax, b.title or "", _draw_block(ax, res, b), res.tier)
-    title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {res.spec.caption}", width=130, placeholder=" ...")
+    lost, caption = caption_parts(res.spec.caption)  # a lost caption: its description, said to be one
+    caption = f"[described from the text] {caption}" if lost else caption
+    title = textwrap.shorten(f"{res.spec.id} ({res.tier} tier): {caption}", width=130, placeholder=" ...")
     fig.suptitle(textwrap.fill(title, width=int(14 * fig.get_figwidth())), fontsize=9)  # ~14 characters an inch at 9 pt
     fig.tight_layout()
     path = Path(path)

@@ -19,16 +19,18 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from markupsafe import Markup
+
 from pubench.errors import PubenchError
 from pubench.registry.spec import PAPERS, TIERS, Spec
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, STATUSES, UNDERPOWERED, claim_checks
-from pubench.report.collect import TableResult, collect
+from pubench.report.collect import PIPELINE_CHECK_TIERS, TableResult, collect
 from pubench.report.compute import Compute, fmt_hours
-from pubench.report.crossref import CrossEntry, crossref
+from pubench.report.crossref import CrossEntry, crossref, rank_in_table
 from pubench.report.evidence import regime_summary
-from pubench.report.html import badge, delta_class, e, items, page, report_body, spec_body
-from pubench.report.layout import DASH, fmt_ours, fmt_reported
+from pubench.report.html import delta_class, e, outcome_class, render, report_page, spec_context
+from pubench.report.layout import DASH, caption_parts, fmt_ours, fmt_reported
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
 from pubench.utils.io import atomic_write_text
@@ -45,19 +47,18 @@ def _nav(depth: int) -> list[tuple[str, str]]:
             (f"{up}crossref.html", "across papers")]
 
 
-def _footer(store: ResultStore) -> str:
-    return (f"{MARK} from the result store {e(store.root)}; do not edit. "
-            "Pages load nothing from elsewhere and work offline.")
+def _footer(store: ResultStore) -> Markup:
+    return Markup(f"{MARK} from the result store {e(store.root)}; do not edit. "
+                  "Pages load nothing from elsewhere and work offline.")
 
 
 def _outcome_counts(res: TableResult) -> Counter:
     return Counter(c.status for c in claim_checks(res))
 
 
-def _claims_summary(counts: Counter) -> str:
-    if not counts:
-        return '<span class="muted">no claims</span>'
-    return " ".join(badge(o, f"{counts[o]} {SHORT[o]}") for o in OUTCOMES if counts[o])
+def _claims_summary(counts: Counter) -> list[tuple[str, str]]:
+    """(css class, text) of a badge per outcome with claims, in the outcomes' order."""
+    return [(outcome_class(o), f"{counts[o]} {SHORT[o]}") for o in OUTCOMES if counts[o]]
 
 
 def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], store: ResultStore) -> Path:
@@ -68,22 +69,17 @@ def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], 
     if spec.kind == "figure" and res.cells_done:
         plot = render_plot(res, folder / tier / f"{spec.id}.png").name
     others = [(f"../{t}/{spec.id}.html", f"tier {t}") for t in tiers_with_results if t != tier]
-    body = report_body(res, plot, others, f"../spec/{spec.id}.html")
-    html = page(f"{spec.id} ({tier}): {spec.title}", body, _nav(1), _footer(store))
+    html = report_page(res, plot, others, f"../spec/{spec.id}.html", _nav(1), _footer(store))
     return atomic_write_text(folder / tier / f"{spec.id}.html", html)
 
 
-def _left_out_row(figures: dict | None, paper: str, width: int) -> str:
-    """The paper's figures without a spec (the figure audit), as one index row, or ''."""
-    mine = [f for f in (figures or {}).get("left_out", []) if f["paper"] == paper]
-    if not mine:
-        return ""
-    text = "; ".join(f"<b>{e(f['figure'])}</b>: {e(f['why'])}" for f in mine)
-    return f'<tr class="muted"><td colspan="{width}">Figures without a spec (no numbers or measured curves): {text}</td></tr>'
+def _left_out(figures: dict | None, paper: str) -> list[dict]:
+    """The paper's figures without a spec (the figure audit)."""
+    return [f for f in (figures or {}).get("left_out", []) if f["paper"] == paper]
 
 
-def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
-           store: ResultStore, figures: dict | None = None) -> str:
+def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
+                   figures: dict | None = None) -> dict:
     per_tier = {t: {"reports": 0, "cells": 0, "claims": Counter(), "compute": Compute()} for t in TIERS}
     for (sid, tier), res in results.items():
         s = per_tier[tier]
@@ -91,80 +87,51 @@ def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], 
         s["cells"] += res.cells_done
         s["claims"] += _outcome_counts(res)
         s["compute"] = s["compute"].merge(res.compute_all)
-    summary = []
-    for t in TIERS:
-        s = per_tier[t]
-        c = s["compute"]
-        gpu = f", {fmt_hours(c.gpu_h)} GPU-h" if c.gpu_s else ""
-        summary.append(f'<tr><td class="name">{t}</td><td>{s["reports"]}</td><td>{s["cells"]}</td>'
-                       f'<td>{_claims_summary(s["claims"])}</td><td>{fmt_hours(c.core_h)} CPU core-h{gpu} '
-                       f'<span class="muted">({c.jobs} records)</span></td></tr>')
-    rows = []
+    summary = [{"tier": t, "reports": s["reports"], "cells": s["cells"], "claims": _claims_summary(s["claims"]),
+                "check": t in PIPELINE_CHECK_TIERS,
+                "core_h": fmt_hours(s["compute"].core_h),
+                "gpu_h": fmt_hours(s["compute"].gpu_h) if s["compute"].gpu_s else None, "jobs": s["compute"].jobs}
+               for t, s in per_tier.items()]
+    papers = []
     for paper, title in PAPERS.items():
         mine = [s for s in specs.values() if s.paper == paper]
         if not mine:
             continue
-        rows.append(f'<tr class="group"><td colspan="{5 + len(TIERS)}">{e(title)}</td></tr>')
+        rows = []
         for spec in sorted(mine, key=_order):
             tiers = []
             for t in TIERS:
                 res = results.get((spec.id, t))
-                if res is None:
-                    tiers.append(f'<td class="tier muted">{DASH}</td>')
-                    continue
-                regime = "".join(f'<br><span class="muted">{e(x)}</span>' for x in regime_summary(res))
-                tiers.append(f'<td class="tier"><a href="{t}/{e(spec.id)}.html">{res.cells_done}/'
-                             f'{len(spec.cells())} cells</a><br>{_claims_summary(_outcome_counts(res))}{regime}<br>'
-                             f'<span class="muted">{fmt_hours(res.compute_all.core_h)} core-h</span></td>')
-            reported = sum(c.mean is not None for c in spec.reported)
-            rows.append(f'<tr><td class="name"><a href="spec/{e(spec.id)}.html">{e(spec.id)}</a></td>'
-                        f"<td>{e(spec.kind)}</td><td>{e(spec.caption[:160])}{'…' if len(spec.caption) > 160 else ''}"
-                        f"</td><td>{reported}</td>{''.join(tiers)}<td>{_order_cell(spec, results)}</td></tr>")
-        rows.append(_left_out_row(figures, paper, 5 + len(TIERS)))
-    tier_heads = "".join(f"<th>tier {t}</th>" for t in TIERS) + "<th>paper's order kept</th>"
-    body = [
-        "<h1>pubench: the papers' numbers beside ours</h1>",
-        "<p>Five papers on positive-unlabeled learning and debiased contrastive learning, every table and figure "
-        "rerun from its spec. Tiers: <b>paper</b> = the paper's configuration; <b>reduced</b> = a smaller "
-        "configuration that runs on 2 CPU cores (every change listed on its page; read the rankings, not the "
-        "absolute numbers); <b>smoke</b> = seconds, a pipeline check only.</p>",
-        '<p class="legend">Claims: the spec\'s statements of the paper (e.g. "puNCE is the best loss") tested on '
-        "our seeds with one-sided t-tests at 5%: hold (significant), hold n.s., tie, fail, or not testable "
-        "(fewer than 2 seeds); not in regime (a pair lies in a block whose reference rows do not work at that tier, "
-        "e.g. an encoder no better than an untrained one); underpowered (fails only where the paper's gap is below "
-        "what our seeds can detect); under them, per declared block, its columns in regime. Paper's order kept: of "
-        "the paper's pairs of methods with both numbers, the share "
-        "our means order the same way (chance: half). Compute: CPU core-hours = wall time × threads per job over every "
-        "record of the tier (failed and stale ones included).</p>",
-        "<h2>Summary</h2>",
-        '<table><thead><tr><th class="name">tier</th><th>reports</th><th>cells with results</th><th>claims</th>'
-        f'<th>compute</th></tr></thead><tbody>{"".join(summary)}</tbody></table>',
-    ]
-    if has_crossref:
-        body.append('<p><a href="crossref.html">Across papers</a>: one method on one data set as several papers '
-                    "report it, beside our run of each paper's cell.</p>")
-    audit = []
-    if figures:
-        audit = [f'<p>Every figure of the five papers is audited in <code>experiments/_figures.yaml</code>: '
-                 f'{figures["audited"]} figures, {figures["registered"]} registered; each paper lists its figures '
-                 "without a spec and why.</p>"]
-    body += ['<h2 id="tables">Tables and figures</h2>', *audit,
-             '<div class="scroll"><table class="index"><thead><tr><th class="name">id</th><th>kind</th>'
-             f'<th>caption</th><th>reported values</th>{tier_heads}</tr></thead><tbody>{"".join(rows)}</tbody>'
-             "</table></div>"]
-    return page("pubench reports", "\n".join(body), _nav(0), _footer(store))
+                tiers.append(None if res is None else {
+                    "tier": t, "cells": res.cells_done, "claims": _claims_summary(_outcome_counts(res)),
+                    "check": res.pipeline_check,
+                    "regime": regime_summary(res), "core_h": fmt_hours(res.compute_all.core_h)})
+            lost, text = caption_parts(spec.caption)  # a lost caption: a short tag, its description in full view
+            caption = text[:160] + ("…" if len(text) > 160 else "")
+            rows.append({"id": spec.id, "kind": spec.kind, "caption": caption, "caption_lost": lost,
+                         "n_cells": len(spec.cells()),
+                         "reported": sum(c.mean is not None for c in spec.reported), "tiers": tiers,
+                         "order": _order_cell(spec, results)})
+        papers.append({"title": title, "specs": rows, "left_out": _left_out(figures, paper)})
+    return {"summary": summary, "papers": papers, "tiers": TIERS, "has_crossref": has_crossref,
+            "figures": figures}
 
 
-def _order_cell(spec: Spec, results: dict[tuple[str, str], TableResult]) -> str:
+def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
+           store: ResultStore, figures: dict | None = None) -> str:
+    return render("index.html.j2", title="pubench reports", nav=_nav(0), footer=_footer(store),
+                  **_index_context(specs, results, has_crossref, figures))
+
+
+def _order_cell(spec: Spec, results: dict[tuple[str, str], TableResult]) -> list[tuple[str, str]]:
     """Per tier with results: the share of the paper's pairs our means order as the paper."""
     lines = []
     for t in TIERS:
         res = results.get((spec.id, t))
         if res is not None and res.cells_done:
             a = agreement(res)
-            text = a.overall.text() if a.pairs else DASH
-            lines.append(f'<span class="muted">{t}</span> {e(text)}')
-    return "<br>".join(lines) or f'<span class="muted">{DASH}</span>'
+            lines.append((t, a.overall.text() if a.pairs else DASH))
+    return lines
 
 
 def _order(spec: Spec) -> tuple:
@@ -174,41 +141,51 @@ def _order(spec: Spec) -> tuple:
     return (m.group(1) != "table", int(m.group(2))) if m else (True, 0)
 
 
-def _crossref_page(view, results: dict[tuple[str, str], TableResult], store: ResultStore) -> str:
-    body = ["<h1>Across papers</h1>",
-            "<p>One method on one data set as different papers report it, each beside our run of that paper's cell "
-            "(at the highest tier with results). The mapping is written and reviewed by hand in "
-            "<code>experiments/_crossref.yaml</code>; each paper's setting is listed, since the same name often "
-            "covers different splits, backbones or pipelines.</p>",
-            '<p class="legend">Δ = ours − reported, &gt; 0 better than reported; colours as on the report pages.</p>',
-            '<ul class="toc">' + "".join(f'<li><a href="#entry-{i}">{e(x.method)} on {e(x.dataset)}</a></li>'
-                                         for i, (x, _) in enumerate(view, start=1)) + "</ul>"]
-    for i, (entry, values) in enumerate(view, start=1):
+def _rank_text(rank: tuple[int, int] | None) -> str:
+    return DASH if rank is None else f"{rank[0]} of {rank[1]}"
+
+
+def _crossref_context(view, results: dict[tuple[str, str], TableResult]) -> dict:
+    """Per entry, each paper's cell: the reported number and its rank among that table's methods,
+    ours with its tier and rank, and Δ where ours ran at the paper tier. A reduced or smoke run is
+    on another scale than the papers' numbers: its Δ and colour would compare scales, not
+    methods, so such a row shows ranks only and the entry says to compare orderings."""
+    entries = []
+    for entry, values in view:
         entry: CrossEntry
-        body.append(f'<h2 id="entry-{i}">{e(entry.method)} on {e(entry.dataset)} '
-                    f'<span class="muted">{e(entry.setting)}</span></h2>')
-        if entry.note:
-            body.append(f"<p>{e(entry.note)}</p>")
         rows = []
         for v in values:
             f = v.spec.metrics[v.cell.metric].fmt
-            target = f"{v.tier}/{v.cell.spec_id}.html" if v.tier else f"spec/{v.cell.spec_id}.html"
-            cls, tip = ("d-none", "")
-            if v.tier:
-                cls, tip = delta_class(results[(v.cell.spec_id, v.tier)], v.cell.row, v.cell.col, v.cell.metric)
-            ours = DASH if v.ours is None else f"{fmt_ours(v.ours.mean, v.ours.std, v.ours.n, f)} [{v.tier}]"
-            delta = DASH if v.delta is None else format(v.delta, "+" + f)
-            rows.append(f"<tr><td>{e(PAPERS.get(v.paper, v.paper).split(' ', 1)[0])} {e(v.paper)}</td>"
-                        f'<td class="name"><a href="{e(target)}">{e(v.cell.spec_id)}</a>: {e(v.cell.row)} | '
-                        f'{e(v.cell.col)}</td><td class="num">{e(fmt_reported(v.reported, f))}</td>'
-                        f'<td class="num {cls}" title="{e(tip)}">{e(ours)}</td><td class="num {cls}">{e(delta)}</td>'
-                        f'<td class="muted">{e(v.cell.setting)}</td></tr>')
-        body.append('<div class="scroll"><table><thead><tr><th>paper</th><th class="name">cell</th><th>reported</th>'
-                    f'<th>ours [tier]</th><th>Δ</th><th>how this paper ran it</th></tr></thead><tbody>{"".join(rows)}'
-                    "</tbody></table></div>")
-    if not view:
-        body.append(items(["No entries: experiments/_crossref.yaml is absent or empty."]))
-    return page("pubench: across papers", "\n".join(body), _nav(0), _footer(store))
+            res = results.get((v.cell.spec_id, v.tier or "paper")) or collect_reported(v.spec)
+            cls, tip, delta = "d-none", "", DASH
+            if v.tier == "paper":
+                cls, tip = delta_class(res, v.cell.row, v.cell.col, v.cell.metric)
+                delta = DASH if v.delta is None else format(v.delta, "+" + f)
+            elif v.tier:
+                tip = f"tier {v.tier}: another scale than the paper's numbers; compare the ranks, not the values"
+            ours_rank = rank_in_table(res, v.cell.row, v.cell.col, v.cell.metric) if v.tier else None
+            rows.append({
+                "paper": f"{PAPERS.get(v.paper, v.paper).split(' ', 1)[0]} {v.paper}",
+                "href": f"{v.tier}/{v.cell.spec_id}.html" if v.tier else f"spec/{v.cell.spec_id}.html",
+                "spec_id": v.cell.spec_id, "row": v.cell.row, "col": v.cell.col,
+                "reported": fmt_reported(v.reported, f), "cls": cls, "tip": tip,
+                "paper_rank": _rank_text(rank_in_table(res, v.cell.row, v.cell.col, v.cell.metric, paper=True)),
+                "ours": DASH if v.ours is None else f"{fmt_ours(v.ours.mean, v.ours.std, v.ours.n, f)} [{v.tier}]",
+                "ours_rank": _rank_text(ours_rank), "delta": delta, "setting": v.cell.setting})
+        scales = sorted({v.tier for v in values if v.tier and v.tier != "paper"})
+        entries.append({"method": entry.method, "dataset": entry.dataset, "setting": entry.setting,
+                        "note": entry.note, "cells": rows, "other_scales": scales})
+    return {"entries": entries}
+
+
+def collect_reported(spec: Spec) -> TableResult:
+    """A result with no runs: the paper's numbers alone (for the paper's ranks of a spec without results)."""
+    return TableResult(spec, "paper", {}, {})
+
+
+def _crossref_page(view, results: dict[tuple[str, str], TableResult], store: ResultStore) -> str:
+    return render("crossref.html.j2", title="pubench: across papers", nav=_nav(0), footer=_footer(store),
+                  **_crossref_context(view, results))
 
 
 class SiteFolderError(PubenchError, ValueError):
@@ -248,7 +225,8 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
             _report_page(results[(sid, t)], out, tiers, store)
         reports = [(f"../{t}/{sid}.html", f"tier {t}") for t in tiers]
         atomic_write_text(out / "spec" / f"{sid}.html",
-                          page(f"{sid}: {spec.title} (reported)", spec_body(spec, reports), _nav(1), _footer(store)))
+                          render("spec.html.j2", title=f"{sid}: {spec.title} (reported)", nav=_nav(1),
+                                 footer=_footer(store), **spec_context(spec, reports)))
     entries = crossref_entries or []
     view = crossref(entries, specs, store)  # a cell has ours at a tier only when that report page exists
     atomic_write_text(out / "crossref.html", _crossref_page(view, results, store))

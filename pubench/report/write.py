@@ -23,15 +23,16 @@ from pubench.utils.io import atomic_write, atomic_write_text
 def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
                  standalone: bool = True) -> tuple[TableResult, list[Path]]:
     """``<id>.md``, ``<id>.tex`` (a whole document unless ``standalone`` is false: then a
-    snippet to ``\\input``) and, for a figure, ``<id>.png``."""
+    snippet to ``\\input``) and, for a figure, ``<id>.png``, which both embed."""
     res = collect(spec, tier, store)
     folder = Path(reports_root) / tier
+    plot = f"{spec.id}.png" if spec.kind == "figure" else None  # beside the .md and the .tex, which embed it
     paths = [
-        atomic_write_text(folder / f"{spec.id}.md", render_markdown(res)),
-        atomic_write_text(folder / f"{spec.id}.tex", render_latex(res, standalone=standalone)),
+        atomic_write_text(folder / f"{spec.id}.md", render_markdown(res, plot=plot)),
+        atomic_write_text(folder / f"{spec.id}.tex", render_latex(res, standalone=standalone, plot=plot)),
     ]
-    if spec.kind == "figure":
-        paths.append(_plot(res, folder / f"{spec.id}.png"))
+    if plot:
+        paths.append(_plot(res, folder / plot))
     return res, paths
 
 

@@ -40,11 +40,12 @@ def _synthetic_store(root: Path, spec, tier="paper", seeds=3) -> ResultStore:
     return store
 
 
-def compile_tex(tex: str, folder: Path, name: str) -> tuple[Path, str]:
-    """pdflatex twice in ``folder``; the PDF and the last log. Fails on a LaTeX error."""
+def compile_tex(tex: str, folder: Path, name: str, passes: int = 1) -> tuple[Path, str]:
+    """pdflatex in ``folder`` (one pass: a report needs no second); the PDF and the last log.
+    Fails on a LaTeX error."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.tex").write_text(tex, encoding="utf-8")
-    for _ in range(2):  # the second run settles labels
+    for _ in range(passes):
         out = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"], cwd=folder,
                              capture_output=True, text=True, timeout=120)
         log = (folder / f"{name}.log").read_text(encoding="utf-8", errors="replace")
@@ -68,6 +69,7 @@ def test_standalone_report_compiles_and_fits_the_page(tmp_path, spec_id):
     assert res.cells_done == len(spec.cells())
     pdf, log = compile_tex(render_latex(res, standalone=True), tmp_path / "tex", spec_id)
     assert pdf.stat().st_size > 10_000
+    assert "Rerun" not in log and "undefined" not in log  # clean in one pass
     assert [x for x in overfull(log) if x > 1.0] == []
     assert "mktexpk" not in log and "tcrm" not in log  # only the Type 1 fonts of latex-base
     widths = table_widths(log)
@@ -82,7 +84,7 @@ def test_snippet_compiles_inside_a_document(tmp_path):
     (tmp_path / "tex" / "fig5.tex").write_text(snippet)
     doc = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\begin{document}\n"
            "Some text.\n\\input{fig5}\n\\input{fig5}\n\\end{document}\n")  # twice: the macros are defined once
-    _, log = compile_tex(doc, tmp_path / "tex", "paper")
+    _, log = compile_tex(doc, tmp_path / "tex", "paper", passes=2)  # the snippet's labels are the document's
     assert [x for x in overfull(log) if x > 1.0] == []
 
 
@@ -95,3 +97,19 @@ def test_first_page_renders_to_png(tmp_path):
                    check=True, timeout=60)
     (png,) = tmp_path.glob("page*.png")
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 5_000
+
+
+def test_figure_report_includes_its_plot_before_its_decisions(tmp_path):
+    """``pubench report`` of a figure: the .tex includes the PNG written beside it, above the
+    tables and long before the decisions, and compiles in one pass without a Rerun warning."""
+    from pubench.report import write_report
+
+    spec = get_spec("fig5-bcl")
+    _, paths = write_report(spec, "paper", _synthetic_store(tmp_path / "results", spec), tmp_path / "reports")
+    tex = (tmp_path / "reports" / "paper" / "fig5-bcl.tex").read_text()
+    assert "\\includegraphics" in tex and "{fig5-bcl.png}" in tex
+    assert tex.index("\\includegraphics") < tex.index("\\textbf{Table 1.}") < tex.index("Choices the paper leaves")
+    assert "\\label{" not in tex
+    pdf, log = compile_tex(tex, tmp_path / "reports" / "paper", "fig5-bcl")
+    assert "<fig5-bcl.png" in log  # pdflatex read the image
+    assert "Rerun" not in log and "LaTeX Warning" not in log

@@ -118,7 +118,7 @@ def test_report_page_content_is_escaped_and_coloured(site):
     assert 'href="paper/table1-bcl.html"' in idx and 'href="spec/table1-pucl.html"' in idx
     assert "3/4 cells" in idx  # table1-bcl at the paper tier: 3 of its 4 cells have results
     cross = (out / "crossref.html").read_text()
-    assert 'href="paper/table1-bcl.html"' in cross and "002&#x27;s way" in cross
+    assert 'href="paper/table1-bcl.html"' in cross and "002&#39;s way" in cross
 
 
 def test_site_is_rewritten_whole(site, tmp_registry):
