@@ -52,7 +52,7 @@ test: install
 smoke: install
 	$(PY) -m pytest -q -m smoke
 
-# The whole GPU path on a machine with one CUDA GPU, in at most 8 minutes (README "Speed on
+# The whole GPU path on a machine with one CUDA GPU, in at most 8 minutes (docs/performance.md "Speed on
 # GPUs"): runs from the source tree with the machine's own python3 and torch (no install;
 # wheels in .whl/ are installed into /tmp/pubench-site where pydantic is missing). Without
 # CUDA: one line, exit 0. GPU_PY=... picks the interpreter, GPU_CHECK_ARGS=... adds options.

@@ -26,7 +26,7 @@ Without CUDA it prints one line and exits 0. ``--device cpu`` runs the parts a C
 cheap preflight cells), which is how it is tested. Run from the source tree
 (``PYTHONPATH=.``, no install); where ``pydantic`` is missing and ``.whl/`` holds wheels,
 they are installed first with ``pip install --no-index --no-deps --target /tmp/pubench-site``
-(the GPU machines have no network; ``.whl/`` is an ignored folder, README "Speed on GPUs").
+(the GPU machines have no network; ``.whl/`` is an ignored folder, docs/performance.md "Speed on GPUs").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The packages of pubench depend on each other one way only (README "Layout").
+"""The packages of pubench depend on each other one way only (docs/design.md, "Layout").
 
 The graph is read from the source (every ``import pubench.X``, at module level or inside a
 function): no cycle between packages, nor between the modules of a package (a deferred
