@@ -16,8 +16,12 @@ seconds before the limit (submitit's ``--signal=USR2@<delay>``): the job finishe
 writes a checkpoint and an "interrupted" record, and submitit requeues it
 (:class:`CheckpointedJob`); the requeued job resumes from the checkpoint.
 
-Each array task runs :func:`execute_job`, which writes its own record to the result
-store, so the launcher never waits: ``pubench status`` and ``pubench report`` read the
+Each array task runs :func:`execute_job` for one job, or for a chunk of ``jobs_per_task``
+short jobs one after the other in one process (:class:`CheckpointedChunk`; the profile key, an
+integer or ``auto``: chunks of about two minutes of job time sized from the store's past records
+of the same spec and tier, 16 jobs per task at the smoke tier when there are none, else 1), so a
+sub-second job does not pay a process start-up and the imports each. Each job writes its own
+record to the result store, so the launcher never waits: ``pubench status`` and ``pubench report`` read the
 store later. A manifest (job id -> SLURM id -> log paths) goes to the logs folder, which
 must be shared with the compute nodes (never /tmp).
 """
@@ -43,6 +47,8 @@ from pubench.jobs.plan import Job
 from pubench.utils.io import atomic_write_json
 
 DEFAULT_MAX_NUM_TIMEOUT = 3   # submitit's default
+#: ``jobs_per_task: auto``: a chunk holds about this much job time, at most MAX_JOBS_PER_TASK jobs
+CHUNK_TARGET_S, MAX_JOBS_PER_TASK, SMOKE_JOBS_PER_TASK = 120.0, 64, 16
 SLURM_COMMANDS = ("sbatch", "srun")
 ACTIVE_STATES = {"PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING"}
 
@@ -113,6 +119,29 @@ class CheckpointedJob:
         return DelayedSubmission(self, *args, **kwargs)
 
 
+class CheckpointedChunk(CheckpointedJob):
+    """Several short jobs in one array task, one after the other. A requeued chunk is the
+    same call: its finished jobs are in the store and are skipped, the interrupted one
+    resumes from its checkpoint."""
+
+    def __call__(self, jobs: list[dict], results_root: str, claim: bool = True, force: bool = False,
+                 checkpoint_every: int | None = None) -> list[str]:
+        return [super(CheckpointedChunk, self).__call__(job, results_root, claim, force, checkpoint_every)
+                for job in jobs]
+
+
+def jobs_per_task(setting: int | str, tier: str, past_walls: list[float]) -> int:
+    """Jobs per array task: ``setting`` when an integer; for ``auto``, chunks of about
+    :data:`CHUNK_TARGET_S` of job time from the median of ``past_walls`` (1 for jobs of a
+    minute or more), :data:`SMOKE_JOBS_PER_TASK` at the smoke tier without past records, else 1."""
+    if setting != "auto":
+        return int(setting)
+    if past_walls:
+        median = sorted(past_walls)[len(past_walls) // 2]
+        return 1 if median >= 60 else max(1, min(MAX_JOBS_PER_TASK, int(CHUNK_TARGET_S // max(median, 0.5))))
+    return SMOKE_JOBS_PER_TASK if tier == "smoke" else 1
+
+
 @EXECUTORS.register("slurm")
 class SlurmExecutor(Executor):
     """Submits jobs as one SLURM job array per call; ``submit`` returns at once."""
@@ -132,6 +161,9 @@ class SlurmExecutor(Executor):
         self.max_num_timeout = int(params.pop("max_num_timeout", DEFAULT_MAX_NUM_TIMEOUT))
         if self.checkpoint_every < 0 or self.max_num_timeout < 0:
             raise ProfileError("checkpoint_every_epochs and max_num_timeout must be >= 0")
+        self.jobs_per_task = params.pop("jobs_per_task", "auto")
+        if self.jobs_per_task != "auto" and not (isinstance(self.jobs_per_task, int) and self.jobs_per_task >= 1):
+            raise ProfileError(f"jobs_per_task must be an integer >= 1 or 'auto', got {self.jobs_per_task!r}")
         self.params = numerics_setup(params, numerics)
         self.cluster = cluster
         self.force = force
@@ -191,9 +223,24 @@ class SlurmExecutor(Executor):
     def folder(self, tier: str, spec_id: str) -> Path:
         return self.logs_root / tier / spec_id
 
+    def chunks(self, jobs: list[Job], tier: str, spec_id: str) -> list[list[Job]]:
+        """``jobs`` in array tasks of :func:`jobs_per_task` jobs each."""
+        walls: list[float] = []
+        if self.jobs_per_task == "auto":
+            from pubench.store import ResultStore
+
+            for rec in ResultStore(self.results_root).scan(tier, spec_id).records:
+                wall = (rec.get("timing") or {}).get("wall_s")
+                if isinstance(wall, (int, float)) and not isinstance(wall, bool):
+                    walls.append(float(wall))
+        k = jobs_per_task(self.jobs_per_task, tier, walls)
+        return [jobs[i:i + k] for i in range(0, len(jobs), k)]
+
     def dry_run(self, jobs: list[Job], spec_id: str, tier: str) -> str:
         """The job plan and the sbatch parameters/script; submits nothing."""
-        lines = [f"SLURM dry run: {len(jobs)} job(s) of {spec_id} at tier {tier!r}, one array", ""]
+        n_tasks = len(self.chunks(jobs, tier, spec_id))
+        lines = [f"SLURM dry run: {len(jobs)} job(s) of {spec_id} at tier {tier!r}, one array of {n_tasks} task(s) "
+                 f"(jobs_per_task: {self.jobs_per_task})", ""]
         lines += ["sbatch parameters:"] + [f"  {k}: {v}" for k, v in sorted(sbatch_parameters(self.params).items())]
         lines += ["", *self.resilience()]
         folder = self.folder(tier, spec_id) / "%j"
@@ -202,7 +249,7 @@ class SlurmExecutor(Executor):
 
             script = _make_sbatch_string(
                 command=f"python -u -m submitit.core._submit {folder}", folder=str(folder),
-                map_count=len(jobs), **sbatch_parameters(self.params),
+                map_count=n_tasks, **sbatch_parameters(self.params),
             )
             lines += ["", "sbatch script (as submitit writes it):", script]
         except Exception as e:  # noqa: BLE001 - private submitit API; the parameters above still stand
@@ -233,18 +280,22 @@ class SlurmExecutor(Executor):
         ex = submitit.AutoExecutor(folder=folder / "%j", cluster=self.cluster,
                                    slurm_max_num_timeout=self.max_num_timeout)
         ex.update_parameters(**self.params)
+        chunks = self.chunks(jobs, tier, spec_id)
         with ex.batch():
-            handles = [ex.submit(CheckpointedJob(), job.to_dict(), self.results_root, True, self.force,
-                                 self.checkpoint_every) for job in jobs]
+            handles = [ex.submit(CheckpointedJob(), chunk[0].to_dict(), self.results_root, True, self.force,
+                                 self.checkpoint_every) if len(chunk) == 1 else
+                       ex.submit(CheckpointedChunk(), [j.to_dict() for j in chunk], self.results_root, True,
+                                 self.force, self.checkpoint_every) for chunk in chunks]
         manifest = {
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "submitted_unix": time.time(),
             "cluster": self.cluster, "spec": spec_id, "tier": tier, "params": self.params,
             "checkpoint_every_epochs": self.checkpoint_every, "max_num_timeout": self.max_num_timeout,
+            "jobs_per_task": max(map(len, chunks)),
             "jobs": [
                 {"id": j.id, "name": j.name, "slurm_id": str(h.job_id),
                  "stdout": str(h.paths.stdout), "stderr": str(h.paths.stderr)}
-                for j, h in zip(jobs, handles)
+                for chunk, h in zip(chunks, handles) for j in chunk
             ],
         }
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")

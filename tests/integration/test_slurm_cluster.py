@@ -217,6 +217,34 @@ def test_smoke_table_through_a_real_slurm_cluster(slurm_cluster, tmp_registry, t
         "submitted": 3, "done_by_slurm": 3, "claimed_locally_not_rerun": 1, "seconds": round(time.time() - t0, 1)})
 
 
+def test_a_real_smoke_table_runs_in_chunks_of_short_jobs(slurm_cluster, tmp_path):
+    """fig5-bcl's smoke table (72 sub-second jobs), 2 array tasks at a time: the smoke tier's
+    ``jobs_per_task: auto`` puts 16 jobs in one task, so 5 tasks pay the start-up, not 72."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "default.yaml").write_text(
+        "tiers:\n  smoke: {timeout_min: 10, cpus_per_task: 1, mem_gb: 1, slurm_partition: cpu, "
+        "slurm_array_parallelism: 2}\n")
+    env = {**slurm_cluster.env, "PUBENCH_SLURM_PROFILES": str(profiles), "PUBENCH_RESULTS": str(tmp_path / "results"),
+           "PUBENCH_LOGS": str(tmp_path / "logs"), "PUBENCH_REPORTS": str(tmp_path / "reports")}
+    env.pop("PUBENCH_EXPERIMENTS", None)
+    t0 = time.time()
+    out = _pubench(["run", "fig5-bcl", "--tier", "smoke", "--executor", "slurm"], env)
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads(next((tmp_path / "logs" / "smoke" / "fig5-bcl").glob("manifest-*.json")).read_text())
+    n_jobs, n_tasks = len(manifest["jobs"]), len({e["slurm_id"] for e in manifest["jobs"]})
+    assert manifest["jobs_per_task"] == 16 and n_tasks == -(-n_jobs // 16), manifest["jobs_per_task"]
+
+    def status():
+        return json.loads(_pubench(["status", "fig5-bcl", "--tier", "smoke", "--json"], env, 120).stdout)[0]
+
+    slurm_cluster.wait(lambda: (lambda st: st["done"] + st["failed"] >= n_jobs)(status()), 600)
+    st = status()
+    assert (st["done"], st["failed"]) == (n_jobs, 0), st
+    record_reliability("slurm", "fig5-bcl smoke table, 2 array tasks at a time, jobs_per_task auto", {
+        "jobs": n_jobs, "array_tasks": n_tasks, "seconds": round(time.time() - t0, 1)})
+
+
 def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_cluster, tmp_registry, tmp_path,
                                                                        shared_image_root):
     """A smoke cell whose pre-training outlasts the job's time limit: SLURM sends SIGUSR2

@@ -12,6 +12,7 @@ import pytest
 
 from pubench.cli import main
 from pubench.executors import LocalExecutor, SlurmExecutor, load_profile
+from pubench.executors.slurm import SMOKE_JOBS_PER_TASK, jobs_per_task
 from pubench.jobs import expand
 from pubench.registry import get_spec
 from pubench.store import ResultStore
@@ -117,21 +118,36 @@ def test_slurm_profile_errors(tmp_path):
         load_profile(tmp_path / "p.yaml", "smoke")
 
 
-@pytest.mark.parametrize("cluster", ["local", "debug"])
-def test_submitit_path_runs_jobs_and_writes_manifest(tmp_registry, cluster):
+@pytest.mark.parametrize(("cluster", "per_task"), [("local", 1), ("debug", 1), ("debug", "auto"), ("debug", 3)])
+def test_submitit_path_runs_jobs_and_writes_manifest(tmp_registry, cluster, per_task):
+    """One job per array task, or chunks of short jobs in one task (smoke: 16 per task)."""
     tmp_registry(selftest_spec())
     spec = get_spec("table1-bcl")
     jobs = expand(spec, "smoke").jobs
-    ex = SlurmExecutor(_store().root, os.environ["PUBENCH_LOGS"], {"timeout_min": 5}, cluster=cluster,
-                       spec_id=spec.id, tier="smoke")
+    ex = SlurmExecutor(_store().root, os.environ["PUBENCH_LOGS"], {"timeout_min": 5, "jobs_per_task": per_task},
+                       cluster=cluster, spec_id=spec.id, tier="smoke")
     assert ex.runs_here is False
     sub = ex.submit(jobs)
     assert sub.counts is None and sub.where == f"manifest {sub.manifest}"
+    size = {1: 1, 3: 3, "auto": SMOKE_JOBS_PER_TASK}[per_task]
+    assert len(ex._handles) == -(-len(jobs) // size)
     for h in ex._handles:  # submit returned at once; wait here only because this is a test
-        assert h.result() == "ok"
+        got = h.result()
+        assert set([got] if isinstance(got, str) else got) == {"ok"}, got
     data = json.loads(sub.manifest.read_text())
     assert [e["id"] for e in data["jobs"]] == [j.id for j in jobs]
+    assert len({e["slurm_id"] for e in data["jobs"]}) == len(ex._handles)
     assert _store().done_ids("smoke", spec.id) == {j.id for j in jobs}
+
+
+def test_jobs_per_task_from_past_records():
+    assert jobs_per_task(4, "paper", [1.0]) == 4
+    assert jobs_per_task("auto", "paper", []) == 1 and jobs_per_task("auto", "smoke", []) == SMOKE_JOBS_PER_TASK
+    assert jobs_per_task("auto", "reduced", [600.0, 900.0]) == 1  # long jobs: one per task
+    assert jobs_per_task("auto", "reduced", [10.0, 12.0, 11.0]) == 10  # ~120 s of job time per task
+    assert jobs_per_task("auto", "smoke", [0.01]) == 64  # capped
+    with pytest.raises(Exception, match="jobs_per_task must be"):
+        SlurmExecutor("/tmp/r", "/tmp/l", {"jobs_per_task": 0}, cluster="debug")
 
 
 def test_executor_choices_match_the_registry():
