@@ -68,6 +68,12 @@ class ReportedModel(_Model):
                           "better than it in the same column and metric; the report marks reproduced cells the same way")
 
 
+class SharedDecisionModel(_Model):
+    """A decision several specs make, written once in ``experiments/_decisions.yaml``."""
+
+    shared: str = Field(description="a name in experiments/_decisions.yaml (the loader puts its sentence here)")
+
+
 class ClaimModel(_Model):
     kind: str
     rows: list[str]
@@ -184,7 +190,9 @@ class SpecFile(_Model):
     col_groups: dict[str, list[str]] = {}
     methods_in: Literal["rows", "cols"] = Field("rows", description="the axis holding the compared methods")
     reported: ReportedModel
-    decisions: list[str] = []
+    decisions: list[str | SharedDecisionModel] = Field(
+        [], description="choices the paper leaves open, made here, in words; {shared: NAME} for one written once in "
+                        "experiments/_decisions.yaml")
     claims: list[ClaimModel] = []
     derived_cols: dict[str, DerivedColModel] = {}
     curves: list[CurveModel] = Field([], description="figures only: panels drawn from lists in each record's info "
