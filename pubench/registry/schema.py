@@ -160,7 +160,8 @@ class TierModel(LayerModel):
     deviations: list[str] = Field([], description="every change to the paper's setup, in words")
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
-                        "(not_designed: no config designed for this tier yet)")
+                        "(not_designed: no config designed for this tier yet; 'offline: NAME': NAME is not available "
+                        "offline here, paper tier only)")
 
 
 class TiersModel(_Model):
