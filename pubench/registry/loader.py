@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pubench.paths import experiments_root as experiments_root  # where the specs are (re-exported)
 from pubench.registry import cache
 from pubench.registry.catalogue import class_counts, expand_pu_datasets
+from pubench.registry.shared import expand_shared, expand_shared_list
 from pubench.registry.presets import expand_presets
 from pubench.registry.priors import PriorError, datasets_named, has_prior_tokens
 from pubench.registry.spec import (
@@ -41,18 +42,20 @@ LAYER_KEYS = ("params", "rows", "cols", "cells")
 
 
 def _spec_inputs() -> str:
-    """Fingerprint of what a parsed spec depends on besides its own file: the presets, the PU
-    data set catalogue, the data set table (class counts) and the code that parses, expands
-    and validates (``pubench/registry``, ``pubench/utils``)."""
+    """Fingerprint of what a parsed spec depends on besides its own file: the presets, the
+    shared texts, the PU data set catalogue, the data set table (class counts) and the
+    code that parses, expands and validates (``pubench/registry``, ``pubench/utils``)."""
     from pubench.registry.catalogue import catalogue_path
+    from pubench.registry.shared import shared_path
     from pubench.registry.presets import presets_folder
 
     pkg = Path(__file__).resolve().parents[1]
     folder = presets_folder()
     files = [*pkg.joinpath("registry").glob("*.py"), *pkg.joinpath("utils").glob("*.py"), pkg / "errors.py",
              *pkg.joinpath("data").glob("*.py"), catalogue_path(),
-             *(sorted(folder.glob("*.yaml")) if folder.is_dir() else [])]
-    return cache.files_fingerprint(files, salt=str(folder))
+             *(sorted(folder.glob("*.yaml")) if folder.is_dir() else []),
+             *([shared_path()] if shared_path().is_file() else [])]
+    return cache.files_fingerprint(files, salt=f"{folder}|{shared_path()}")
 
 
 def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
@@ -143,14 +146,19 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                 raise SpecError(file, f"{where}.mean_of", f"{c!r} is not a (non-derived) col")
 
     curves = _curves(model, file)
-    expanded = {**raw, "experiment": experiment, "tiers": {n: {**raw["tiers"][n], **tiers[n].layer} for n in TIERS}}
+    decisions = expand_shared_list(model.decisions, file, "decisions")
+    pm = expand_shared(model.reported.pm, file, "reported.pm")
+    notes = expand_shared_list(model.reported.notes, file, "reported.notes")
+    expanded = {**raw, **({"decisions": decisions} if "decisions" in raw else {}),
+                "reported": {**raw["reported"], "pm": pm, **({"notes": notes} if "notes" in raw["reported"] else {})},
+                "experiment": experiment, "tiers": {n: {**raw["tiers"][n], **tiers[n].layer} for n in TIERS}}
     spec = Spec(
         id=model.id, paper=model.paper, kind=model.kind, title=model.title, caption=model.caption,
         version=model.version, source=model.source,
         metrics={n: Metric(n, m.label, m.higher_is_better, m.format) for n, m in metrics.items()},
         rows=list(rows), cols=list(cols), row_groups=model.row_groups, col_groups=model.col_groups,
-        reported_seeds=model.reported.seeds, pm=model.reported.pm, reported=_reported_cells(model, file),
-        reported_notes=list(model.reported.notes), decisions=list(model.decisions),
+        reported_seeds=model.reported.seeds, pm=pm, reported=_reported_cells(model, file),
+        reported_notes=notes, decisions=decisions,
         claims=_claims(model, file, curves), experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
         path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
         curves=curves, designed=designed_tiers,

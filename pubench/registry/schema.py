@@ -51,14 +51,23 @@ class SignificanceModel(_Model):
     text: str = Field(description="what the paper says the mark means (quoted)")
 
 
+class SharedTextModel(_Model):
+    """A decision or note several specs use word for word, written once in ``experiments/_shared.yaml``."""
+
+    shared: str = Field(description="a name in experiments/_shared.yaml (the loader puts its sentence here)")
+
+
 class ReportedModel(_Model):
     missing_at_parent: ClassVar[dict[str, str]] = dict.fromkeys(
         ("seeds", "pm"), "must state 'seeds' (the paper's seed count) and 'pm' (what ± means), null if the paper "
                          "does not say")
 
     seeds: int | None = Field(description="the paper's number of runs per cell; null if unstated")
-    pm: str | None = Field(description="what ± means; null if the paper prints no ± or does not say")
-    notes: list[str] = []
+    pm: str | SharedTextModel | None = Field(
+        description="what ± means; null if the paper prints no ± or does not say; {shared: NAME}: a text of "
+                    "experiments/_shared.yaml")
+    notes: list[str | SharedTextModel] = Field([], description="notes about the whole table; {shared: NAME}: a "
+                                                               "text of experiments/_shared.yaml")
     cells: list[ReportedCellModel] = []
     unreported: str | None = Field(
         None, description="the note of every cell not listed in `cells`: those cells are reported as null with it "
@@ -154,7 +163,8 @@ class TierModel(LayerModel):
     deviations: list[str] = Field([], description="every change to the paper's setup, in words")
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
-                        "(not_designed: no config designed for this tier yet)")
+                        "(not_designed: no config designed for this tier yet; 'offline: NAME': NAME is not available "
+                        "offline here, paper tier only)")
 
 
 class TiersModel(_Model):
@@ -184,7 +194,9 @@ class SpecFile(_Model):
     col_groups: dict[str, list[str]] = {}
     methods_in: Literal["rows", "cols"] = Field("rows", description="the axis holding the compared methods")
     reported: ReportedModel
-    decisions: list[str] = []
+    decisions: list[str | SharedTextModel] = Field(
+        [], description="choices the paper leaves open, made here, in words; {shared: NAME} for one written once in "
+                        "experiments/_shared.yaml")
     claims: list[ClaimModel] = []
     derived_cols: dict[str, DerivedColModel] = {}
     curves: list[CurveModel] = Field([], description="figures only: panels drawn from lists in each record's info "

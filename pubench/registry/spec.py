@@ -261,11 +261,20 @@ class Spec:
 REASONS = {
     "not_designed": "no {tier} config designed yet (so far only {designed} have one)",
 }
+#: Reason keys with an argument, written ``"key: ARG"`` (``offline: STL-10``): the sentence
+#: names the argument (``{arg}``), e.g. the data set a cell needs.
+REASONS_WITH_ARG = {
+    "offline": "{arg} is not available offline here (paper tier only)",
+}
 
 
 def reason_text(why: str, tier: str, designed: list[str]) -> str:
-    """The sentence of an ``unavailable`` reason (a key of :data:`REASONS`, or the sentence
-    itself); ``designed``: the ids of the specs with a config at ``tier``."""
+    """The sentence of an ``unavailable`` reason (a key of :data:`REASONS`, ``"key: ARG"`` of
+    :data:`REASONS_WITH_ARG`, or the sentence itself); ``designed``: the ids of the specs with a
+    config at ``tier``."""
+    key, sep, arg = why.partition(":")
+    if sep and key in REASONS_WITH_ARG and arg.strip():
+        return REASONS_WITH_ARG[key].format(arg=arg.strip())
     if why not in REASONS:
         return why
     return REASONS[why].format(tier=tier, designed=compact_ids(designed))

@@ -256,6 +256,7 @@ def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
     epochs = 4000
     repo = Path(__file__).resolve().parents[2]
     shutil.copytree(repo / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
+    shutil.copy(repo / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
     text = (repo / "experiments" / "punce" / "table1-punce.yaml").read_text()
     tmp_registry(text.replace("pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}",
                               f"pretrain: {{epochs: {epochs}, batch_size: 64, loss: {{prior: null}}}}"))

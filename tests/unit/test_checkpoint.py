@@ -298,6 +298,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _long_smoke_spec(tmp_registry) -> None:
     """table1-punce with a smoke tier long enough to be killed mid pre-training."""
     shutil.copytree(REPO / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
+    shutil.copy(REPO / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
     text = (REPO / "experiments" / "punce" / "table1-punce.yaml").read_text()
     short = "pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}"
     assert short in text

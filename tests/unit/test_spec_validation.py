@@ -175,6 +175,17 @@ def test_not_designed_reason_is_generated_from_the_registry(tmp_registry):
     assert get_spec("table1-bcl").unavailable_reason("reduced", "A", "y") is None
 
 
+def test_offline_reason_names_its_data_set():
+    """``offline: NAME`` is the sentence every data set missing here shares; a sentence that
+    merely contains a colon stays as written."""
+    text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
+        unavailable={"*|x": "offline: the Alzheimer MRI set", "*|y": "Note: not run"}))
+    spec = _parse(text)
+    assert spec.unavailable_reason("reduced", "A", "x") == (
+        "the Alzheimer MRI set is not available offline here (paper tier only)")
+    assert spec.unavailable_reason("reduced", "B", "y") == "Note: not run"
+
+
 def test_resolution_order_and_null_deletes():
     text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
         params={"sleep": 0.5}, cols={"y": {"value": 9.0}}, cells={"A|y": {"sleep": None}},
