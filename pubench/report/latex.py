@@ -20,7 +20,6 @@ keeps a ``\\label`` per table for the including document.
 from __future__ import annotations
 
 import textwrap
-import unicodedata
 
 from pubench.registry.spec import PAPERS
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
@@ -33,43 +32,7 @@ from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGI
 from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
                                    column_chunks, degenerate_summary, plot_alt, tier_line)
 from pubench.report.templating import Tex
-
-_TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                "~": r"\~{}", "^": r"\^{}", "\\": r"\textbackslash{}",
-                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-                # beyond what pdflatex's utf8 input knows with the default fonts:
-                "±": r"\ensuremath{\pm}", "†": r"\ensuremath{\dagger}", "‡": r"\ensuremath{\ddagger}",
-                "✓": r"\ensuremath{\surd}", "◊": r"\ensuremath{\diamond}",
-                "↓": r"\ensuremath{\downarrow}", "↑": r"\ensuremath{\uparrow}", "→": r"\ensuremath{\to}",
-                "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "≈": r"\ensuremath{\approx}",
-                "−": r"\ensuremath{-}", "×": r"\ensuremath{\times}", "∈": r"\ensuremath{\in}",
-                "—": "---", "–": "--", "…": r"\dots{}", "∞": r"\ensuremath{\infty}"}
-
-
-_GREEK_CAPITALS_IN_MATH = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi",
-                           "Omega"}
-
-
-def _unicode(ch: str) -> str:
-    """A character outside ASCII: Greek letters as math, Latin-1 as is (utf8 input handles
-    it), anything else spelled out rather than failing the compilation."""
-    name = unicodedata.name(ch, "")
-    if name.startswith("GREEK ") and " LETTER " in name:
-        letter = name.rsplit(" ", 1)[1].lower().replace("lamda", "lambda")
-        if letter == "omicron":
-            return "O" if "CAPITAL" in name else "o"
-        if "CAPITAL" not in name:
-            return r"\ensuremath{\%s}" % letter
-        letter = letter.capitalize()
-        return r"\ensuremath{\%s}" % letter if letter in _GREEK_CAPITALS_IN_MATH else letter[0].upper()
-    if ord(ch) < 256:
-        return ch
-    return r"\texttt{[U+%04X]}" % ord(ch)
-
-
-def escape_tex(text: object) -> str:
-    return "".join(_TEX_SPECIAL.get(ch) or (_unicode(ch) if ord(ch) > 127 else ch) for ch in str(text))
-
+from pubench.report.tex_escape import escape_tex
 
 # ---- cells and width estimates ------------------------------------------------------------
 TEXT_WIDTH_PT = 483.7  # A4 with 2 cm margins: what the standalone document's tables aim for

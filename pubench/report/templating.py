@@ -69,7 +69,7 @@ def tex(value: object) -> Tex:
     :class:`Tex` string, or one marked ``|safe`` (a macro's output), is kept as it is."""
     from markupsafe import Markup
 
-    from pubench.report.latex import escape_tex
+    from pubench.report.tex_escape import escape_tex
 
     if isinstance(value, Tex):
         return value
