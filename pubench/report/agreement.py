@@ -13,6 +13,11 @@ when our mean difference has the paper's sign. Pairs are split
   equal splits, Welch otherwise) has p < 0.05, i.e. a two-sided test at 10% as the claims
   use; a pair with a single seed is not tested.
 
+* by the working regime (:mod:`pubench.report.regime`) of the pair's two cells: ``in regime``
+  when every regime block covering them passes (and one covers them), ``not in regime`` when
+  one of them fails, ``unchecked`` otherwise (no block covers them, or its check had too few
+  results). Only pairs in regime say something about the paper's methods.
+
 Derived columns (the paper's Mean) are left out: they repeat their sources. With no
 ordering information at all half of the pairs would agree by chance, so the share is read
 against 50%; small gaps are where seed noise decides.
@@ -25,11 +30,14 @@ import statistics
 from dataclasses import dataclass
 
 from pubench.report.collect import TableResult
+from pubench.report.regime import IN, OUT, RegimeMap
 from pubench.report.stats import ALPHA, _one_sided_p, paired_values
 
 #: (label, lower bound inclusive, upper bound exclusive) of the paper's gap, in metric units.
 GAP_BINS = (("< 1", 0.0, 1.0), ("1-2", 1.0, 2.0), (">= 2", 2.0, float("inf")))
 ALL = "all"
+#: a pair's working regime (see the module's docstring)
+REGIMES = ("in regime", "not in regime", "unchecked")
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class OrderedPair:
     gap: float
     ours: float
     p: float | None
+    regime: str = "unchecked"
 
     @property
     def agrees(self) -> bool:
@@ -104,6 +113,9 @@ class Agreement:
     def overall(self) -> Share:
         return _share(self.pairs)
 
+    def by_regime(self) -> dict[str, Share]:
+        return {r: _share([p for p in self.pairs if p.regime == r]) for r in REGIMES}
+
     def rows(self) -> list[list[str]]:
         """Table rows: gap bin, pairs, agree (share of all), significant, not significant, not tested."""
         out = []
@@ -118,11 +130,16 @@ class Agreement:
         if not self.pairs:
             return "no pair of the paper's cells with both printed numbers has results of ours"
         s = self.split()
-        return (f"{s['pairs'].text()} pairs ordered as the paper (significant: {s['significant'].text()}; "
+        line = (f"{s['pairs'].text()} pairs ordered as the paper (significant: {s['significant'].text()}; "
                 f"not significant: {s['not significant'].text()}; not tested: {s['not tested'].pairs})")
+        regimes = self.by_regime()
+        if regimes["unchecked"].pairs == len(self.pairs):
+            return line
+        return line + "; " + "; ".join(f"{r}: {regimes[r].text()}" for r in REGIMES if regimes[r].pairs)
 
     def as_dict(self) -> dict:
         return {"id": self.spec_id, "tier": self.tier, **self.overall.as_dict(),
+                "by_regime": {r: v.as_dict() for r, v in self.by_regime().items()},
                 "by_gap": {label: {k: v.as_dict() for k, v in self.split(label).items()}
                            for label in [b[0] for b in GAP_BINS] + [ALL]}}
 
@@ -145,8 +162,16 @@ def _lines(res: TableResult):
             yield (f"{group} / {col}" if group else col), [(r, (r, col)) for r in rows]
 
 
+def _regime(regimes, *cells) -> str:
+    verdicts = [v.verdict for cell in cells for v in regimes.of(*cell)]
+    if OUT in verdicts:
+        return "not in regime"
+    return "in regime" if verdicts and all(v == IN for v in verdicts) else "unchecked"
+
+
 def agreement(res: TableResult) -> Agreement:
     spec = res.spec
+    regimes = RegimeMap(res)
     pairs = []
     for metric, m in spec.metrics.items():
         sign = 1.0 if m.higher_is_better else -1.0
@@ -167,15 +192,21 @@ def agreement(res: TableResult) -> Agreement:
                 elif n >= 2:  # the one-sided p-value of the direction our means show
                     p_paper = _one_sided_p(a, b, paired, m.higher_is_better, ours)
                     p = p_paper if ours > 0 else 1.0 - p_paper
-                pairs.append(OrderedPair(metric, line, na, nb, abs(ra.mean - rb.mean), ours, p))
+                pairs.append(OrderedPair(metric, line, na, nb, abs(ra.mean - rb.mean), ours, p,
+                                         _regime(regimes, ca, cb)))
     return Agreement(spec.id, res.tier, pairs)
 
 
 def overall(agreements: list[Agreement]) -> dict[str, Share]:
-    """Pooled over tables: every pair, and per gap bin."""
+    """Pooled over tables: every pair, per gap bin, and per regime."""
     out = {}
     for label in [b[0] for b in GAP_BINS] + [ALL]:
         out[label] = sum((a.split(label)["pairs"] for a in agreements), Share())
+    for r in REGIMES:
+        out[r] = sum((a.by_regime()[r] for a in agreements), Share())
+    in_regime = [p for a in agreements for p in a.pairs if p.regime == "in regime"]
+    for label, _, _ in GAP_BINS:
+        out[f"in regime, gap {label}"] = _share([p for p in in_regime if p.gap_bin == label])
     return out
 
 
@@ -206,6 +237,11 @@ def render_agreements(ags: list[Agreement]) -> str:
         pooled = overall([a for a in ags if a.tier == tier])
         lines.append(f"all tables ({tier}): {pooled[ALL].text()} pairs ordered as the paper ("
                      + "; ".join(f"gap {label}: {pooled[label].text()}" for label, _, _ in GAP_BINS) + ")")
+        if pooled["unchecked"].pairs < pooled[ALL].pairs:
+            lines.append(f"  by regime ({tier}): " + "; ".join(f"{r}: {pooled[r].text()}" for r in REGIMES)
+                         + " (in regime, by the paper's gap: "
+                         + "; ".join(f"{label}: {pooled[f'in regime, gap {label}'].text()}" for label, _, _ in GAP_BINS)
+                         + ")")
     return "\n".join(lines) + "\n"
 
 

@@ -351,3 +351,24 @@ def test_a_table_whose_methods_are_columns_is_checked_transposed():
     assert mnist.reference == ("infoNCE",) and mnist.baseline == "untrained encoder"
     assert mnist.cols == ("MNIST n_P=1k", "MNIST n_P=3k", "MNIST n_P=10k") and "puNCE" in mnist.rows
     assert cifar.cols[0] == "CIFAR n_P=1k"
+
+
+# ---- order agreement by regime ----------------------------------------------------------------
+
+
+def test_agreement_splits_pairs_by_the_regime_of_their_cells(tmp_path):
+    """The paper's one pair (B over A on x) is 'in regime' where A beats its untrained U by the
+    margin, 'not in regime' where it does not, and 'unchecked' without a regime block."""
+    from pubench.report.agreement import agreement, overall
+
+    for extra, values, want in (
+            (TRAINED, VALUES, "in regime"),
+            (TRAINED, {**VALUES, ("U", "x"): [45.0, 46.0, 44.0]}, "not in regime"),
+            ("", VALUES, "unchecked")):
+        spec = _spec(extra)
+        folder = tmp_path / want.replace(" ", "-")
+        a = agreement(collect(spec, "paper", _store(folder, spec, values)))
+        (pair,) = a.pairs
+        assert (pair.better, pair.worse, pair.agrees, pair.regime) == ("B", "A", True, want)
+        assert a.by_regime()[want].pairs == 1 and overall([a])[want].agree == 1
+        assert (f"; {want}: 100% of 1" in a.summary()) == (want != "unchecked")
