@@ -1,4 +1,4 @@
-"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site |
+"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site | export |
 crossref | agreement | verify | compare | preflight | prune``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
@@ -21,6 +21,7 @@ from pubench.cli import (
     compare,
     coverage,
     crossref,
+    export,
     preflight,
     prepare,
     prune,
@@ -37,7 +38,8 @@ __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 
 #: the parser function of every subcommand, in the order ``pubench --help`` lists them
 SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.schema_parser, coverage.parser,
-               prepare.parser, run.parser, status.parser, report.report_parser, report.site_parser, crossref.parser,
+               prepare.parser, run.parser, status.parser, report.report_parser, report.site_parser, export.parser,
+               crossref.parser,
                agreement.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
 
 
