@@ -1,5 +1,5 @@
 """Command line: ``pubench list | show | expand | schema | validate | coverage | prepare | run | status |
-failures | log | report | site | export | crossref | agreement | verify | compare | preflight | prune``.
+failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
 subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
@@ -18,6 +18,7 @@ import sys
 
 from pubench.cli import (
     agreement,
+    cancel,
     compare,
     coverage,
     crossref,
@@ -42,7 +43,7 @@ __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.schema_parser, validate.parser,
                coverage.parser,
                prepare.parser, run.parser, status.parser, failures.failures_parser,
-               failures.log_parser, report.report_parser, report.site_parser, export.parser,
+               failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
                crossref.parser,
                agreement.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
 
