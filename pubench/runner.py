@@ -44,6 +44,7 @@ class RunRequest:
     checkpoint_every: int | None = None
     progress: bool = False              # a progress bar
     log_lines: bool = False             # one line per finished job (logs, CI)
+    overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
 
 
 def executor_context(spec_id: str, tier: str, **fields: Any):
@@ -62,21 +63,31 @@ def run(req: RunRequest) -> int:
     from pubench.registry import get_spec
     from pubench.store import ResultStore
 
+    from pubench.jobs.plan import CUSTOM
+
     spec = get_spec(req.spec_id)
     if req.tier not in spec.tiers:
         raise UsageError(f"unknown tier {req.tier!r}")
-    executor, context = _executor(req, spec.id)
+    if req.overrides and req.executor != "local":
+        raise UsageError("--set runs a variant with --executor local only (a SLURM profile has no 'custom' tier yet)")
+    tier = CUSTOM if req.overrides else req.tier  # where the jobs are stored and claimed
+    executor, context = _executor(req, spec.id, tier)
     from pubench.jobs import expand
 
-    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics)
+    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
     store = ResultStore(context.results_root)
     if not req.dry_run:
         why = executor.unavailable_reason()
         if why:
             raise UsageError(why)
-        check_writable(store.folder(req.tier, spec.id), "results ($PUBENCH_RESULTS)")
+        check_writable(store.folder(tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(req, store.root)
     _say_plan(spec, req.tier, plan, context.numerics)
+    if req.overrides:
+        print(f"  custom variant: tier '{req.tier}' with --set {' --set '.join(req.overrides)}; stored under "
+              f"{store.folder(tier, spec.id)} (job ids differ from every tier's)")
+        for warning in override_warnings(spec, req.tier, req.overrides):
+            print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
     todo = _pending(req, spec.id, plan.jobs, store, context)
     if req.dry_run:
@@ -88,13 +99,37 @@ def run(req: RunRequest) -> int:
     return _submit(executor, req, spec.id, todo, store)
 
 
-def _executor(req: RunRequest, spec_id: str):
+def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
+    """The overrides whose key no cell's config at ``tier`` has (a typo makes every job fail
+    on its config; a new key may be meant): one sentence each."""
+    from pubench.jobs.overrides import parse_override
+
+    configs = [spec.resolve(tier, r, c)["params"] for r, c in spec.cells()
+               if spec.unavailable_reason(tier, r, c) is None]
+    out = []
+    for text in overrides:
+        path, _, _ = parse_override(text)
+        if not any(_has_path(p, path) for p in configs):
+            out.append(f"--set {text}: no cell's config at tier '{tier}' has {'.'.join(path)!r} (a new key; "
+                       "`pubench expand ID --tier T` shows the configs)")
+    return out
+
+
+def _has_path(node, path: list[str]) -> bool:
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
     """The executor of the run, and its context (with the numerics of the run's jobs)."""
     from pubench import numerics
     from pubench.executors import EXECUTORS
 
     kind = EXECUTORS.get(req.executor)
-    context = executor_context(spec_id, req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
+    context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
                                profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
     device = req.device if req.device != "auto" else kind.default_device(context)
     context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
@@ -143,9 +178,10 @@ def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
     corrupt record is quarantined (its job runs again)."""
     from pubench.executors import EXECUTORS
 
+    tier = context.tier
     if not req.dry_run:
-        store.clean_temps(req.tier, spec_id)
-    scan = store.scan(req.tier, spec_id)
+        store.clean_temps(tier, spec_id)
+    scan = store.scan(tier, spec_id)
     if scan.corrupt and not req.dry_run:
         moved = store.quarantine([p for p, _ in scan.corrupt])
         for (p, why), dest in zip(scan.corrupt, moved):
@@ -190,7 +226,7 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
     skipped = f", {counts['skipped']} skipped (done or claimed by another runner meanwhile)" if counts["skipped"] else ""
     print(f"pubench: {counts['ok']} ok, {counts['failed']} failed{skipped}")
     if counts["failed"]:
-        _print_failures(store, req.tier, spec_id, todo)
+        _print_failures(store, todo[0].tier, spec_id, todo)
     return 1 if counts["failed"] else 0
 
 
