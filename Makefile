@@ -39,7 +39,7 @@ demo: install
 	fi; \
 	echo "== 3. status and reports"; \
 	$(PUBENCH) status; \
-	$(PUBENCH) report --quiet --html; \
+	$(PUBENCH) report --html; \
 	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
 	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
 	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \

@@ -90,13 +90,54 @@ def run(req: RunRequest) -> int:
             print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
     todo = _pending(req, spec.id, plan.jobs, store, context)
+    lacking = missing_data(todo)
+    if lacking and not req.dry_run and executor.runs_here:
+        raise UsageError(missing_data_line(spec.id, todo, lacking) + " (nothing was run)")
     if req.dry_run:
+        if lacking:
+            print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
         print(executor.plan(todo))
         print(_estimate(store, todo, req.jobs if executor.runs_here else None))
         return 0
     if not todo:
         return 0
     return _submit(executor, req, spec.id, todo, store)
+
+
+def missing_data(jobs: list) -> dict[str, str]:
+    """Data set name -> what to place where, for every data set ``jobs`` read that is not under
+    the data root ($PUBENCH_DATA) here (:func:`pubench.coverage.data_missing`; a data set no
+    loader checks, e.g. a simulation's, counts as present)."""
+    from pubench.registry.units import units
+
+    names, seen = set(), set()
+    for j in jobs:
+        if id(j.params) not in seen:  # the seeds of a cell share their params
+            seen.add(id(j.params))
+            names |= {n for k, n in units(j.task, j.params) if k == "dataset"}
+    if not names:
+        return {}
+    from pubench.coverage import data_missing
+
+    out = {}
+    for n in sorted(names):
+        why = data_missing(n)
+        if why and not why.startswith("no loader checks data"):
+            out[n] = why
+    return out
+
+
+def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str]) -> str:
+    """One line: the jobs that need missing data, and per data set the files to place."""
+    from pubench.registry.units import units
+
+    n = sum(any(k == "dataset" and name in lacking for k, name in units(j.task, j.params)) for j in jobs)
+    parts = []
+    for name, why in lacking.items():
+        where = why.split("place ", 1)[1].split(". ", 1)[0] if "place " in why else why
+        parts.append(f"{name}: place {where}")
+    return (f"data missing for {n} job(s) of {spec_id}: " + "; ".join(parts)
+            + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:

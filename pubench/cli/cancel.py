@@ -30,7 +30,7 @@ def cmd_cancel(args) -> int:
     done = {t: d for t, d in done.items() if d["manifests"]}
     if not done:
         raise UsageError(f"no SLURM submission of {one.id} to cancel at tier(s) {', '.join(tiers)} (no live "
-                         f"manifest under {paths.logs_root()}/<tier>/{one.id}/)")
+                         f"manifest under {', '.join(str(paths.logs_root() / t / one.id) for t in tiers)})")
     for tier, d in done.items():
         print(f"pubench: {one.id} ({tier}): scancel {' '.join(d['arrays'])} ({d['jobs']} job(s) in "
               f"{len(d['manifests'])} submission(s)); released {d['released']} claim(s)")

@@ -26,7 +26,7 @@ def parser(sub) -> None:
                     "version and the regime verdict. Exports every table with results unless ids are given; "
                     "reads the result store ($PUBENCH_RESULTS), runs nothing.",
         epilog="examples:\n  pubench export --format csv\n"
-               "  pubench export table1-bcl --tier paper --format json --out table1-bcl.json\n"
+               "  pubench export table1-bcl --tier reduced --format json --out table1-bcl.json\n"
                "  pubench export --format parquet --out results.parquet   # needs pyarrow\n"
                "read it with pandas.read_csv / read_json(orient='records') / read_parquet")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: every one with results)")
@@ -74,11 +74,11 @@ def cmd_export(args) -> int:
             raise UsageError("--format parquet writes a binary file: give it with --out FILE")
     frame = export_frame(args.ids or None, args.tier)
     if frame is None:
+        from pubench.cli.report import run_first_hint
+
         what = ", ".join(args.ids) if args.ids else "any table"
-        tiers = ", ".join(args.tier) if args.tier else "any tier"
-        first = args.ids[0] if args.ids else "fig5-bcl"
-        raise UsageError(f"no results for {what} at {tiers}; run `pubench run {first}"
-                         f"{' --tier ' + args.tier[0] if args.tier else ''}` first")
+        tiers = args.tier or list(TIER_CHOICES)
+        raise UsageError(f"no results for {what} at tier(s) {', '.join(tiers)}; {run_first_hint(args.ids, tiers)}")
     out = Path(args.out) if args.out else None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,8 @@ def parser(sub) -> None:
                "  pubench preflight --sample --steps 1 --max-step-gflop 150   # one cell per task kind and backbone (CI)\n"
                "  pubench preflight table2-pucl --only '*|DD'")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: all)")
-    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper (preflight projects the cost of the paper's configs; every other one-tier command "
+                        "defaults to reduced)")
     s.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="default: cpu")
     s.add_argument("--steps", type=bounded_int("--steps", 1, 1000), default=2,
                    help="steps of each stage's first and of its last epoch (default 2; the first is the warm-up)")

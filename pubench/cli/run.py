@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from pubench.cli._common import (
+    DEFAULT_TIER,
     FMT,
     TIER_CHOICES,
     bounded_int,
@@ -28,10 +29,10 @@ def parser(sub) -> None:
         epilog="examples:\n  pubench run fig5-bcl --tier paper --seeds 5\n"
                "  pubench run table1-punce --tier reduced --seeds 3 --jobs 2\n"
                "  pubench run table1-punce --tier paper --executor slurm --dry-run\n"
-               "  pubench run table1-punce --only 'puNCE|*'\n"
+               "  pubench run table1-punce --only '*|puNCE'\n"
                "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'")
-    s.add_argument("id")
-    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES,
+    s.add_argument("id", help="table or figure id, e.g. table1-punce")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000),
                    help="number of seeds (default: the tier's, from the spec)")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from pubench.cli._common import FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
+from pubench.cli._common import DEFAULT_TIER, FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
 
 
 def list_parser(sub) -> None:
     s = sub.add_parser("list", help="every table and figure in the registry", formatter_class=FMT,
                        epilog="example:\n  pubench list --paper punce")
-    s.add_argument("--paper", choices=["pucl", "punce", "bcl", "pupl", "wconpu"])
+    s.add_argument("--paper", choices=["pucl", "punce", "bcl", "pupl", "wconpu"], help="only this paper's")
     s.set_defaults(fn=cmd_list)
 
 
@@ -29,8 +29,8 @@ def expand_parser(sub) -> None:
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
                "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json\n"
                "  pubench expand fig5-bcl --tier smoke --set data.M=100")
-    s.add_argument("id")
-    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+    s.add_argument("id", help="table or figure id, e.g. table1-punce")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
     s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
     s.add_argument("--json", action="store_true", help="machine-readable")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",

@@ -14,10 +14,11 @@ STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "subm
 def parser(sub) -> None:
     s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",
                        formatter_class=FMT, epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper")
-    s.add_argument("ids", nargs="*")
-    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
+    s.add_argument("ids", nargs="*", help="table or figure ids (default: every one with jobs done, failed or in "
+                                          "flight)")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES, help="only this tier (repeatable; default: all)")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000), help="seeds to count as planned (default: the tier's)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="machine-readable")
     s.set_defaults(fn=cmd_status)
 
 
