@@ -43,7 +43,7 @@ class RunRequest:
     allow_dirty: bool = False
     checkpoint_every: int | None = None
     progress: bool = False              # a progress bar
-    log_lines: bool = False             # one line per finished job (logs, CI)
+    log_lines: bool = False             # progress lines, no bar (logs, CI): runner._log_line
     overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
 
 
@@ -289,14 +289,28 @@ def _estimate(store, todo, parallel: int | None) -> str:
 
 
 def _log_line(total: int) -> Callable:
-    """One line per finished job when stderr is not a terminal (logs, CI)."""
+    """Progress lines when stderr is not a terminal (logs, CI, ``make demo``): one per finished
+    job for up to :data:`LOG_EVERY_JOB` jobs; for more, one per twentieth of the run (and one
+    for every job that did not end ok), each with the counts so far."""
+    import math
+
     n = Counter()
+    every = 1 if total <= LOG_EVERY_JOB else math.ceil(total / 20)
 
     def on_done(job, status):
         n["i"] += 1
-        print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+        n[status] += 1
+        if every == 1:
+            print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+        elif status != "ok" or n["i"] % every == 0 or n["i"] == total:
+            print(f"  [{n['i']}/{total}] {status:7s} {job.name}  ({n['ok']} ok, {n['failed']} failed so far)",
+                  flush=True)
 
     return on_done
+
+
+#: runs of up to this many jobs log every job; longer ones a line per twentieth
+LOG_EVERY_JOB = 40
 
 
 def _print_failures(store, tier: str, spec_id: str, jobs) -> None:

@@ -69,3 +69,20 @@ def test_run_checks_the_data_before_starting_jobs(tmp_registry, tmp_path, monkey
     assert main(["run", "table1-bcl", "--tier", "smoke", "--only", "A|*", "--no-progress"]) == 0
     assert main(["run", "table1-bcl", "--tier", "smoke", "--dry-run"]) == 0
     assert "warning: data missing for 2 job(s)" in capsys.readouterr().out
+
+
+def test_progress_lines_without_a_terminal_are_a_twentieth_of_a_long_run(capsys):
+    from types import SimpleNamespace
+
+    from pubench.runner import _log_line
+
+    short = _log_line(3)
+    for i in range(3):
+        short(SimpleNamespace(name=f"t/A|x/seed={i}"), "ok")
+    assert capsys.readouterr().out.count("\n") == 3
+    long = _log_line(360)
+    for i in range(360):
+        long(SimpleNamespace(name=f"t/A|x/seed={i}"), "failed" if i == 7 else "ok")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 21 and lines[0].startswith("  [8/360] failed") and lines[-1].startswith("  [360/360] ok")
+    assert lines[-1].endswith("(359 ok, 1 failed so far)")
