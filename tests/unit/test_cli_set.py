@@ -63,3 +63,21 @@ def test_set_errors_and_warnings(tmp_registry, capsys):
         assert len(err.splitlines()) == 1 and needle in err, err
     assert main(["run", "table1-bcl", "--tier", "smoke", "--set", "valeu=2", "--dry-run"]) == 0
     assert "warning: --set valeu=2: no cell's config at tier 'smoke' has 'valeu'" in capsys.readouterr().out
+
+
+def test_preflight_checks_the_variant_run_set_runs(tmp_registry):
+    """``preflight --set``: the cells it checks are the jobs `run --set` runs (same ids)."""
+    from pubench.jobs import expand
+    from pubench.jobs.overrides import OverrideError
+    from pubench.numerics import resolve
+    from pubench.preflight.plan import select
+    from pubench.registry import load_all
+
+    tmp_registry(selftest_spec())
+    specs = load_all()
+    cells, _ = select(specs, "smoke", ["A|*"], resolve(), ["value=4.5"])
+    want = expand(specs["table1-bcl"], "smoke", 1, ["A|*"], overrides=["value=4.5"]).jobs
+    assert [c.job.id for c in cells] == [j.id for j in want] and len(cells) == 2
+    assert all(c.job.params["value"] == 4.5 and c.job.tier == "custom" for c in cells)
+    with pytest.raises(OverrideError):
+        select(specs, "smoke", None, resolve(), ["value.x=1"])
