@@ -42,6 +42,8 @@ def test_export_json_to_a_file_and_tier_filter(store, tmp_path, capsys):
     assert main(["export", "table1-bcl", "--tier", "smoke"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pubench run table1-bcl --tier smoke" in err and "<id>" not in err
+    assert main(["export", "table1-bcl", "--tier", "custom"]) == 2
+    assert "run a variant first: `pubench run table1-bcl --set key.path=value`" in capsys.readouterr().err
 
 
 def test_export_parquet(store, tmp_path, capsys):
@@ -56,3 +58,25 @@ def test_export_parquet(store, tmp_path, capsys):
         return
     assert main(["export", "--format", "parquet", "--out", str(out)]) == 0
     assert len(pd.read_parquet(out)) == 4
+
+
+def test_export_marks_variants_run_with_set(tmp_registry, capsys):
+    from tests.conftest import selftest_spec
+
+    tmp_registry(selftest_spec())
+    for value in ("10", "20"):
+        assert main(["run", "table1-bcl", "--tier", "reduced", "--set", f"value={value}", "--only", "A|*",
+                     "--no-progress"]) == 0
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["export", "--format", "csv"]) == 0
+    f = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(f["tier"]) == {"reduced", "custom"} and f[f.tier == "reduced"]["variant"].isna().all()
+    v = f[f.tier == "custom"].set_index(["variant", "row", "col"])
+    assert sorted(set(v.index.get_level_values(0))) == ["reduced + value=10", "reduced + value=20"]
+    assert len(v) == 4 and (v["n"] == 2).all()
+    assert v.loc[("reduced + value=20", "A", "x"), "mean"] == pytest.approx(20, abs=0.5)
+    assert v.loc[("reduced + value=10", "A", "x"), "delta"] == pytest.approx(v.loc[("reduced + value=10", "A", "x"),
+                                                                                  "mean"] - 1.0)
+    assert main(["export", "--tier", "custom", "--format", "json"]) == 0
+    assert {r["tier"] for r in json.loads(capsys.readouterr().out)} == {"custom"}
