@@ -81,3 +81,17 @@ def test_preflight_checks_the_variant_run_set_runs(tmp_registry):
     assert all(c.job.params["value"] == 4.5 and c.job.tier == "custom" for c in cells)
     with pytest.raises(OverrideError):
         select(specs, "smoke", None, resolve(), ["value.x=1"])
+
+
+def test_status_lists_the_variants(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    assert main(["status"]) == 0
+    assert "custom" not in capsys.readouterr().out
+    for value in ("10", "20"):
+        assert main(["run", "table1-bcl", "--tier", "smoke", "--set", f"value={value}", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["status", "--tier", "custom", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [{"id": "table1-bcl", "tier": "custom (2 variants)", "seeds": "-", "jobs": 8, "done": 8,
+                     "failed": 0, "running": 0, "submitted": 0, "corrupt": 0, "pending": 0,
+                     "not_implemented_jobs": 0, "unavailable_cells": 0}]
