@@ -2,7 +2,8 @@
 it selects cells, selects something (issue 39).
 
 The examples are parsed from the parsers' epilogs and run in this process against a scratch
-store: the real specs, a copy of the committed records of the tables the examples name, and
+store: the real specs, records made up for every job of the tables and tiers the examples read
+(:data:`SEEDED`; the numbers do not matter here, and the committed store changes), and
 throwaway reports, logs and output files (the working directory is a scratch folder). ``run``
 examples get ``--dry-run``; ``pubench log`` and ``pubench cancel`` find the failure record and
 the SLURM submission they name (a stand-in ``scancel`` records its arguments). The few
@@ -36,9 +37,9 @@ NOT_RUN = {
     "preflight --sample --steps 1 --max-step-gflop 150": "measures training steps (.ci/run, test_preflight.py)",
     "preflight table2-pucl --only '*|DD'": "measures training steps (tests/unit/test_preflight.py)",
 }
-#: committed records copied into the scratch store: the tables and tiers the examples read
-SEEDED = ["paper/fig5-bcl", "reduced/table1-bcl", "reduced/table2-punce", "reduced/table1-punce",
-          "reduced/table5-punce"]
+#: the tables and tiers the examples read, each given an ok record per job in the scratch store
+SEEDED = [("paper", "fig5-bcl"), ("reduced", "table1-bcl"), ("reduced", "table2-punce"), ("reduced", "table1-punce"),
+          ("reduced", "table5-punce")]
 #: examples whose exit status is their answer: the statuses that are right here
 EXIT = {"prepare --check": (0, 1)}  # 1: a data set is missing here (the machine decides, not the code)
 LOG_JOB = "94c0635ab5d9cee7"  # the job id of `pubench log`'s examples
@@ -77,18 +78,31 @@ def test_examples_are_found_for_every_subcommand():
     assert found == {name for name, _ in _parsers() if name != "pubench"}
 
 
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """A store with an ok record per job of :data:`SEEDED` (made once; each test copies it)."""
+    from pubench.jobs import expand
+    from pubench.registry import get_spec
+    from pubench.store import ResultStore
+
+    root = tmp_path_factory.mktemp("seeded") / "results"
+    store = ResultStore(root)
+    for tier, sid in SEEDED:
+        spec = get_spec(sid)
+        for job in expand(spec, tier, min(spec.tiers[tier].seeds, 3)).jobs:
+            store.write_ok(job, {m: 50.0 + job.seed_index for m in spec.metrics}, {}, {"wall_s": 1.0})
+    return root
+
+
 @pytest.fixture
-def scratch(tmp_path, monkeypatch):
+def scratch(tmp_path, monkeypatch, seeded):
+    shutil.copytree(seeded, tmp_path / "results")
     for name, env in (("results", "PUBENCH_RESULTS"), ("reports", "PUBENCH_REPORTS"), ("logs", "PUBENCH_LOGS")):
-        (tmp_path / name).mkdir()
+        (tmp_path / name).mkdir(exist_ok=True)
         monkeypatch.setenv(env, str(tmp_path / name))
     monkeypatch.delenv("PUBENCH_EXPERIMENTS", raising=False)
     monkeypatch.setenv("PUBENCH_NO_MALLOC_TUNING", "1")
     monkeypatch.setenv("PUBENCH_NO_REEXEC", "1")
-    for folder in SEEDED:
-        if (ROOT / "results" / folder).is_dir():
-            shutil.copytree(ROOT / "results" / folder, tmp_path / "results" / folder,
-                            ignore=shutil.ignore_patterns(".claims", "quarantine"))
     # the failure record `pubench log 94c0635a` finds
     job = {"id": LOG_JOB, "spec_id": "table1-pucl", "tier": "reduced", "row": "SimCLR", "col": "CIFAR10",
            "seed_index": 0, "task": "contrastive_probe", "params": {}, "seeds": {"data": 1, "init": 2},
