@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   venv + install, run fig5-bcl at paper tier (5 seeds) and, when ../shared/data
 #               exists, two reduced-tier cells of table2-punce into a scratch store; render the
-#               reports and the HTML site there and print where they are
+#               reports and the HTML site there and print where they are, with a line per stage
+#               (and the run's progress bar), and how to remove the scratch folder
 #   make test   venv + install, run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -25,25 +26,28 @@ install: $(STAMP)
 SHARED_DATA ?= ../shared/data
 demo: install
 	@set -e; scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/pubench-demo-XXXXXX"); \
-	export PUBENCH_RESULTS="$$scratch/results" PUBENCH_REPORTS="$$scratch/reports"; \
-	echo "== demo: results and reports go to $$scratch"; \
-	echo "== 1. BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds"; \
-	$(PUBENCH) run fig5-bcl --tier paper --seeds 5 --jobs 2 --no-progress; \
+	export PUBENCH_RESULTS="$$scratch/results" PUBENCH_REPORTS="$$scratch/reports" PUBENCH_PROGRESS=0; \
+	echo "== demo: results, reports and the site go to the scratch folder $$scratch"; \
+	echo "   (nothing else is written there; remove it afterwards with: rm -rf $$scratch)"; \
+	echo "== demo 1/3: BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds: 360 jobs, ~25 s on 2 free cores"; \
+	echo "   (jobs take machine-wide core slots: while other pubench runs hold every core, this waits for one)"; \
+	$(PUBENCH) run fig5-bcl --tier paper --seeds 5 --jobs 2; \
 	if [ -d "$(SHARED_DATA)" ]; then \
-	  echo "== 2. MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed)"; \
+	  echo "== demo 2/3: MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed, ~70 s)"; \
 	  $(PUBENCH) prepare mnist --from "$(SHARED_DATA)"; \
-	  $(PUBENCH) run table2-punce --tier reduced --seeds 1 --jobs 2 --no-progress \
+	  $(PUBENCH) run table2-punce --tier reduced --seeds 1 --jobs 2 \
 	    --only 'MLP nnPU|n_P=1k' --only 'MLP puNCE|n_P=1k'; \
 	else \
-	  echo "== 2. skipped: no $(SHARED_DATA) (data tables need \`pubench prepare\`, see README)"; \
+	  echo "== demo 2/3: skipped: no $(SHARED_DATA) (data tables need \`pubench prepare\`, see README)"; \
 	fi; \
-	echo "== 3. status and reports"; \
+	echo "== demo 3/3: status, reports and the HTML site"; \
 	$(PUBENCH) status; \
-	$(PUBENCH) report --quiet --html; \
+	$(PUBENCH) report --html; \
 	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
 	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
 	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \
-	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"
+	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"; \
+	echo "== demo done. Everything it wrote is in $$scratch; remove it with: rm -rf $$scratch"
 
 test: install
 	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks

@@ -34,7 +34,7 @@ COMMANDS = {
     "show": ["show", "table2-punce"],
     "status": ["status"],
     "coverage": ["coverage"],
-    "report": ["report", "--quiet"],
+    "report": ["report"],
 }
 BIG = ("status", "report")  # the commands timed on the generated store too
 

@@ -43,7 +43,8 @@ class RunRequest:
     allow_dirty: bool = False
     checkpoint_every: int | None = None
     progress: bool = False              # a progress bar
-    log_lines: bool = False             # one line per finished job (logs, CI)
+    log_lines: bool = False             # progress lines, no bar (logs, CI): runner._log_line
+    overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
 
 
 def executor_context(spec_id: str, tier: str, **fields: Any):
@@ -62,24 +63,39 @@ def run(req: RunRequest) -> int:
     from pubench.registry import get_spec
     from pubench.store import ResultStore
 
+    from pubench.jobs.plan import CUSTOM
+
     spec = get_spec(req.spec_id)
     if req.tier not in spec.tiers:
         raise UsageError(f"unknown tier {req.tier!r}")
-    executor, context = _executor(req, spec.id)
+    if req.overrides and req.executor != "local":
+        raise UsageError("--set runs a variant with --executor local only (a SLURM profile has no 'custom' tier yet)")
+    tier = CUSTOM if req.overrides else req.tier  # where the jobs are stored and claimed
+    executor, context = _executor(req, spec.id, tier)
     from pubench.jobs import expand
 
-    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics)
+    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
     store = ResultStore(context.results_root)
     if not req.dry_run:
         why = executor.unavailable_reason()
         if why:
             raise UsageError(why)
-        check_writable(store.folder(req.tier, spec.id), "results ($PUBENCH_RESULTS)")
+        check_writable(store.folder(tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(req, store.root)
     _say_plan(spec, req.tier, plan, context.numerics)
+    if req.overrides:
+        print(f"  custom variant: tier '{req.tier}' with --set {' --set '.join(req.overrides)}; stored under "
+              f"{store.folder(tier, spec.id)} (job ids differ from every tier's)")
+        for warning in override_warnings(spec, req.tier, req.overrides):
+            print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
     todo = _pending(req, spec.id, plan.jobs, store, context)
+    lacking = missing_data(todo)
+    if lacking and not req.dry_run and executor.runs_here:
+        raise UsageError(missing_data_line(spec.id, todo, lacking) + " (nothing was run)")
     if req.dry_run:
+        if lacking:
+            print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
         print(executor.plan(todo))
         print(_estimate(store, todo, req.jobs if executor.runs_here else None))
         return 0
@@ -88,13 +104,73 @@ def run(req: RunRequest) -> int:
     return _submit(executor, req, spec.id, todo, store)
 
 
-def _executor(req: RunRequest, spec_id: str):
+def missing_data(jobs: list) -> dict[str, str]:
+    """Data set name -> what to place where, for every data set ``jobs`` read that is not under
+    the data root ($PUBENCH_DATA) here (:func:`pubench.coverage.data_missing`; a data set no
+    loader checks, e.g. a simulation's, counts as present)."""
+    from pubench.registry.units import units
+
+    names, seen = set(), set()
+    for j in jobs:
+        if id(j.params) not in seen:  # the seeds of a cell share their params
+            seen.add(id(j.params))
+            names |= {n for k, n in units(j.task, j.params) if k == "dataset"}
+    if not names:
+        return {}
+    from pubench.coverage import data_missing
+
+    out = {}
+    for n in sorted(names):
+        why = data_missing(n)
+        if why and not why.startswith("no loader checks data"):
+            out[n] = why
+    return out
+
+
+def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str]) -> str:
+    """One line: the jobs that need missing data, and per data set the files to place."""
+    from pubench.registry.units import units
+
+    n = sum(any(k == "dataset" and name in lacking for k, name in units(j.task, j.params)) for j in jobs)
+    parts = []
+    for name, why in lacking.items():
+        where = why.split("place ", 1)[1].split(". ", 1)[0] if "place " in why else why
+        parts.append(f"{name}: place {where}")
+    return (f"data missing for {n} job(s) of {spec_id}: " + "; ".join(parts)
+            + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
+
+
+def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
+    """The overrides whose key no cell's config at ``tier`` has (a typo makes every job fail
+    on its config; a new key may be meant): one sentence each."""
+    from pubench.jobs.overrides import parse_override
+
+    configs = [spec.resolve(tier, r, c)["params"] for r, c in spec.cells()
+               if spec.unavailable_reason(tier, r, c) is None]
+    out = []
+    for text in overrides:
+        path, _, _ = parse_override(text)
+        if not any(_has_path(p, path) for p in configs):
+            out.append(f"--set {text}: no cell's config at tier '{tier}' has {'.'.join(path)!r} (a new key; "
+                       "`pubench expand ID --tier T` shows the configs)")
+    return out
+
+
+def _has_path(node, path: list[str]) -> bool:
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
     """The executor of the run, and its context (with the numerics of the run's jobs)."""
     from pubench import numerics
     from pubench.executors import EXECUTORS
 
     kind = EXECUTORS.get(req.executor)
-    context = executor_context(spec_id, req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
+    context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
                                profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
     device = req.device if req.device != "auto" else kind.default_device(context)
     context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
@@ -143,9 +219,10 @@ def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
     corrupt record is quarantined (its job runs again)."""
     from pubench.executors import EXECUTORS
 
+    tier = context.tier
     if not req.dry_run:
-        store.clean_temps(req.tier, spec_id)
-    scan = store.scan(req.tier, spec_id)
+        store.clean_temps(tier, spec_id)
+    scan = store.scan(tier, spec_id)
     if scan.corrupt and not req.dry_run:
         moved = store.quarantine([p for p, _ in scan.corrupt])
         for (p, why), dest in zip(scan.corrupt, moved):
@@ -190,7 +267,7 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
     skipped = f", {counts['skipped']} skipped (done or claimed by another runner meanwhile)" if counts["skipped"] else ""
     print(f"pubench: {counts['ok']} ok, {counts['failed']} failed{skipped}")
     if counts["failed"]:
-        _print_failures(store, req.tier, spec_id, todo)
+        _print_failures(store, todo[0].tier, spec_id, todo)
     return 1 if counts["failed"] else 0
 
 
@@ -212,14 +289,28 @@ def _estimate(store, todo, parallel: int | None) -> str:
 
 
 def _log_line(total: int) -> Callable:
-    """One line per finished job when stderr is not a terminal (logs, CI)."""
+    """Progress lines when stderr is not a terminal (logs, CI, ``make demo``): one per finished
+    job for up to :data:`LOG_EVERY_JOB` jobs; for more, one per twentieth of the run (and one
+    for every job that did not end ok), each with the counts so far."""
+    import math
+
     n = Counter()
+    every = 1 if total <= LOG_EVERY_JOB else math.ceil(total / 20)
 
     def on_done(job, status):
         n["i"] += 1
-        print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+        n[status] += 1
+        if every == 1:
+            print(f"  [{n['i']}/{total}] {status:7s} {job.name}", flush=True)
+        elif status != "ok" or n["i"] % every == 0 or n["i"] == total:
+            print(f"  [{n['i']}/{total}] {status:7s} {job.name}  ({n['ok']} ok, {n['failed']} failed so far)",
+                  flush=True)
 
     return on_done
+
+
+#: runs of up to this many jobs log every job; longer ones a line per twentieth
+LOG_EVERY_JOB = 40
 
 
 def _print_failures(store, tier: str, spec_id: str, jobs) -> None:

@@ -1,5 +1,5 @@
-"""Command line: ``pubench list | show | expand | schema | coverage | prepare | run | status | report | site |
-crossref | agreement | verify | compare | preflight | prune``.
+"""Command line: ``pubench list | show | expand | schema | validate | coverage | prepare | run | status |
+failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
 subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
@@ -18,9 +18,12 @@ import sys
 
 from pubench.cli import (
     agreement,
+    cancel,
     compare,
     coverage,
     crossref,
+    export,
+    failures,
     preflight,
     prepare,
     prune,
@@ -28,6 +31,7 @@ from pubench.cli import (
     run,
     specs,
     status,
+    validate,
     verify,
 )
 from pubench.cli._common import FMT, Parser, UsageError, one_line
@@ -36,8 +40,11 @@ from pubench.errors import PubenchError
 __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 
 #: the parser function of every subcommand, in the order ``pubench --help`` lists them
-SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.schema_parser, coverage.parser,
-               prepare.parser, run.parser, status.parser, report.report_parser, report.site_parser, crossref.parser,
+SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.schema_parser, validate.parser,
+               coverage.parser,
+               prepare.parser, run.parser, status.parser, failures.failures_parser,
+               failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
+               crossref.parser,
                agreement.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
 
 

@@ -11,9 +11,13 @@ import sys
 from pubench.errors import UsageError
 from pubench.registry.spec import TIERS as TIER_CHOICES
 
+#: the tier of every command that works on one tier (run, expand, verify, compare) unless --tier says
+#: otherwise: the configs that run on a laptop CPU (preflight, which projects the paper's cost, says paper)
+DEFAULT_TIER = "reduced"
+
 FMT = argparse.RawDescriptionHelpFormatter  # every subcommand's help keeps its examples' lines
 
-__all__ = ["FMT", "TIER_CHOICES", "Parser", "UsageError", "bounded_int", "ensure_process_env", "local_numerics",
+__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "bounded_int", "ensure_process_env", "local_numerics",
            "numerics_options", "one_line", "positive_float", "quiet_jobs_when_asked", "spec", "specs"]
 
 

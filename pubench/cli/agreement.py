@@ -20,11 +20,12 @@ def parser(sub) -> None:
                               "  pubench agreement --json")
     s.add_argument("ids", nargs="*", help="tables or figures (default: all)")
     s.add_argument("--tier", choices=TIER_CHOICES, help="only this tier (default: every tier with results)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="machine-readable")
     s.set_defaults(fn=cmd_agreement)
 
 
 def cmd_agreement(args) -> int:
+    from pubench.cli.report import run_first_hint
     from pubench.report.agreement import agreements_json, render_agreements, table_agreements
     from pubench.store import ResultStore
 
@@ -32,6 +33,6 @@ def cmd_agreement(args) -> int:
     ags = table_agreements(specs(args.ids or None), ResultStore(paths.results_root()), tiers)
     if not ags:
         raise UsageError("no results for " + (", ".join(args.ids) if args.ids else "any table")
-                         + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
+                         + f" at tier(s) {', '.join(tiers)}; {run_first_hint(args.ids, tiers)}")
     print(json.dumps(agreements_json(ags), indent=1) if args.json else render_agreements(ags).rstrip("\n"))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pubench import paths
-from pubench.cli._common import FMT, TIER_CHOICES, UsageError, positive_float, specs
+from pubench.cli._common import DEFAULT_TIER, FMT, TIER_CHOICES, UsageError, positive_float, specs
 
 
 def parser(sub) -> None:
@@ -14,9 +14,9 @@ def parser(sub) -> None:
                        epilog="example (what .ci/nightly does):\n"
                               "  PUBENCH_RESULTS=/tmp/nightly pubench run table1-punce --tier reduced --seeds 1\n"
                               "  PUBENCH_RESULTS=/tmp/nightly pubench compare --baseline results --tier reduced")
-    s.add_argument("ids", nargs="*")
+    s.add_argument("ids", nargs="*", help="table or figure ids (default: every one)")
     s.add_argument("--baseline", required=True, help="the result store to compare against (e.g. the committed results/)")
-    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES)
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
     s.add_argument("--sigmas", type=positive_float("--sigmas"), default=3.0,
                    help="tolerance in standard errors of the difference of the two means, from the pooled seed "
                         "std (default 3)")

@@ -12,7 +12,7 @@ def parser(sub) -> None:
                        "missing methods and datasets", formatter_class=FMT,
                        epilog="examples:\n  pubench coverage\n  pubench coverage table1-punce --json")
     s.add_argument("ids", nargs="*", help="restrict to these ids")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="machine-readable")
     s.set_defaults(fn=cmd_coverage)
 
 

@@ -18,7 +18,7 @@ def parser(sub) -> None:
                               "  pubench crossref --check     # validate the mapping against the registry")
     s.add_argument("--method", help="only entries whose method contains this text (case-insensitive)")
     s.add_argument("--tier", choices=TIER_CHOICES, help="ours from this tier only (default: the highest with results)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="machine-readable")
     s.add_argument("--check", action="store_true", help="only validate the mapping")
     s.set_defaults(fn=cmd_crossref)
 

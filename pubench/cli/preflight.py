@@ -24,7 +24,12 @@ def parser(sub) -> None:
                "  pubench preflight --sample --steps 1 --max-step-gflop 150   # one cell per task kind and backbone (CI)\n"
                "  pubench preflight table2-pucl --only '*|DD'")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: all)")
-    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+    s.add_argument("--tier", default="paper", choices=TIER_CHOICES,
+                   help="default: paper (preflight projects the cost of the paper's configs; every other one-tier "
+                        "command defaults to reduced)")
+    s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
+                   help="check the variant `pubench run --set` would run: set this key of every selected cell's "
+                        "config at --tier (repeatable; the value is YAML; KEY=~ deletes)")
     s.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="default: cpu")
     s.add_argument("--steps", type=bounded_int("--steps", 1, 1000), default=2,
                    help="steps of each stage's first and of its last epoch (default 2; the first is the warm-up)")
@@ -58,7 +63,8 @@ def cmd_preflight(args) -> int:
     opts = Options(tier=args.tier, device=args.device, steps=args.steps, threads=args.threads, only=args.only,
                    sample=args.sample, max_step_gflop=args.max_step_gflop,
                    max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
-                   max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs)
+                   max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs,
+                   overrides=tuple(args.overrides or ()))
     report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True))
     print(render(report))
     if args.json:

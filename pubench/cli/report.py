@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,15 +17,20 @@ def report_parser(sub) -> None:
                        epilog="examples:\n  pubench report\n  pubench report fig5-bcl --tier paper\n"
                               "  pubench report table1-bcl --format latex")
     s.add_argument("ids", nargs="*", help="ids (default: every table with results)")
-    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
-    s.add_argument("--format", default="md", choices=["md", "latex"], help="what to print (both are written)")
+    s.add_argument("--tier", action="append", choices=TIER_CHOICES,
+                   help="only this tier (repeatable; default: every tier with results)")
+    s.add_argument("--format", default="md", choices=["md", "latex"],
+                   help="what --print prints: md (default) or latex (both files are always written)")
     tex = s.add_mutually_exclusive_group()
     tex.add_argument("--standalone", dest="standalone", action="store_true", default=True,
                      help="the .tex is a whole document: `pdflatex <id>.tex` compiles it (default)")
     tex.add_argument("--snippet", dest="standalone", action="store_false",
                      help="the .tex is a snippet to \\input (needs booktabs and graphicx)")
     s.add_argument("--html", action="store_true", help="also write the static site (reports/site/index.html)")
-    s.add_argument("--quiet", action="store_true", help="write the files, print nothing")
+    s.add_argument("--print", dest="print_report", action="store_true",
+                   help="also print each report (markdown, or LaTeX with --format latex) on stdout; by default "
+                        "`report` writes the files and prints only their paths (on stderr)")
+    s.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     s.set_defaults(fn=cmd_report)
 
 
@@ -52,7 +58,7 @@ def cmd_report(args) -> int:
     written = sum(_report(args, spec, tier, store) for spec in chosen.values() for tier in tiers)
     if not written:
         raise UsageError("no results for " + (", ".join(chosen) if args.ids else "any table")
-                         + f" at tier(s) {', '.join(tiers)}; run `pubench run <id>` first")
+                         + f" at tier(s) {', '.join(tiers)}; {run_first_hint(list(chosen) if args.ids else [], tiers)}")
     try:
         all_specs = load_all()
         index = write_index(all_specs, store, paths.reports_root())
@@ -66,7 +72,7 @@ def cmd_report(args) -> int:
 
 
 def _report(args, spec, tier: str, store) -> bool:
-    """Write (and print, unless --quiet) the report of ``spec`` at ``tier``; False when there is nothing to report."""
+    """Write (and print, with --print) the report of ``spec`` at ``tier``; False when there is nothing to report."""
     from pubench.report import render_latex, render_markdown, write_report
     from pubench.report.collect import report_fields
 
@@ -78,10 +84,18 @@ def _report(args, spec, tier: str, store) -> bool:
               f"{scan.corrupt[0][0].name} ({scan.corrupt[0][1]}); `pubench run` moves them to quarantine "
               "and reruns their jobs", file=sys.stderr)
     res, out = write_report(spec, tier, store, paths.reports_root(), standalone=args.standalone)
-    if not args.quiet:
+    if args.print_report and not args.quiet:
         print(render_latex(res, standalone=args.standalone) if args.format == "latex" else render_markdown(res))
     print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)
     return True
+
+
+def run_first_hint(ids: list[str], tiers: list[str]) -> str:
+    """What to run first, naming the real id and tier (the first asked for; else a table that
+    runs in a minute here)."""
+    sid = ids[0] if ids else "fig5-bcl"
+    tier = tiers[0] if len(tiers) < len(TIER_CHOICES) else ("paper" if sid == "fig5-bcl" and not ids else "reduced")
+    return f"run `pubench run {sid} --tier {tier}` first"
 
 
 def write_site(specs, store, out: Path) -> Path:

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from pubench.cli._common import (
+    DEFAULT_TIER,
     FMT,
     TIER_CHOICES,
     bounded_int,
@@ -28,14 +29,19 @@ def parser(sub) -> None:
         epilog="examples:\n  pubench run fig5-bcl --tier paper --seeds 5\n"
                "  pubench run table1-punce --tier reduced --seeds 3 --jobs 2\n"
                "  pubench run table1-punce --tier paper --executor slurm --dry-run\n"
-               "  pubench run table1-punce --only 'puNCE|*'")
-    s.add_argument("id")
-    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES,
+               "  pubench run table1-punce --only '*|puNCE'\n"
+               "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'")
+    s.add_argument("id", help="table or figure id, e.g. table1-punce")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000),
                    help="number of seeds (default: the tier's, from the spec)")
     s.add_argument("--only", action="append", metavar="ROW|COL",
                    help="only cells matching this glob pattern (repeatable)")
+    s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
+                   help="run a variant: set this key of every selected cell's config at --tier (repeatable; the "
+                        "value is YAML; KEY=~ deletes). The jobs go to the tier 'custom' (results/custom/<id>/) with "
+                        "ids that differ from every tier's; `pubench expand ID --set ...` shows the configs")
     s.add_argument("--executor", default="local", choices=sorted(known("executor")),  # the registered executors
                    help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=bounded_int("--jobs", 1, 64), default=1,
@@ -70,4 +76,5 @@ def cmd_run(args) -> int:
         spec_id=args.id, tier=args.tier, seeds=args.seeds, only=args.only, executor=args.executor, jobs=args.jobs,
         device=args.device, threads=args.threads, isa=args.numerics, profile=args.profile, cluster=args.cluster,
         dry_run=args.dry_run, force=args.force, allow_dirty=args.allow_dirty, checkpoint_every=args.checkpoint_every,
-        progress=not args.no_progress and terminal, log_lines=not args.no_progress and not terminal))
+        progress=not args.no_progress and terminal, log_lines=not args.no_progress and not terminal,
+        overrides=args.overrides))

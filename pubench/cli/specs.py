@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from pubench.cli._common import FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
+from pubench.cli._common import DEFAULT_TIER, FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
 
 
 def list_parser(sub) -> None:
     s = sub.add_parser("list", help="every table and figure in the registry", formatter_class=FMT,
                        epilog="example:\n  pubench list --paper punce")
-    s.add_argument("--paper", choices=["pucl", "punce", "bcl", "pupl", "wconpu"])
+    s.add_argument("--paper", choices=["pucl", "punce", "bcl", "pupl", "wconpu"], help="only this paper's")
     s.set_defaults(fn=cmd_list)
 
 
@@ -27,11 +27,15 @@ def expand_parser(sub) -> None:
         "expand", help="each cell's resolved config at a tier (presets, PU data sets and priors filled in) and the "
                        "job id of seed 0, for review", formatter_class=FMT,
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
-               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json")
-    s.add_argument("id")
-    s.add_argument("--tier", default="paper", choices=TIER_CHOICES, help="default: paper")
+               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json\n"
+               "  pubench expand fig5-bcl --tier smoke --set data.M=100")
+    s.add_argument("id", help="table or figure id, e.g. table1-punce")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
     s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
     s.add_argument("--json", action="store_true", help="machine-readable")
+    s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
+                   help="a variant: set this key of every cell's config at --tier (repeatable; the value is YAML; "
+                        "KEY=~ deletes); shown as the tier 'custom', with the job ids `pubench run --set` uses")
     numerics_options(s)
     s.set_defaults(fn=cmd_expand)
 
@@ -73,20 +77,30 @@ def cmd_expand(args) -> int:
 
     one = spec(args.id)
     num = local_numerics(args)
-    plan = expand(one, args.tier, 1, only=args.cell, numerics=num)
+    overrides = getattr(args, "overrides", None)
+    plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides)
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
              for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
+    if overrides:
+        import sys
+
+        from pubench.runner import override_warnings
+
+        for warning in override_warnings(one, args.tier, overrides):
+            print(f"pubench: warning: {warning}", file=sys.stderr)
     order = {cell: i for i, cell in enumerate(one.cells())}
     cells.sort(key=lambda c: order[(c["row"], c["col"])])
     if args.json:
-        print(json.dumps({"id": one.id, "version": one.version, "tier": args.tier, "numerics": num.to_dict(),
+        variant = {"variant": {"base_tier": args.tier, "set": overrides}} if overrides else {}
+        print(json.dumps({"id": one.id, "version": one.version, "tier": plan.tier, **variant, "numerics": num.to_dict(),
                           "cells": cells}, indent=1, ensure_ascii=False))
         return 0
     import yaml
 
     dumper = _review_dumper()
-    print(f"# {one.id} (version {one.version}), tier {args.tier}: {len(plan.jobs)} cells to run, "
+    tier = f"{plan.tier} (tier {args.tier} with --set {' --set '.join(overrides)})" if overrides else args.tier
+    print(f"# {one.id} (version {one.version}), tier {tier}: {len(plan.jobs)} cells to run, "
           f"{len(plan.unavailable)} not run; job ids of seed 0 with numerics {num.device}, {num.threads} thread(s), "
           f"{num.isa}, torch {num.torch}")
     for c in cells:

@@ -6,6 +6,7 @@ import json
 
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, bounded_int, specs
+from pubench.jobs.plan import CUSTOM
 
 STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "submitted", "corrupt", "pending",
                "not_implemented_jobs", "unavailable_cells"]
@@ -14,10 +15,12 @@ STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "subm
 def parser(sub) -> None:
     s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",
                        formatter_class=FMT, epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper")
-    s.add_argument("ids", nargs="*")
-    s.add_argument("--tier", action="append", choices=TIER_CHOICES)
+    s.add_argument("ids", nargs="*", help="table or figure ids (default: every one with jobs done, failed or in "
+                                          "flight)")
+    s.add_argument("--tier", action="append", choices=[*TIER_CHOICES, CUSTOM],
+                   help="only this tier (repeatable; default: all); custom: the variants run with `pubench run --set`")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000), help="seeds to count as planned (default: the tier's)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="machine-readable")
     s.set_defaults(fn=cmd_status)
 
 
@@ -29,15 +32,37 @@ def cmd_status(args) -> int:
     store = ResultStore(paths.results_root())
     rows = []
     for sid, spec in specs(args.ids or None).items():
-        for tier in args.tier or spec.tiers:
+        for tier in [t for t in args.tier or spec.tiers if t != CUSTOM]:
             row = _status_row(store, spec, tier, args.seeds)
             if args.ids or any(row[4:9]):  # done, failed, running, submitted or corrupt
+                rows.append(row)
+        if not args.tier or CUSTOM in args.tier:
+            row = _custom_row(store, spec)
+            if row is not None:
                 rows.append(row)
     if args.json:
         print(json.dumps([dict(zip(STATUS_KEYS, r)) for r in rows], indent=1))
     else:
         print(tabulate(rows, headers=[k.replace("_", " ") for k in STATUS_KEYS]) if rows else "no results yet")
     return 0
+
+
+def _custom_row(store, spec) -> list | None:
+    """The row of the variants of ``spec`` (tier ``custom``, ``pubench run --set``), or None when it
+    has none: what the store holds (a variant has no plan, so nothing counts as pending)."""
+    folder = store.folder(CUSTOM, spec.id)
+    if not folder.is_dir():
+        return None
+    scan = store.scan(CUSTOM, spec.id, fields=("job",))
+    done = set(scan.done)
+    failed = len(set(scan.failed) - done)
+    running = len(store.claims(CUSTOM, spec.id).live_ids() - done)
+    if not (done or failed or running or scan.corrupt):
+        return None
+    variants = {(r["job"].get("variant") or {}).get("base_tier", "?") + " " + " ".join((r["job"].get("variant") or {})
+                .get("set", [])) for r in scan.records}
+    return [spec.id, f"{CUSTOM} ({len(variants)} variant{'s' if len(variants) != 1 else ''})", "-",
+            len(done) + failed + running, len(done), failed, running, 0, len(scan.corrupt), 0, 0, 0]
 
 
 def _status_row(store, spec, tier: str, seeds: int | None) -> list:

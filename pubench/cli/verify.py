@@ -6,6 +6,7 @@ import sys
 
 from pubench import paths
 from pubench.cli._common import (
+    DEFAULT_TIER,
     FMT,
     TIER_CHOICES,
     UsageError,
@@ -27,8 +28,8 @@ def parser(sub) -> None:
                     "its record was made under the canonical numerics; stale and corrupt records fail too.",
         epilog="examples:\n  pubench verify table2-punce --tier reduced --sample 4\n"
                "  pubench verify fig5-bcl --tier paper --sample 0     # every record")
-    s.add_argument("id")
-    s.add_argument("--tier", default="reduced", choices=TIER_CHOICES)
+    s.add_argument("id", help="table or figure id, e.g. table2-punce")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
     s.add_argument("--sample", type=bounded_int("--sample", 0, 100000), default=4,
                    help="how many records to rerun (default 4; 0: all)")
     s.add_argument("--sample-seed", type=bounded_int("--sample-seed", 0, 2**31 - 1), default=0,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -304,9 +305,61 @@ class SlurmExecutor(Executor):
         return path
 
 
-def read_manifests(logs_root: str | Path, tier: str, spec_id: str) -> list[dict[str, Any]]:
+def manifest_paths(logs_root: str | Path, tier: str, spec_id: str) -> list[Path]:
+    """The submission manifests of ``spec_id`` at ``tier``, oldest first."""
     folder = Path(logs_root) / tier / spec_id
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("manifest-*.json"))] if folder.is_dir() else []
+    return sorted(folder.glob("manifest-*.json")) if folder.is_dir() else []
+
+
+def read_manifests(logs_root: str | Path, tier: str, spec_id: str) -> list[dict[str, Any]]:
+    """The submissions that may still have jobs on the cluster (a cancelled one is left out)."""
+    manifests = [json.loads(p.read_text()) for p in manifest_paths(logs_root, tier, spec_id)]
+    return [m for m in manifests if not m.get("cancelled_at")]
+
+
+def cancel_submissions(logs_root: str | Path, results_root: str | Path, tier: str, spec_id: str) -> dict[str, Any]:
+    """``scancel`` the job arrays of every live SLURM submission of ``spec_id`` at ``tier`` (the
+    manifests :class:`SlurmExecutor` writes), mark the manifests cancelled and release the
+    claims of their jobs that no live process of this host holds (a cancelled array task
+    records itself as interrupted and releases its claim when SIGTERM reaches it; this removes
+    those of tasks killed before that). Finished records are kept.
+
+    Returns ``{"manifests", "arrays", "jobs", "released", "scancel_error"}``; a
+    :class:`PubenchError` when there is no submission to cancel or no ``scancel``."""
+    from pubench.store.claims import ClaimBook
+
+    live = []
+    for p in manifest_paths(logs_root, tier, spec_id):
+        try:
+            m = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise PubenchError(f"{p}: unreadable submission manifest ({type(e).__name__})") from None
+        if m.get("cluster") == "slurm" and not m.get("cancelled_at"):
+            live.append((p, m))
+    if not live:
+        return {"manifests": [], "arrays": [], "jobs": 0, "released": 0, "scancel_error": None}
+    if shutil.which("scancel") is None:
+        raise PubenchError("scancel is not on PATH: cancel from a SLURM login node (nothing was cancelled)")
+    arrays = sorted({str(e["slurm_id"]).split("_")[0] for _, m in live for e in m.get("jobs", [])})
+    out = subprocess.run(["scancel", *arrays], capture_output=True, text=True)
+    error = " ".join(out.stderr.split())[:300] if out.returncode else None
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for p, m in live:
+        atomic_write_json(p, {**m, "cancelled_at": now})
+    book = ClaimBook(Path(results_root) / tier / spec_id / ".claims")
+    released = 0
+    job_ids = {e["id"] for _, m in live for e in m.get("jobs", [])}
+    for job_id in sorted(job_ids):
+        holder = book.read(job_id)
+        if holder is None:
+            continue
+        here = holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int)
+        if here and book.is_live(holder):
+            continue  # a runner on this machine holds it (not the cancelled array)
+        book.path(job_id).unlink(missing_ok=True)
+        released += 1
+    return {"manifests": [str(p) for p, _ in live], "arrays": arrays, "jobs": len(job_ids), "released": released,
+            "scancel_error": error}
 
 
 def active_job_ids(logs_root: str | Path, tier: str, spec_id: str) -> dict[str, str]:

@@ -23,9 +23,13 @@ from functools import cached_property
 from typing import Any
 
 from pubench.errors import PubenchError, shorten
+from pubench.jobs.overrides import apply_overrides
 from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import Spec, match_cell
 from pubench.utils.hashing import canonical_json, config_hash, derive_seed
+
+#: The tier of a variant of a spec's cells (``--set key.path=value``): results/custom/<id>/
+CUSTOM = "custom"
 
 #: Upper bound of ``--seeds``: a typo such as 1000000000000 must not expand forever.
 MAX_SEEDS = 1000
@@ -43,12 +47,17 @@ class Job:
     params: dict[str, Any] = field(hash=False)
     seeds: dict[str, int] = field(hash=False)
     numerics: dict[str, Any] = field(hash=False, default_factory=lambda: resolve().to_dict())
+    #: a variant of a cell (``--set``, tier ``custom``): ``{"base_tier": ..., "set": [key.path=value, ...]}``
+    variant: dict[str, Any] | None = field(hash=False, default=None)
 
     @property
     def identity(self) -> dict[str, Any]:
-        """What the job id hashes: everything that changes the result, nothing else."""
-        return {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version,
-                "numerics": self.numerics}
+        """What the job id hashes: everything that changes the result, nothing else; a variant
+        (tier ``custom``) is marked, so its id differs from every tier's even where its params
+        equal theirs."""
+        out = {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version,
+               "numerics": self.numerics}
+        return out | {"custom": True} if self.variant is not None else out
 
     @cached_property
     def id(self) -> str:
@@ -68,7 +77,10 @@ class Job:
         return f"{self.spec_id}/{self.row}|{self.col}/seed={self.seed_index}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"id": self.id, "name": self.name}
+        out = asdict(self) | {"id": self.id, "name": self.name}
+        if out["variant"] is None:  # records of the spec's own tiers read as they always have
+            del out["variant"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Job":
@@ -105,12 +117,17 @@ class PlanError(PubenchError, ValueError):
 
 
 def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None,
-           numerics: Numerics | None = None) -> Plan:
+           numerics: Numerics | None = None, overrides: list[str] | None = None) -> Plan:
     """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1``.
 
     ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error).
     Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
     instead. ``numerics`` defaults to the canonical profile (``pubench.numerics``).
+
+    ``overrides`` (``key.path=value``, :mod:`pubench.jobs.overrides`; ``pubench run --set``)
+    make a variant of the cells: each cell's params at ``tier`` with the overrides applied, in
+    the tier :data:`CUSTOM` (``Plan.tier``, each job's tier, its folder in the store), with ids
+    that differ from every tier's.
     """
     if tier not in spec.tiers:
         raise PlanError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
@@ -134,17 +151,22 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
             unavailable.append((row, col, why))
             continue
         cfg, params_json = spec.resolve_with_json(tier, row, col)  # once per cell: every seed's id and key use it
+        if overrides:
+            cfg = {"task": cfg["task"], "params": apply_overrides(cfg["params"], overrides)}
+            params_json = canonical_json(cfg["params"])
         for k in range(n):
             job = Job(
-                spec_id=spec.id, spec_version=spec.version, tier=tier, row=row, col=col,
+                spec_id=spec.id, spec_version=spec.version, tier=CUSTOM if overrides else tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
                 seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from,
                                    spec.group_of_row(row)), numerics=num,
+                variant={"base_tier": tier, "set": list(overrides)} if overrides else None,
             )
             job.__dict__["params_json"] = params_json
-            job.__dict__["id"] = _job_id(num_json, params_json, job)
+            if not overrides:
+                job.__dict__["id"] = _job_id(num_json, params_json, job)
             jobs.append(job)
-    return Plan(spec, tier, n, jobs, unavailable)
+    return Plan(spec, CUSTOM if overrides else tier, n, jobs, unavailable)
 
 
 def _job_id(numerics_json: str, params_json: str, job: Job) -> str:

@@ -48,6 +48,7 @@ class Options:
     max_seconds: float | None = None
     flops: bool = True
     cache: bool = True              # write the projections to the preflight cache
+    overrides: tuple[str, ...] = ()  # --set key.path=value: the variant `run --set` runs
     jobs: int = 1                   # checks at once (CPU: each gets 1/jobs of the memory budget)
 
 
@@ -138,7 +139,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
             raise PreflightError("--device cuda: this machine has no CUDA device")
     t0 = time.perf_counter()
     num = numerics.resolve(device=opts.device, threads=opts.threads)
-    cells, unavailable = select(specs, opts.tier, opts.only, num)
+    cells, unavailable = select(specs, opts.tier, opts.only, num, opts.overrides)
     if opts.max_step_gflop is not None:
         cells = [c for c in cells if step_flops(c.job) <= opts.max_step_gflop * 1e9]
     if opts.sample:

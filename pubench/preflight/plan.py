@@ -18,6 +18,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from pubench.jobs.overrides import OverrideError
 from pubench.jobs.plan import Job, expand
 from pubench.numerics import Numerics
 from pubench.utils.hashing import config_hash
@@ -90,17 +91,20 @@ def config_error(task: str, params: dict[str, Any]) -> str | None:
     return None
 
 
-def select(specs: dict[str, Any], tier: str, only: list[str] | None, numerics: Numerics
-           ) -> tuple[list[Cell], list[tuple[str, str]]]:
+def select(specs: dict[str, Any], tier: str, only: list[str] | None, numerics: Numerics,
+           overrides: list[str] | tuple[str, ...] = ()) -> tuple[list[Cell], list[tuple[str, str]]]:
     """The runnable cells of ``specs`` at ``tier`` (seed 0, validated) and the cells the tier
-    marks unavailable, as ``(name, reason)``."""
+    marks unavailable, as ``(name, reason)``; ``overrides`` (``--set key.path=value``): the
+    variant of each cell that ``pubench run --set`` runs (tier ``custom``)."""
     cells, unavailable = [], []
     for spec_id in sorted(specs):
         spec = specs[spec_id]
         if tier not in spec.tiers:
             continue
         try:
-            plan = expand(spec, tier, seeds=1, only=only, numerics=numerics)
+            plan = expand(spec, tier, seeds=1, only=only, numerics=numerics, overrides=list(overrides) or None)
+        except OverrideError:
+            raise
         except ValueError:  # --only selects none of this spec's cells
             continue
         n = spec.tiers[tier].seeds

@@ -382,6 +382,38 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
     return out
 
 
+def validate_file(path: str | Path) -> Spec:
+    """Every check a spec file gets when the registry loads it, on one file that may not be in
+    the registry yet (nothing cached, nothing run): the schema, the reported-cell layout and the
+    references across fields (:func:`parse_spec`), the unit names (registered or planned), the
+    paper folder and id where the file lives under ``experiments/``, another spec with the same
+    id, and every cell's config resolved at every tier. Raises the first :class:`SpecError`."""
+    from pubench.errors import PubenchError
+    from pubench.registry.units import check_names
+
+    path = Path(path)
+    file = str(path)
+    spec = parse_spec(parse_mapping(read_text(path), path), file)
+    check_names(spec.raw, file)
+    if path.parent.parent.resolve() == experiments_root().resolve() and spec.paper != path.parent.name:
+        raise SpecError(file, "paper", f"spec of paper {spec.paper!r} lives in folder {path.parent.name!r}")
+    try:
+        others = [p for p in spec_paths() if p.stem == spec.id and p.resolve() != path.resolve()]
+    except SpecError:  # no registry folder here: nothing to clash with
+        others = []
+    if others:
+        raise SpecError(file, "id", f"duplicate id, also in {others[0]}")
+    for tier in spec.tiers:
+        for row, col in spec.cells():
+            if any(match_cell(p, row, col) for p in spec.tiers[tier].unavailable):
+                continue
+            try:
+                spec.resolve(tier, row, col)
+            except PubenchError as e:
+                raise SpecError(file, f"cell {row}|{col} at tier {tier}", str(e)) from None
+    return spec
+
+
 def spec_paths(root: Path | None = None) -> list[Path]:
     root = root or experiments_root()
     if not root.is_dir():

@@ -47,3 +47,37 @@ def parse_mapping(text: str, path: Path) -> dict[str, Any]:
 def read_yaml(path: Path) -> dict[str, Any]:
     """The YAML mapping in ``path``; :class:`SpecError` naming the file when it is none."""
     return parse_mapping(read_text(path), path)
+
+
+def key_line(text: str, key: str) -> tuple[int | None, bool]:
+    """``(line, exact)``: the 1-based line of the dotted ``key`` (``reported.cells[2].row``,
+    ``tiers.reduced.unavailable.A|x``) in the YAML ``text``, found through the node marks; where
+    the whole path is not there (a missing key), the line of its deepest part that is, with
+    ``exact`` False. ``(None, False)`` when not even the first part is found or the text does not
+    parse. Keys may hold dots themselves (``alpha=0.5``): the longest key that fits is taken."""
+    try:
+        node = yaml.compose(text, Loader=SafeLoader)
+    except yaml.YAMLError:
+        return None, False
+    rest, line = key, None
+    while rest and node is not None:
+        if isinstance(node, yaml.MappingNode):
+            best = None
+            for k, v in node.value:
+                name = str(k.value) if isinstance(k, yaml.ScalarNode) else None
+                if name is not None and (rest == name or rest.startswith(name + ".") or rest.startswith(name + "[")):
+                    if best is None or len(name) > len(best[0]):
+                        best = (name, k, v)
+            if best is None:
+                return line, False
+            name, k, node = best
+            line, rest = k.start_mark.line + 1, rest[len(name):].removeprefix(".")
+        elif isinstance(node, yaml.SequenceNode) and rest.startswith("["):
+            index, _, after = rest[1:].partition("]")
+            if not index.isdigit() or int(index) >= len(node.value):
+                return line, False
+            node = node.value[int(index)]
+            line, rest = node.start_mark.line + 1, after.removeprefix(".")
+        else:
+            return line, False
+    return line, not rest

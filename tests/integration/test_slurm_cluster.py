@@ -207,7 +207,7 @@ def test_smoke_table_through_a_real_slurm_cluster(slurm_cluster, tmp_registry, t
     assert not store.is_done(jobs[0])  # SLURM never ran the claimed job
     recs = store.records("smoke", "table1-bcl")
     assert all(r["provenance"]["host"] for r in recs) and all(r["machine"]["torch_threads"] == 1 for r in recs)
-    rep = _pubench(["report", "table1-bcl", "--tier", "smoke", "--quiet"], env)
+    rep = _pubench(["report", "table1-bcl", "--tier", "smoke"], env)
     assert rep.returncode == 0, rep.stderr
     assert (tmp_registry.root / "reports" / "smoke" / "table1-bcl.md").exists()
     held.release()

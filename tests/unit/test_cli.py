@@ -69,7 +69,7 @@ def test_run_status_report_end_to_end(tmp_registry, capsys):
     assert status == [{"id": "table1-bcl", "tier": "smoke", "seeds": 1, "jobs": 4, "done": 4, "failed": 0,
                        "running": 0, "submitted": 0, "corrupt": 0, "pending": 0, "not_implemented_jobs": 0,
                        "unavailable_cells": 0}]
-    assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet"]) == 0
+    assert main(["report", "table1-bcl", "--tier", "smoke"]) == 0
     reports = tmp_registry.root / "reports"
     assert (reports / "smoke" / "table1-bcl.md").exists() and (reports / "smoke" / "table1-bcl.tex").exists()
     assert "table1-bcl" in (reports / "README.md").read_text()

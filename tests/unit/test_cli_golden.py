@@ -44,7 +44,7 @@ COMMANDS = {
     "crossref.json": ["crossref", "--json"],
     "compare-reduced.txt": ["compare", "--baseline", "results", "--tier", "reduced"],
 }
-#: report files written by `pubench report <ids> --quiet` into a scratch $PUBENCH_REPORTS
+#: report files written by `pubench report <ids>` into a scratch $PUBENCH_REPORTS
 REPORT_IDS = ["fig5-bcl", "table2-punce", "fig3-pucl", "table1-pupl"]
 REPORT_FILES = ["paper/fig5-bcl.md", "paper/fig5-bcl.tex", "reduced/table2-punce.md", "reduced/table2-punce.tex",
                 "reduced/fig3-pucl.md", "reduced/table1-pupl.md", "README.md"]
@@ -106,7 +106,7 @@ def test_read_only_command_output_unchanged(name, tmp_path):
 
 def test_report_files_unchanged(tmp_path):
     _store_unchanged("report")
-    out = subprocess.run([sys.executable, "-m", "pubench", "report", *REPORT_IDS, "--quiet"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "pubench", "report", *REPORT_IDS], cwd=ROOT,
                          env=_env(tmp_path), capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     for rel in REPORT_FILES:

@@ -39,7 +39,7 @@ COMMANDS = {
     ("schema",): None,
     ("status", "--json"): "status.json",
     ("coverage",): None,
-    ("report", "fig5-bcl", "fig3-pucl", "--quiet"): None,
+    ("report", "fig5-bcl", "fig3-pucl"): None,
     ("site",): None,
     ("crossref", "--json"): "crossref.json",
     ("compare", "--baseline", "results", "--tier", "reduced"): "compare-reduced.txt",

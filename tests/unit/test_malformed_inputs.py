@@ -216,7 +216,7 @@ def test_corrupt_record_is_counted_skipped_quarantined_and_rerun(case, tmp_regis
     row = json.loads(capsys.readouterr().out)[0]
     assert (row["done"], row["corrupt"], row["pending"]) == (3, 1, 1)
 
-    assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet"]) == 0
+    assert main(["report", "table1-bcl", "--tier", "smoke"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "corrupt record" in warnings[0]
 

@@ -155,11 +155,11 @@ def test_cli_site_and_report_html(tmp_registry, capsys):
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
     assert main(["site", "--out", str(tmp_registry.root / "mysite")]) == 0
     assert "open file://" in capsys.readouterr().out and (tmp_registry.root / "mysite" / "index.html").exists()
-    assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet", "--html", "--snippet"]) == 0
+    assert main(["report", "table1-bcl", "--tier", "smoke", "--html", "--snippet"]) == 0
     reports = tmp_registry.root / "reports"
     assert (reports / "site" / "smoke" / "table1-bcl.html").exists()
     assert "\\documentclass" not in (reports / "smoke" / "table1-bcl.tex").read_text()  # --snippet
-    assert main(["report", "table1-bcl", "--tier", "smoke", "--quiet"]) == 0
+    assert main(["report", "table1-bcl", "--tier", "smoke"]) == 0
     assert (reports / "smoke" / "table1-bcl.tex").read_text().count("\\documentclass") == 1  # standalone: default
 
 

@@ -137,7 +137,7 @@ def test_fig4_fig8_smoke_runs_and_reports(scratch_store, capsys):
 
     for sid in ("fig4-bcl", "fig8-bcl"):
         assert main(["run", sid, "--tier", "smoke", "--no-progress"]) == 0
-        assert main(["report", sid, "--tier", "smoke", "--quiet"]) == 0
+        assert main(["report", sid, "--tier", "smoke"]) == 0
         folder = scratch_store / "reports" / "smoke"
         assert (folder / f"{sid}.png").read_bytes()[:4] == b"\x89PNG"
         md = (folder / f"{sid}.md").read_text()

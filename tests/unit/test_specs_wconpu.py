@@ -318,7 +318,7 @@ def test_figure_smoke_cell_runs_and_reports(sid, only, scratch_store, shared_ima
 
     monkeypatch.setenv("PUBENCH_DATA", str(shared_image_root))
     assert main(["run", sid, "--tier", "smoke", "--only", only, "--no-progress", "--threads", "1"]) == 0
-    assert main(["report", sid, "--tier", "smoke", "--quiet"]) == 0
+    assert main(["report", sid, "--tier", "smoke"]) == 0
     folder = scratch_store / "reports" / "smoke"
     assert (folder / f"{sid}.png").read_bytes()[:4] == b"\x89PNG"
     md = (folder / f"{sid}.md").read_text()

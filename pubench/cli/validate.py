@@ -1,0 +1,61 @@
+"""``pubench validate FILE.yaml``: check a new or edited spec file without running anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pubench.cli._common import FMT, UsageError
+
+
+def parser(sub) -> None:
+    s = sub.add_parser(
+        "validate", help="check a new or edited spec file (schema, unit names, reported cells), with line numbers",
+        formatter_class=FMT,
+        description="Check spec files as the registry checks them when it loads them: the schema, the unit names "
+                    "(registered, or planned in experiments/_planned.yaml), the reported-cell layout, the references "
+                    "across fields, and every cell's config at every tier. The first problem of each file is one line "
+                    "`file:line: dotted.key: problem`. Runs nothing, writes nothing; exit 0 when every file is valid, "
+                    "2 otherwise.",
+        epilog="examples:\n  pubench validate experiments/bcl/fig5-bcl.yaml\n"
+               "  pubench validate experiments/punce/*.yaml")
+    s.add_argument("files", nargs="+", metavar="FILE.yaml", help="spec files (need not be in experiments/ yet)")
+    s.set_defaults(fn=cmd_validate)
+
+
+def problem_line(e) -> str:
+    """A :class:`SpecError` as ``file:line: key: problem`` (the line of the key where the file has it;
+    ``near line N`` when only a part of the key's path is there, e.g. a missing key)."""
+    from pubench.utils.yamlio import key_line
+
+    try:
+        text = Path(e.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return str(e)
+    line, exact = key_line(text, e.key) if not e.key.startswith("(") else (None, False)
+    if line is None:
+        return str(e)
+    return f"{e.file}:{line}: {e.key}: {e.problem}" + ("" if exact else f" (near line {line})")
+
+
+def cmd_validate(args) -> int:
+    from pubench.cli._common import one_line
+    from pubench.registry.loader import validate_file
+    from pubench.registry.spec import SpecError
+
+    bad = 0
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise UsageError(f"no such file {name!r}")
+        if path.parent.name.startswith("_"):
+            print(f"{path}: skipped: not a spec (experiments/_*/ holds presets and the planned units)")
+            continue
+        try:
+            spec = validate_file(path)
+        except SpecError as e:
+            bad += 1
+            print(one_line(problem_line(e)))
+            continue
+        print(f"{path}: ok ({spec.id}, version {spec.version}: {len(spec.cells())} cells, "
+              f"{len(spec.reported)} reported number(s), tiers {', '.join(spec.tiers)})")
+    return 2 if bad else 0
