@@ -197,7 +197,13 @@ def test_table3_variants_and_reduced_tier():
     assert {c for c in t2s.cells() if t2s.unavailable_reason("reduced", *c) is None} == {
         (r, "CIFAR-10") for r in t2s.rows}
     vpu = t2s.resolve("reduced", "VPU", "CIFAR-10")["params"]
-    assert vpu["pu_method"]["iterations_per_epoch"] == 8 and vpu["train"]["epochs"] == 5
+    assert vpu["pu_method"]["iterations_per_epoch"] == 16 and vpu["train"]["epochs"] == 8
+    # like for like (issue 36): every row of the block on WConPU's data and network, for its 8 epochs
+    for r in t2s.rows:
+        p = t2s.resolve("reduced", r, "CIFAR-10")["params"]
+        assert p["data"] == t2["data"] and p["model"]["backbone"] == t2["model"]["backbone"], r
+        assert (p.get("train") or p["pretrain"])["epochs"] == t2["train"]["epochs"] == 8, r
+    assert t2s.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]["pu_method"]["warmup_epochs"] == 4
     assert t2s.resolve("reduced", "nnPU", "CIFAR-10")["params"]["train"] == t2s.resolve("reduced", "uPU", "CIFAR-10")["params"]["train"]
 
 
@@ -298,8 +304,8 @@ def test_fig6_assumed_prior_replaces_the_true_one():
     red = {r: s.resolve("reduced", r, "pi_P=0.4")["params"] for r in s.rows}
     assert red["WConPU"] == {**get_spec("table3-wconpu").resolve("reduced", "V: WConPU", "CIFAR-10")["params"],
                              "pu_method": {**red["WConPU"]["pu_method"]}}
-    assert red["WConPU"]["train"]["epochs"] == 8 and red["Dist-PU"]["train"]["epochs"] == 5
-    assert red["Dist-PU"]["pu_method"]["warmup_epochs"] == 2 and red["Self-PU"]["pu_method"]["ema_start"] == 3
+    assert red["WConPU"]["train"]["epochs"] == 8 and red["Dist-PU"]["train"]["epochs"] == 8
+    assert red["Dist-PU"]["pu_method"]["warmup_epochs"] == 4 and red["Self-PU"]["pu_method"]["ema_start"] == 3
     assert red["nnPU"]["train"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
     assert red["nnPU"]["model"] == {"backbone": {"name": "cnn13", "width": 0.25, "fc_width": 128}}
     assert {c for c in s.cells() if s.unavailable_reason("smoke", *c) is None} == {
