@@ -276,6 +276,9 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     key = ("collect", spec.path, spec.id, tier)
     if key not in memo:
         memo[key] = _collect(spec, tier, store)
+        # the table holds what its readers need: its folder's records need not stay in memory
+        # for the rest of a report of every table (a later scan reads the scan cache)
+        memo.pop((tier, spec.id, report_fields(spec)), None)
     return memo[key]
 
 

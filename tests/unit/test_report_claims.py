@@ -283,3 +283,26 @@ def test_markdown_golden(tmp_path, monkeypatch):
         golden.write_text(text)
     assert text == golden.read_text()
     assert "1.10 ± 0.10 (3) / **1.00** ± 0.10 [+0.10]" in text
+
+
+def test_t_tests_equal_scipy_stats():
+    """The report's paired and Welch t-tests (scipy.special.stdtr, for speed) give scipy.stats'
+    p-values, both directions, over random samples."""
+    import random
+    import statistics
+
+    from scipy.stats import ttest_ind_from_stats, ttest_rel
+
+    from pubench.report.stats import _paired_p, _welch_p
+
+    rng = random.Random(0)
+    for _ in range(300):
+        n, m = rng.randint(2, 12), rng.randint(2, 12)
+        a = [rng.gauss(50, rng.uniform(0.1, 5)) for _ in range(n)]
+        b = [x + rng.gauss(rng.uniform(-3, 3), rng.uniform(0.1, 5)) for x in a]
+        c = [rng.gauss(48, rng.uniform(0.1, 5)) for _ in range(m)]
+        for alt in ("greater", "less"):
+            assert _paired_p(a, b, alt) == pytest.approx(ttest_rel(a, b, alternative=alt).pvalue, abs=1e-12)
+            want = ttest_ind_from_stats(statistics.fmean(a), statistics.stdev(a), n, statistics.fmean(c),
+                                        statistics.stdev(c), m, equal_var=False, alternative=alt).pvalue
+            assert _welch_p(a, c, alt) == pytest.approx(want, abs=1e-12)
