@@ -92,7 +92,7 @@ def run(req: RunRequest) -> int:
     todo = _pending(req, spec.id, plan.jobs, store, context)
     lacking = missing_data(todo)
     if lacking and not req.dry_run and executor.runs_here:
-        raise UsageError(missing_data_line(spec.id, todo, lacking) + " (nothing was run)")
+        raise UsageError(missing_data_line(spec.id, todo, lacking, ran=False))
     if req.dry_run:
         if lacking:
             print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
@@ -127,8 +127,10 @@ def missing_data(jobs: list) -> dict[str, str]:
     return out
 
 
-def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str]) -> str:
-    """One line: the jobs that need missing data, and per data set the files to place."""
+def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bool = True) -> str:
+    """One line: the jobs that need missing data (``ran=False``: and that nothing was run,
+    said before the file names, which a long data root may shorten away), and per data set
+    the files to place."""
     from pubench.registry.units import units
 
     n = sum(any(k == "dataset" and name in lacking for k, name in units(j.task, j.params)) for j in jobs)
@@ -136,7 +138,7 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str]) -> str:
     for name, why in lacking.items():
         where = why.split("place ", 1)[1].split(". ", 1)[0] if "place " in why else why
         parts.append(f"{name}: place {where}")
-    return (f"data missing for {n} job(s) of {spec_id}: " + "; ".join(parts)
+    return (f"data missing for {n} job(s) of {spec_id}{'' if ran else ' (nothing was run)'}: " + "; ".join(parts)
             + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
 
 

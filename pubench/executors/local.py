@@ -22,7 +22,6 @@ import os
 import queue
 import signal
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,6 +35,7 @@ from pubench.executors.cores import hold_cores, usable_cores
 from pubench.executors.worker import FAILED, JobInterrupted, execute_job
 from pubench.jobs.plan import Job
 from pubench.numerics import Numerics
+from pubench.utils.threads import start_helper_thread, stop_signals_blocked
 
 MAX_WORKERS = 64
 PR_SET_PDEATHSIG = 1
@@ -58,7 +58,7 @@ def _die_with_parent(parent: int) -> None:
             if os.getppid() != parent:
                 os._exit(1)
 
-    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+    start_helper_thread(watch, "parent-watchdog")
 
 
 def _init_worker(parent: int) -> None:
@@ -81,7 +81,8 @@ def _worker_loop(parent: int, tasks, results, results_root: str, force: bool, ch
         if item is None:
             return
         i, job, threads = item
-        results.put(("start", i, os.getpid()))
+        with stop_signals_blocked():  # the queue's feeder thread starts here: it must not take SIGTERM
+            results.put(("start", i, os.getpid()))
         try:
             with hold_cores(threads):
                 if not loaded:  # before the claim: an interrupt lands in a job, not an import

@@ -28,31 +28,44 @@ from pathlib import Path
 from typing import Any
 
 from pubench.errors import StorageError
+from pubench.utils.threads import start_helper_thread
 
 HEARTBEAT_S = 30.0
 STALE_S = 600.0
 TAKEOVER_STALE_S = 60.0
 
 
-def _proc_start(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot (Linux), None when unknown."""
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time in clock ticks since boot) of ``pid`` (Linux), None when unknown."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            stat = f.read()
-    except OSError:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return fields[0], fields[19]
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot (Linux), None when unknown."""
+    stat = _proc_stat(pid)
+    return None if stat is None else stat[1]
 
 
 def _alive(pid: int, start: str | None) -> bool:
+    """Whether the claim's holder still runs: its pid exists, is not a zombie (a killed
+    worker whose reaper has not reaped it yet, e.g. under a container's init that never
+    reaps), and started when the claim says (a reused pid is another process)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: it exists
         pass
-    now = _proc_start(pid)
-    return start is None or now is None or now == start
+    stat = _proc_stat(pid)
+    if stat is None:
+        return True
+    state, now = stat
+    return state not in ("Z", "X") and (start is None or now == start)
 
 
 @dataclass
@@ -71,7 +84,7 @@ class Claim:
                 except OSError:
                     return
 
-        threading.Thread(target=beat, name=f"claim-{self.job_id}", daemon=True).start()
+        start_helper_thread(beat, f"claim-{self.job_id}")
 
     def release(self) -> None:
         if self._stop is not None:

@@ -80,8 +80,10 @@ def _store_unchanged(name: str) -> None:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PUBENCH_") or k in ("PUBENCH_CORE_SLOTS",)}
+    # a data root that holds nothing, the same path everywhere: coverage (its "data here" column, the
+    # paths it names) must not depend on this checkout's ./data
     env.update(PUBENCH_HOME=str(ROOT), PUBENCH_REPORTS=str(tmp_path / "reports"),
-               PUBENCH_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+               PUBENCH_CACHE=str(tmp_path / "cache"), PUBENCH_DATA="/nonexistent/pubench-data", PYTHONPATH=str(ROOT))
     return env
 
 

@@ -61,9 +61,8 @@ def test_run_checks_the_data_before_starting_jobs(tmp_registry, tmp_path, monkey
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path / "nodata"))
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("pubench: error: data missing for 2 job(s) of table1-bcl")
-    assert f"mnist: place {tmp_path / 'nodata'}/MNIST/raw/train-images-idx3-ubyte.gz" in err
-    assert "(nothing was run)" in err
+    assert len(err.splitlines()) == 1 and err.startswith("pubench: error: data missing for 2 job(s) of table1-bcl (nothing was run): ")
+    assert f"mnist: place {tmp_path / 'nodata'}/MNIST/raw/" in err  # a long tmp path may shorten the rest
     assert not list((tmp_registry.root / "results").rglob("*.json"))  # no job ran, none failed
     # a selection that needs no missing data runs; --dry-run only warns
     assert main(["run", "table1-bcl", "--tier", "smoke", "--only", "A|*", "--no-progress"]) == 0

@@ -96,6 +96,29 @@ def test_a_stopped_runner_keeps_its_claims(tmp_registry):
         "claim_kept": True, "jobs_run_twice": 0, "holder_named": True})
 
 
+def test_a_zombie_holder_is_not_alive(tmp_path):
+    """A killed worker that nobody has reaped yet (a zombie: a container's init that never
+    reaps) holds no claim: the next runner takes its jobs over (CI found 2 jobs left undone)."""
+    import socket
+    import subprocess
+    import sys
+
+    from pubench.store.claims import ClaimBook, _proc_start
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while time.time() < deadline and Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.05)  # exited, not yet waited for: a zombie
+    book = ClaimBook(tmp_path / ".claims")
+    book.folder.mkdir(parents=True)
+    book.path("j").write_text(json.dumps({"host": socket.gethostname(), "pid": child.pid,
+                                          "proc_start": _proc_start(child.pid), "claimed_unix": time.time()}))
+    try:
+        assert book.holder("j") is None
+    finally:
+        child.wait()
+
+
 def test_a_reused_pid_is_not_the_holder(tmp_path):
     import socket
 

@@ -63,13 +63,17 @@ def test_table2_wconpu_baseline_settings():
     punce = spec.resolve("reduced", "puNCE", "CIFAR-10")["params"]
     assert "train" not in punce and punce["pretrain"]["epochs"] == 8 and punce["downstream"]["epochs"] == 30
     assert punce["pretrain"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
-    assert punce["data"] == reduced_data and punce["model"]["backbone"] == {"name": "cnn13", "width": 0.5}
+    # like for like (issue 36): every row on WConPU's data and network
+    assert punce["data"] == reduced_data and punce["model"]["backbone"] == {"name": "cnn13", "width": 0.25,
+                                                                           "fc_width": 128}
     assert spec.resolve("paper", "PUBN", "SVHN")["params"]["pu_method"]["tau"] == 0.9
     reduced = spec.resolve("reduced", "Dist-PU", "CIFAR-10")["params"]
-    assert reduced["train"]["epochs"] == 5 and reduced["pu_method"]["warmup_epochs"] == 2
+    assert reduced["train"]["epochs"] == 8 and reduced["pu_method"]["warmup_epochs"] == 4
     assert reduced["train"]["optimizer"] == {"name": "adam", "lr": 1.0e-3, "weight_decay": 1.0e-4}
     assert reduced["pu_method"]["mixup_optimizer"] == {"lr": 1.0e-4}
-    assert reduced["data"]["split"]["n_labeled"] == 40 and reduced["data"]["dataset"] == "cifar10_jpeg"
+    assert reduced["data"]["split"]["n_labeled"] == 80 and reduced["data"]["dataset"] == "cifar10_jpeg"
+    wconpu = spec.resolve("reduced", "WConPU", "CIFAR-10")["params"]
+    assert reduced["data"] == wconpu["data"] and reduced["model"]["backbone"] == wconpu["model"]["backbone"]
 
 
 def test_table3_pupl_nnpu_mixup_row():
@@ -100,7 +104,7 @@ def test_table2_wconpu_apu_and_pico_rows():
     assert spec.resolve("paper", "PiCO", "Alzheimer")["params"]["train"]["batch_size"] == 8
     reduced = spec.resolve("reduced", "PiCO", "CIFAR-10")["params"]
     assert reduced["pu_method"]["queue"] == 1024 and reduced["pu_method"]["augment"]["key"]["num_ops"] == 1
-    assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 40
+    assert reduced["train"]["epochs"] == 8 and reduced["data"]["split"]["n_labeled"] == 80
     assert spec.resolve("reduced", "aPU", "CIFAR-10")["params"]["train"]["optimizer"]["name"] == "adam"
     # table4-pupl reruns 004's experiment: the same aPU / PiCO configs
     t4 = get_spec("table4-pupl")
