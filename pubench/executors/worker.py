@@ -120,11 +120,15 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
                 finished = True
                 return SKIPPED
         try:
-            num = numerics.Numerics.from_dict(job.numerics)
-            numerics.check_process(num)
-            numerics.apply(num)
-            machine = numerics.machine()
-            task = TASKS.get(job.task)
+            # Deferred here too: torch's set-up calls (thread counts, the CUDA probe of machine(), a
+            # task module's first import) run Python callbacks from C++ (warnings) that swallow an
+            # exception a signal handler raises in them, and the job would run on unstopped.
+            with _signals_deferred(in_main):
+                num = numerics.Numerics.from_dict(job.numerics)
+                numerics.check_process(num)
+                numerics.apply(num)
+                machine = numerics.machine()
+                task = TASKS.get(job.task)
             with numerics.active(num), checkpoint.activate(session):
                 metrics, info = check_output(task.run(job.params, dict(job.seeds)))
             info["checkpoint"] = session.record()
