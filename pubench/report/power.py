@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pubench.report.collect import CellStats
-from pubench.report.stats import ALPHA, paired_values
+from pubench.report.stats import ALPHA, paired_values, welch_df
 
 POWER = 0.8
 MAX_SEEDS = 1000
@@ -49,14 +49,6 @@ def mdd_paired(sd_d: float, n: int) -> float | None:
     if n < 2:
         return None
     return float(_quantiles(n - 1) * sd_d / math.sqrt(n))
-
-
-def welch_df(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float:
-    """Welch-Satterthwaite degrees of freedom (n_a + n_b - 2 when both spreads are 0)."""
-    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
-    if va + vb == 0.0:
-        return float(n_a + n_b - 2)
-    return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
 
 
 def mdd_welch(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float | None:

@@ -51,12 +51,20 @@ def _paired_p(a: list[float], b: list[float], alternative: str) -> float:
     return _t_sf(t if alternative == "greater" else -t, n - 1)
 
 
+def welch_df(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom (n_a + n_b - 2 when both spreads are 0)."""
+    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
+    if va + vb == 0.0:
+        return float(n_a + n_b - 2)
+    return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+
+
+
 def _welch_p(a: list[float], b: list[float], alternative: str) -> float:
     """``scipy.stats.ttest_ind_from_stats(..., equal_var=False, alternative=...)``'s p-value."""
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    t = (statistics.fmean(a) - statistics.fmean(b)) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return _t_sf(t if alternative == "greater" else -t, df)
+    sd_a, sd_b = statistics.stdev(a), statistics.stdev(b)
+    t = (statistics.fmean(a) - statistics.fmean(b)) / math.sqrt(sd_a ** 2 / len(a) + sd_b ** 2 / len(b))
+    return _t_sf(t if alternative == "greater" else -t, welch_df(sd_a, sd_b, len(a), len(b)))
 
 
 def ttest_1samp(*args, **kwargs):
