@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.registry import get_spec, load_all
 
     specs = {i: get_spec(i) for i in args.ids} if args.ids else load_all()
-    newest = sorted((ROOT / "benchmarks" / "results").glob("gpu-check-*.json"))
+    newest = sorted((ROOT / "benchmarks" / "results").glob("gpu-check-*.json"),   # by when measured, not by name
+                    key=lambda p: json.loads(p.read_text())["environment"]["date"])
     rates, source = calibrate(args.calibrate or (newest[-1] if newest else None))
     rows = [table_cost(specs[i], rates) for i in sorted(specs)]
     text = render(rows, rates, source)

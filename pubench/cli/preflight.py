@@ -40,7 +40,7 @@ def parser(sub) -> None:
     s.add_argument("--max-step-gflop", type=positive_float("--max-step-gflop"), metavar="G",
                    help="only cells whose largest batch's forward pass is estimated at most G GFLOP (the backbone's "
                         "FLOPs per example, counted on the meta device, x the batch size): keeps a CPU run short")
-    s.add_argument("--json", metavar="FILE", help="also write every figure to this JSON file")
+    s.add_argument("--json", metavar="FILE", help="also write every figure to this JSON file (rewritten after each check, \"complete\": false until the last, so a killed run keeps what it checked)")
     s.add_argument("--max-memory", type=positive_float("--max-memory"), metavar="GIB",
                    help="on the CPU, stop a check above this resident memory and report it skipped "
                         "(default: 3/4 of the memory available at the start)")
@@ -65,7 +65,8 @@ def cmd_preflight(args) -> int:
                    max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
                    max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs,
                    overrides=tuple(args.overrides or ()))
-    report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True))
+    save = (lambda partial: write_json(partial, Path(args.json))) if args.json else None
+    report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True), on_check=save)
     print(render(report))
     if args.json:
         write_json(report, Path(args.json))

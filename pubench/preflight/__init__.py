@@ -20,7 +20,6 @@ Library use: ``preflight(specs, Options(...), say=print) -> Report``.
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -78,6 +77,7 @@ class Report:
     cells: list[CellResult]
     unavailable: list[tuple[str, str]]
     wall_s: float = 0.0
+    complete: bool = True           # false: written while checks were still running (or the run was killed)
 
     @property
     def failed(self) -> list[CellResult]:
@@ -123,9 +123,11 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
     return "failed", res.get("error") or "unknown error", res
 
 
-def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] = print) -> Report:
+def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] = print,
+              on_check: Callable[[Report], None] | None = None) -> Report:
     """Check the cells of ``specs`` (module docstring); ``say`` gets one progress line per
-    configuration and per cell whose config fails."""
+    configuration and per cell whose config fails; ``on_check`` gets the report so far
+    (``complete`` false) after each configuration, so a killed run keeps what it checked."""
     from pubench import numerics
     from pubench.preflight.report import describe_check, store_cached
     from pubench.preflight.runner import stop_all
@@ -168,18 +170,26 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
                 + f": {describe_check(status, reason, res)}")
             if status == "ok" and opts.cache:
                 store_cached(g.key, opts.device, res, opts.steps)
+            if on_check is not None and i < len(groups):
+                on_check(_report(opts, num, cells, results, unavailable, t0, complete=False))
     except BaseException:  # Ctrl-C, SIGTERM: no check outlives the command
         pool.shutdown(wait=False, cancel_futures=True)
         stop_all()
         raise
     pool.shutdown()
+    return _report(opts, num, cells, results, unavailable, t0)
+
+
+def _report(opts: Options, num, cells: list, results: list[CellResult], unavailable: list, t0: float,
+            complete: bool = True) -> Report:
     order = {id(c): k for k, c in enumerate(cells)}
-    results.sort(key=lambda r: order[id(r.cell)])
     return Report(opts, _device_name(opts.device), num.torch, datetime.now(timezone.utc).date().isoformat(),
-                  results, unavailable, time.perf_counter() - t0)
+                  sorted(results, key=lambda r: order[id(r.cell)]), unavailable, time.perf_counter() - t0, complete)
 
 
 def write_json(report: Report, path: Path) -> None:
     from pubench.preflight.report import to_json
 
-    path.write_text(json.dumps(to_json(report), indent=1))
+    from pubench.utils.io import atomic_write_json
+
+    atomic_write_json(path, to_json(report))

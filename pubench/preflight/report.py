@@ -103,6 +103,7 @@ def to_json(report) -> dict[str, Any]:
     return {
         "device": opts.device, "device_name": report.device_name, "torch": report.torch, "date": report.date,
         "tier": opts.tier, "steps": opts.steps, "threads": opts.threads or 1, "wall_s": round(report.wall_s, 1),
+        "complete": report.complete,
         "cells": [{"id": r.cell.spec_id, "row": r.cell.row, "col": r.cell.col, "seeds": r.cell.seeds,
                    "task": r.cell.job.task, "key": r.cell.key, "status": r.status, "reason": r.reason,
                    "shares": r.shares, "inputs": r.check.get("inputs"), "notes": r.check.get("notes"),

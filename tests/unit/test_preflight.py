@@ -175,8 +175,13 @@ def test_roberta_large_falls_back_to_random_init_without_its_weights():
 
 
 # ------------------------------------------------------------------ end to end (worker processes)
-def test_real_paper_cells_pass_with_one_step_and_the_dry_run_uses_their_figures(scratch, capsys):
+def test_real_paper_cells_pass_with_one_step_and_the_dry_run_uses_their_figures(scratch, capsys, monkeypatch):
+    import pubench.preflight as pf
+
     out = scratch / "pf.json"
+    written = []  # the file after each write: a killed run keeps the checks done so far
+    real_write = pf.write_json
+    monkeypatch.setattr(pf, "write_json", lambda r, p: (real_write(r, p), written.append(json.loads(p.read_text()))))
     args = ["preflight", "table3-pupl", "--steps", "1", "--json", str(out)]
     for cell in CHEAP:
         args += ["--only", cell]
@@ -184,6 +189,8 @@ def test_real_paper_cells_pass_with_one_step_and_the_dry_run_uses_their_figures(
     text = capsys.readouterr().out
     assert "[1/2]" in text and "[2/2]" in text and "2 ok, 0 failed, 0 skipped" in text
     data = json.loads(out.read_text())
+    assert [(w["complete"], len(w["cells"])) for w in written] == [(False, 1), (True, 2)]
+    assert written[0]["cells"][0] == data["cells"][0] | {"figures": written[0]["cells"][0]["figures"]}
     assert {c["status"] for c in data["cells"]} == {"ok"}
     for c in data["cells"]:
         fig = c["figures"]
