@@ -89,6 +89,12 @@ def run(req: RunRequest) -> int:
         for warning in override_warnings(spec, req.tier, req.overrides):
             print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
+    if req.overrides:
+        rejected = variant_config_error(plan.jobs)
+        if rejected and not req.dry_run:
+            raise UsageError(f"--set: {rejected} (nothing was run)")
+        if rejected:
+            print(f"  warning: --set: {rejected}")
     todo = _pending(req, spec.id, plan.jobs, store, context)
     lacking = missing_data(todo)
     if lacking and not req.dry_run and executor.runs_here:
@@ -140,6 +146,23 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
         parts.append(f"{name}: place {where}")
     return (f"data missing for {n} job(s) of {spec_id}{'' if ran else ' (nothing was run)'}: " + "; ".join(parts)
             + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
+
+
+def variant_config_error(jobs: list) -> str | None:
+    """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
+    checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
+    from pubench.tasks import TASKS
+
+    seen = set()
+    for j in jobs:
+        if (j.row, j.col) in seen:
+            continue
+        seen.add((j.row, j.col))
+        try:
+            TASKS.get(j.task).validate(j.params)
+        except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
+            return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {' '.join(str(e).split())[:300]}"
+    return None
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:

@@ -48,6 +48,7 @@ def export_frame(ids: list[str] | None, tiers: list[str] | None):
     """The cells frame of every chosen spec and tier that has results (None when nothing has)."""
     import pandas as pd
 
+    from pubench.report.collect import variants
     from pubench.report.frame import cells_frame
     from pubench.store import ResultStore
 
@@ -55,8 +56,9 @@ def export_frame(ids: list[str] | None, tiers: list[str] | None):
     frames = []
     for spec in specs(ids).values():
         for tier in tiers or [*spec.tiers, CUSTOM]:
-            if tier == CUSTOM:
-                frames += variant_frames(spec, store)
+            if tier == CUSTOM:  # one block per variant; the cells it did not run have n = 0 like any tier's
+                frames += [cells_frame(spec=v, tier=CUSTOM, store=store).assign(variant=v.variant_label)
+                           for v in variants(spec, store)]
                 continue
             if tier not in spec.tiers or not store.scan(tier, spec.id).done:
                 continue
@@ -64,51 +66,6 @@ def export_frame(ids: list[str] | None, tiers: list[str] | None):
     if not frames:
         return None
     return pd.concat(frames, ignore_index=True)
-
-
-def variant_frames(spec, store) -> list:
-    """A cells frame (plus ``variant``) per variant of ``spec`` in the store's ``custom`` tier:
-    records of the spec's current version grouped by base tier and overrides; a cell and seed
-    recorded twice (another numerics profile) counts once, the first in file order. No regime
-    verdict (the spec's regime blocks judge its own tiers); no delta for a variant of the smoke
-    tier (a pipeline check)."""
-    import pandas as pd
-
-    from pubench.report.collect import CellStats, metric_values
-    from pubench.report.frame import CELL_COLUMNS
-
-    groups: dict[tuple, list] = {}
-    for rec in store.scan(CUSTOM, spec.id).records:
-        job = rec["job"]
-        v = job.get("variant") or {}
-        if job["spec_version"] == spec.version:
-            groups.setdefault((v.get("base_tier"), tuple(v.get("set") or ())), []).append(rec)
-    frames = []
-    col_group = {c: g for g, cols in spec.col_groups.items() for c in cols}
-    for (base, sets), recs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        values: dict[tuple, dict[int, float]] = {}
-        splits: dict[tuple, dict[int, object]] = {}
-        for mv in metric_values(recs):
-            if mv.metric in spec.metrics and mv.seed not in values.get((mv.row, mv.col, mv.metric), {}):
-                values.setdefault((mv.row, mv.col, mv.metric), {})[mv.seed] = mv.value
-                splits.setdefault((mv.row, mv.col, mv.metric), {})[mv.seed] = mv.split
-        rows = []
-        for row in spec.rows:
-            for col in spec.cols:
-                for metric, m in spec.metrics.items():
-                    if (row, col, metric) not in values:
-                        continue
-                    st = CellStats(values[(row, col, metric)], splits[(row, col, metric)])
-                    r = spec.reported_cell(row, col, metric)
-                    delta = None if r is None or r.mean is None or base == "smoke" else \
-                        (1.0 if m.higher_is_better else -1.0) * (st.mean - r.mean)
-                    rows.append((spec.id, spec.version, CUSTOM, row, spec.group_of_row(row), col, col_group.get(col),
-                                 metric, m.higher_is_better, st.mean, st.std, st.n, None if r is None else r.mean,
-                                 None if r is None else r.std, delta, False, None, 0))
-        frame = pd.DataFrame(rows, columns=list(CELL_COLUMNS)).assign(variant=" + ".join([str(base), *sets]))
-        frames.append(frame.astype({"mean": "float64", "std": "float64", "reported": "float64",
-                                    "reported_std": "float64", "delta": "float64"}))
-    return frames
 
 
 def _need_parquet_engine() -> None:
@@ -132,9 +89,7 @@ def cmd_export(args) -> int:
 
         what = ", ".join(args.ids) if args.ids else "any table"
         tiers = args.tier or list(TIER_CHOICES)
-        hint = run_first_hint(args.ids, [t for t in tiers if t != CUSTOM] or list(TIER_CHOICES))
-        if CUSTOM in tiers and len(tiers) == 1:
-            hint = f"run a variant first: `pubench run {(args.ids or ['fig5-bcl'])[0]} --set key.path=value`"
+        hint = run_first_hint(args.ids, tiers if tiers == [CUSTOM] else [t for t in tiers if t != CUSTOM])
         raise UsageError(f"no results for {what} at tier(s) {', '.join(tiers)}; {hint}")
     out = Path(args.out) if args.out else None
     if out is not None:

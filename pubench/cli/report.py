@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, UsageError, specs
+from pubench.registry.spec import CUSTOM
 from pubench.utils.io import check_writable
 
 
@@ -17,8 +18,9 @@ def report_parser(sub) -> None:
                        epilog="examples:\n  pubench report\n  pubench report fig5-bcl --tier paper\n"
                               "  pubench report table1-bcl --format latex")
     s.add_argument("ids", nargs="*", help="ids (default: every table with results)")
-    s.add_argument("--tier", action="append", choices=TIER_CHOICES,
-                   help="only this tier (repeatable; default: every tier with results)")
+    s.add_argument("--tier", action="append", choices=(*TIER_CHOICES, CUSTOM),
+                   help="only this tier (repeatable; default: every tier with results); custom: one report per "
+                        "variant run with `pubench run --set`, reports/custom/<id>--<base tier>_<overrides>.md")
     s.add_argument("--format", default="md", choices=["md", "latex"],
                    help="what --print prints: md (default) or latex (both files are always written)")
     tex = s.add_mutually_exclusive_group()
@@ -49,13 +51,15 @@ def site_parser(sub) -> None:
 def cmd_report(args) -> int:
     from pubench.registry import SpecError, load_all
     from pubench.report import write_index
+    from pubench.report.collect import variants
     from pubench.store import ResultStore
 
     store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
     chosen = specs(args.ids or None)
-    tiers = args.tier or list(TIER_CHOICES)
+    tiers = args.tier or [*TIER_CHOICES, CUSTOM]
     check_writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
-    written = sum(_report(args, spec, tier, store) for spec in chosen.values() for tier in tiers)
+    written = sum(_report(args, view, tier, store) for spec in chosen.values() for tier in tiers
+                  for view in (variants(spec, store) if tier == CUSTOM else [spec]))
     if not written:
         raise UsageError("no results for " + (", ".join(chosen) if args.ids else "any table")
                          + f" at tier(s) {', '.join(tiers)}; {run_first_hint(list(chosen) if args.ids else [], tiers)}")
@@ -76,7 +80,11 @@ def _report(args, spec, tier: str, store) -> bool:
     from pubench.report import render_latex, render_markdown, write_report
     from pubench.report.collect import report_fields
 
+    from pubench.report.collect import of_variant
+
     scan = store.scan(tier, spec.id, fields=report_fields(spec))
+    if spec.variant is not None:
+        scan = of_variant(scan, spec.variant)
     if not scan.done and not (args.ids and args.tier and scan.failed):
         return False
     if scan.corrupt:
@@ -94,6 +102,8 @@ def run_first_hint(ids: list[str], tiers: list[str]) -> str:
     """What to run first, naming the real id and tier (the first asked for; else a table that
     runs in a minute here)."""
     sid = ids[0] if ids else "fig5-bcl"
+    if tiers == [CUSTOM]:
+        return f"run a variant first: `pubench run {sid} --set key.path=value`"
     tier = tiers[0] if len(tiers) < len(TIER_CHOICES) else ("paper" if sid == "fig5-bcl" and not ids else "reduced")
     return f"run `pubench run {sid} --tier {tier}` first"
 

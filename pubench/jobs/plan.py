@@ -25,11 +25,8 @@ from typing import Any
 from pubench.errors import PubenchError, shorten
 from pubench.jobs.overrides import apply_overrides
 from pubench.numerics import Numerics, resolve
-from pubench.registry.spec import Spec, match_cell
+from pubench.registry.spec import CUSTOM, Spec, match_cell
 from pubench.utils.hashing import canonical_json, config_hash, derive_seed
-
-#: The tier of a variant of a spec's cells (``--set key.path=value``): results/custom/<id>/
-CUSTOM = "custom"
 
 #: Upper bound of ``--seeds``: a typo such as 1000000000000 must not expand forever.
 MAX_SEEDS = 1000

@@ -18,7 +18,7 @@ import fnmatch
 import pickle
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pubench.errors import PubenchError
@@ -34,6 +34,8 @@ PAPERS = {
     "wconpu": "004 Weighted Contrastive Learning with Hard Negative Mining for PU Learning (WConPU)",
 }
 TIERS = ("paper", "reduced", "smoke")
+#: The tier of a variant of a spec's cells (``pubench run --set key.path=value``): results/custom/<id>/
+CUSTOM = "custom"
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
 CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order", "curve_rises")
 
@@ -170,10 +172,29 @@ class Spec:
     #: sentence of a ``not_designed`` reason needs (the loader sets it; None: "none")
     designed: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
     _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
+    #: (base tier, overrides) of the variant this view is (:meth:`with_variant`); None for the spec itself
+    variant: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
     #: (tier, row, col) -> (task, the resolved params pickled, their canonical JSON): filled by
     #: :meth:`precompute` (the spec cache stores it), read back by :meth:`resolve`
     _resolved: dict[tuple[str, str, str], tuple[str, bytes, str]] = field(default_factory=dict, repr=False,
                                                                          compare=False)
+
+    def with_variant(self, base_tier: str, overrides: list[str] | tuple[str, ...]) -> Spec:
+        """This spec with a :data:`CUSTOM` tier: ``base_tier``'s config of every cell with
+        ``overrides`` applied (what ``pubench run --tier BASE --set ...`` runs), its seeds and
+        unavailable cells, and its deviations plus one saying what the variant changes."""
+        if base_tier not in self.tiers:
+            raise SpecError(f"{self.id}: a variant of unknown tier {base_tier!r}")
+        base, sets = self.tiers[base_tier], tuple(overrides)
+        said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
+               + "".join(f" --set {o}" for o in sets) + "`."
+        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable))
+        return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
+
+    @property
+    def variant_label(self) -> str | None:
+        """``reduced + data.M=100`` for a variant view (:meth:`with_variant`), else None."""
+        return None if self.variant is None else " + ".join([self.variant[0], *self.variant[1]])
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
@@ -235,6 +256,11 @@ class Spec:
                                                     canonical_json(cfg["params"]))
 
     def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
+        if tier == CUSTOM and self.variant is not None:
+            from pubench.jobs.overrides import apply_overrides  # imports nothing of the registry
+
+            cfg = self._resolve(self.variant[0], row, col)
+            return {"task": cfg["task"], "params": apply_overrides(cfg["params"], self.variant[1])}
         params: dict[str, Any] = {}
         for layer in (self.experiment, self.tiers[tier].layer):
             params = deep_merge(params, layer.get("params") or {})

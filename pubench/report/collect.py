@@ -140,7 +140,8 @@ class TableResult:
     def pipeline_check(self) -> bool:
         """Whether the tier only checks the pipeline (smoke: seconds of training), so that its
         numbers are never compared with the paper's (no delta)."""
-        return self.tier in PIPELINE_CHECK_TIERS
+        base = self.spec.variant[0] if self.spec.variant is not None else self.tier  # a variant of smoke is one too
+        return base in PIPELINE_CHECK_TIERS
 
     def delta(self, row: str, col: str, metric: str) -> float | None:
         """Reproduced minus reported, signed so that a positive delta is better than reported
@@ -273,7 +274,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     memo = getattr(store, "_memo", None)
     if memo is None:
         return _collect(spec, tier, store)
-    key = ("collect", spec.path, spec.id, tier)
+    key = ("collect", spec.path, spec.id, tier, spec.variant)
     if key not in memo:
         memo[key] = _collect(spec, tier, store)
         # the table holds what its readers need: its folder's records need not stay in memory
@@ -282,10 +283,36 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return memo[key]
 
 
+def variant_key(job: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """(base tier, overrides) of a job run with ``--set`` (:attr:`Spec.variant`'s shape), else None."""
+    v = job.get("variant")
+    return None if not v else (v.get("base_tier"), tuple(v.get("set") or ()))
+
+
+def of_variant(scan, variant: tuple[str, tuple[str, ...]]):
+    """``scan`` with only the records (ok and failed) of ``variant``."""
+    from dataclasses import replace
+
+    return replace(scan, records=[r for r in scan.records if variant_key(r["job"]) == variant],
+                   failures=[r for r in scan.failures if variant_key(r["job"]) == variant])
+
+
+def variants(spec: Spec, store: ResultStore) -> list[Spec]:
+    """A view of ``spec`` (:meth:`Spec.with_variant`) per variant the store's ``custom`` tier holds
+    records of (``pubench run --set``) at the spec's current version, in a stable order."""
+    from pubench.registry.spec import CUSTOM
+
+    keys = {variant_key(r["job"]) for r in store.scan(CUSTOM, spec.id, fields=("job",)).records
+            if r["job"].get("spec_version") == spec.version}
+    return [spec.with_variant(base, sets) for base, sets in sorted(k for k in keys if k and k[0] in spec.tiers)]
+
+
 def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
+    if spec.variant is not None:  # the custom folder holds every variant: this view's only
+        scan = of_variant(scan, spec.variant)
     records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}

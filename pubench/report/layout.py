@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from pubench.registry.spec import ReportedCell, Spec
+from pubench.registry.spec import CUSTOM, ReportedCell, Spec
 from pubench.report.oneclass import NEAR_ONE_CLASS, RECALL_0, RECALL_LOW, SPECIFICITY_0, SPECIFICITY_LOW
 from pubench.report.stats import significance_mark
 
@@ -207,6 +207,11 @@ def tier_line(spec: Spec, tier: str) -> str:
     """One line on what the tier is and how many deviations it lists (they follow the results)."""
     n = len(spec.tiers[tier].deviations)
     listed = f"{n} deviation{'s' if n != 1 else ''} from the paper, listed below the results"
+    if spec.variant is not None and tier == CUSTOM:
+        base, sets = spec.variant
+        what = {"paper": "the paper's configuration", "smoke": "a pipeline check"}.get(base, "a smaller configuration")
+        return (f"a custom variant (`pubench run --set`) of the `{base}` tier ({what}) with "
+                + ", ".join(f"`{o}`" for o in sets) + f" on top; {listed}")
     if tier == "paper":
         return "the paper's configuration" + (f", with {listed}" if n else "")
     if tier == "smoke":

@@ -45,7 +45,8 @@ def _cell(res: TableResult, row: str, col: str, metric: str) -> str:
 
 def _header(spec: Spec, tier: str) -> list[str]:
     return [
-        f"# {spec.id}: {spec.title} ({spec.paper}), tier `{tier}`", "",
+        f"# {spec.id}: {spec.title} ({spec.paper}), tier `{tier}`"
+        + (f" ({spec.variant_label})" if spec.variant is not None else ""), "",
         f"> {spec.caption}", "",
         f"- Source: {spec.source}",
         f"- Paper: {spec.reported_seeds if spec.reported_seeds is not None else 'unstated'} seed(s); "
@@ -82,8 +83,9 @@ def render_markdown(res: TableResult, plot: str | None = "") -> str:
         "Cell: reproduced mean ± std (n seeds) / reported [Δ]. std is the sample std over seeds "
         "(none for a single seed); Δ = reproduced − reported, signed so that Δ > 0 is better than reported.",
     ]
-    if res.tier == "smoke":
-        lines += ["", f"Tier `smoke` is {SMOKE_TEXT}: read its cells as a check that every cell runs, not as results."]
+    if res.pipeline_check:
+        lines += ["", f"Tier `{res.tier}` is {SMOKE_TEXT}: read its cells as a check that every cell runs, not as "
+                  "results."]
     if res.marks_degenerate:
         lines += ["", DEGENERATE_LEGEND]
     sig = spec.significance

@@ -3,6 +3,7 @@ characters, the symbols the reports print, Greek letters as math."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -38,5 +39,14 @@ def _unicode(ch: str) -> str:
     return r"\texttt{[U+%04X]}" % ord(ch)
 
 
+_CODE = re.compile(r"`([^`\n]+)`")  # a markdown code span: `pubench run ...`
+
+
 def escape_tex(text: object) -> str:
-    return "".join(_TEX_SPECIAL.get(ch) or (_unicode(ch) if ord(ch) > 127 else ch) for ch in str(text))
+    """``text`` escaped; a markdown code span (`x`) becomes \\texttt{x} rather than TeX's quotes."""
+    parts = _CODE.split(str(text))  # even indices: prose, odd: code spans
+    return "".join(r"\texttt{%s}" % _escape(p) if i % 2 else _escape(p) for i, p in enumerate(parts))
+
+
+def _escape(text: str) -> str:
+    return "".join(_TEX_SPECIAL.get(ch) or (_unicode(ch) if ord(ch) > 127 else ch) for ch in text)

@@ -72,7 +72,7 @@ def test_export_marks_variants_run_with_set(tmp_registry, capsys):
     assert main(["export", "--format", "csv"]) == 0
     f = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert set(f["tier"]) == {"reduced", "custom"} and f[f.tier == "reduced"]["variant"].isna().all()
-    v = f[f.tier == "custom"].set_index(["variant", "row", "col"])
+    v = f[(f.tier == "custom") & (f.n > 0)].set_index(["variant", "row", "col"])
     assert sorted(set(v.index.get_level_values(0))) == ["reduced + value=10", "reduced + value=20"]
     assert len(v) == 4 and (v["n"] == 2).all()
     assert v.loc[("reduced + value=20", "A", "x"), "mean"] == pytest.approx(20, abs=0.5)

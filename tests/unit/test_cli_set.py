@@ -62,7 +62,14 @@ def test_set_errors_and_warnings(tmp_registry, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and needle in err, err
     assert main(["run", "table1-bcl", "--tier", "smoke", "--set", "valeu=2", "--dry-run"]) == 0
-    assert "warning: --set valeu=2: no cell's config at tier 'smoke' has 'valeu'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "warning: --set valeu=2: no cell's config at tier 'smoke' has 'valeu'" in out
+    assert "warning: --set: the config of A|x is rejected by task selftest: params: unknown key 'valeu'" in out
+    # run: the task's own check refuses the variant before any job starts
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--set", "valeu=2", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown key 'valeu'" in err and "nothing was run" in err
+    assert not list((tmp_registry.root / "results").rglob("*.json"))
 
 
 def test_preflight_checks_the_variant_run_set_runs(tmp_registry):
@@ -95,3 +102,36 @@ def test_status_lists_the_variants(tmp_registry, capsys):
     assert rows == [{"id": "table1-bcl", "tier": "custom (2 variants)", "seeds": "-", "jobs": 8, "done": 8,
                      "failed": 0, "running": 0, "submitted": 0, "corrupt": 0, "pending": 0,
                      "not_implemented_jobs": 0, "unavailable_cells": 0}]
+
+
+def test_report_writes_one_report_per_variant_marked_custom(tmp_registry, capsys):
+    """`report` over a store with variants: reports/custom/<id>--<base>_<overrides>.md per variant,
+    each aggregating only its own records, marked custom with its overrides; the index lists them."""
+    tmp_registry(selftest_spec())
+    assert main(["report", "--tier", "custom"]) == 2
+    assert "run a variant first: `pubench run fig5-bcl --set key.path=value`" in capsys.readouterr().err
+    for tier, value in (("reduced", "10"), ("reduced", "20"), ("smoke", "30")):
+        assert main(["run", "table1-bcl", "--tier", tier, "--set", f"value={value}", "--only", "A|*",
+                     "--no-progress"]) == 0
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["report"]) == 0
+    reports = tmp_registry.root / "reports"
+    assert sorted(p.name for p in (reports / "custom").glob("*.md")) == [
+        "table1-bcl--reduced_value=10.md", "table1-bcl--reduced_value=20.md", "table1-bcl--smoke_value=30.md"]
+    ten = (reports / "custom" / "table1-bcl--reduced_value=10.md").read_text()
+    assert ten.splitlines()[0].endswith("tier `custom` (reduced + value=10)")
+    assert "- Tier `custom`: a custom variant (`pubench run --set`) of the `reduced` tier (a smaller configuration) " \
+           "with `value=10` on top; 1 deviation from the paper, listed below the results." in ten
+    assert "`pubench run --tier reduced --set value=10`" in ten  # the deviation that says what changed
+    (a_row,) = [line for line in ten.splitlines() if line.startswith("| A ")]
+    (x, y) = [float(c.split("±")[0]) for c in a_row.split("|")[2:4]]
+    assert x == pytest.approx(10, abs=0.5) and y == pytest.approx(10, abs=0.5)  # only this variant's 2 seeds
+    assert "(2) / 1.00 ± 0.10 [+" in a_row
+    smoke = (reports / "custom" / "table1-bcl--smoke_value=30.md").read_text()
+    assert "read its cells as a check that every cell runs" in smoke and "[+" not in smoke  # no delta: pipeline check
+    own = (reports / "reduced" / "table1-bcl.md").read_text()
+    assert "custom" not in own.splitlines()[0] and "stale" not in own
+    index = (reports / "README.md").read_text()
+    assert "[table1-bcl--reduced_value=20](custom/table1-bcl--reduced_value=20.md)" in index
+    assert "Test (variant: smoke + value=30)" in index

@@ -122,6 +122,9 @@ def test_latex_escapes_what_pdflatex_cannot_typeset():
                                       "\\ensuremath{\\downarrow}"
     assert escape_tex("θ_BCL π Δ Α") == "\\ensuremath{\\theta}\\_BCL \\ensuremath{\\pi} \\ensuremath{\\Delta} A"
     assert escape_tex("é") == "é" and escape_tex("中") == "\\texttt{[U+4E2D]}"
+    # a markdown code span is typewriter text, not TeX's `quotes'; a lone backtick stays
+    assert escape_tex("run `pubench run --set a_b=1` now, odd ` tick") == \
+        "run \\texttt{pubench run --set a\\_b=1} now, odd ` tick"
 
 
 def test_wide_blocks_split_into_column_chunks(tmp_path):
