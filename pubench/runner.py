@@ -63,7 +63,7 @@ def run(req: RunRequest) -> int:
     from pubench.registry import get_spec
     from pubench.store import ResultStore
 
-    from pubench.jobs.plan import CUSTOM
+    from pubench.registry.spec import CUSTOM
 
     spec = get_spec(req.spec_id)
     if req.tier not in spec.tiers:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, UsageError, specs
-from pubench.jobs.plan import CUSTOM
+from pubench.registry.spec import CUSTOM
 
 FORMATS = ("csv", "parquet", "json")
 

@@ -6,7 +6,7 @@ import json
 
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, bounded_int, specs
-from pubench.jobs.plan import CUSTOM
+from pubench.registry.spec import CUSTOM
 
 STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "submitted", "corrupt", "pending",
                "not_implemented_jobs", "unavailable_cells"]
