@@ -291,7 +291,8 @@ def report_body(res: TableResult, plot: str | None, other_tiers: list[tuple[str,
 
 def report_page(res: TableResult, plot: str | None, other_tiers: list[tuple[str, str]], spec_href: str,
                 nav: list[tuple[str, str]], footer: Markup) -> str:
-    return render("report.html.j2", title=f"{res.spec.id} ({res.tier}): {res.spec.title}", nav=nav, footer=footer,
+    tier = f"{res.tier}: {res.spec.variant_label}" if res.spec.variant is not None else res.tier
+    return render("report.html.j2", title=f"{res.spec.id} ({tier}): {res.spec.title}", nav=nav, footer=footer,
                   **report_context(res, plot, other_tiers, spec_href))
 
 

@@ -240,3 +240,17 @@ def plot_alt(res) -> str:
     if any(c.mean is not None for c in res.spec.reported):
         return f"{ours} and the paper (dashed)"
     return f"{ours}; the paper prints no number of this figure"
+
+
+def report_stem(spec: Spec) -> str:
+    """The report's file name without suffix: the id; for a variant (:meth:`Spec.with_variant`)
+    the id, ``--`` and the base tier and overrides as a file name (``table1-bcl--reduced_value=10``;
+    a long one ends in a hash of the whole)."""
+    if spec.variant is None:
+        return spec.id
+    from pubench.utils.hashing import config_hash
+
+    slug = re.sub(r"[^A-Za-z0-9.=+-]+", "_", "_".join([spec.variant[0], *spec.variant[1]])).strip("_")
+    if len(slug) > 60:
+        slug = f"{slug[:48]}-{config_hash(list(spec.variant))[:8]}"
+    return f"{spec.id}--{slug}"

@@ -22,15 +22,15 @@ from pathlib import Path
 from markupsafe import Markup
 
 from pubench.errors import PubenchError
-from pubench.registry.spec import PAPERS, TIERS, Spec
+from pubench.registry.spec import CUSTOM, PAPERS, TIERS, Spec
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, STATUSES, UNDERPOWERED, claim_checks
-from pubench.report.collect import PIPELINE_CHECK_TIERS, TableResult, collect
+from pubench.report.collect import PIPELINE_CHECK_TIERS, TableResult, collect, variants
 from pubench.report.compute import Compute, fmt_hours
 from pubench.report.crossref import CrossEntry, crossref, rank_in_table
 from pubench.report.evidence import regime_summary
 from pubench.report.html import delta_class, e, outcome_class, render, report_page, spec_context
-from pubench.report.layout import DASH, caption_parts, fmt_ours, fmt_reported
+from pubench.report.layout import DASH, caption_parts, fmt_ours, fmt_reported, report_stem
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
 from pubench.utils.io import atomic_write_text
@@ -64,13 +64,13 @@ def _claims_summary(counts: Counter) -> list[tuple[str, str]]:
 def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], store: ResultStore) -> Path:
     from pubench.report.plot import render_plot
 
-    spec, tier = res.spec, res.tier
+    spec, tier, stem = res.spec, res.tier, report_stem(res.spec)
     plot = None
     if spec.kind == "figure" and res.cells_done:
-        plot = render_plot(res, folder / tier / f"{spec.id}.png").name
+        plot = render_plot(res, folder / tier / f"{stem}.png").name
     others = [(f"../{t}/{spec.id}.html", f"tier {t}") for t in tiers_with_results if t != tier]
     html = report_page(res, plot, others, f"../spec/{spec.id}.html", _nav(1), _footer(store))
-    return atomic_write_text(folder / tier / f"{spec.id}.html", html)
+    return atomic_write_text(folder / tier / f"{stem}.html", html)
 
 
 def _left_out(figures: dict | None, paper: str) -> list[dict]:
@@ -224,6 +224,9 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
         for t in tiers:
             _report_page(results[(sid, t)], out, tiers, store)
         reports = [(f"../{t}/{sid}.html", f"tier {t}") for t in tiers]
+        for view in variants(spec, store):  # `pubench run --set`: linked from the spec's page, not the index
+            _report_page(collect(view, CUSTOM, store), out, tiers, store)
+            reports.append((f"../{CUSTOM}/{report_stem(view)}.html", f"variant {view.variant_label}"))
         atomic_write_text(out / "spec" / f"{sid}.html",
                           render("spec.html.j2", title=f"{sid}: {spec.title} (reported)", nav=_nav(1),
                                  footer=_footer(store), **spec_context(spec, reports)))

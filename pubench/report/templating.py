@@ -55,8 +55,22 @@ def _loader(folders: tuple[str, ...]):
 def _html_env(folders: tuple[str, ...]):
     from jinja2 import Environment, StrictUndefined
 
-    return Environment(loader=_loader(folders), autoescape=True, undefined=StrictUndefined, trim_blocks=True,
-                       lstrip_blocks=True, keep_trailing_newline=True)
+    env = Environment(loader=_loader(folders), autoescape=True, undefined=StrictUndefined, trim_blocks=True,
+                      lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["code_spans"] = code_spans
+    return env
+
+
+def code_spans(value: object):
+    """The ``code_spans`` filter of the HTML environment: ``value`` escaped, each markdown code
+    span (`x`) as <code>x</code>; markup (a macro's output) is kept as it is."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    if isinstance(value, Markup):
+        return value
+    return Markup(re.sub(r"`([^`\n]+)`", r"<code>\1</code>", str(escape(value))))
 
 
 def html_env():

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from tabulate import tabulate
@@ -15,6 +14,7 @@ from pubench.report.collect import TableResult, collect, variants
 from pubench.report.compute import fmt_hours
 from pubench.report.evidence import regime_summary
 from pubench.report.latex import render_latex
+from pubench.report.layout import report_stem
 from pubench.report.markdown import render_markdown
 from pubench.report.plot import render_plot
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
@@ -36,20 +36,6 @@ def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
     if plot:
         paths.append(_plot(res, folder / plot))
     return res, paths
-
-
-def report_stem(spec: Spec) -> str:
-    """The report's file name without suffix: the id; for a variant (:meth:`Spec.with_variant`)
-    the id, ``--`` and the base tier and overrides as a file name (``table1-bcl--reduced_value=10``;
-    a long one ends in a hash of the whole)."""
-    if spec.variant is None:
-        return spec.id
-    from pubench.utils.hashing import config_hash
-
-    slug = re.sub(r"[^A-Za-z0-9.=+-]+", "_", "_".join([spec.variant[0], *spec.variant[1]])).strip("_")
-    if len(slug) > 60:
-        slug = f"{slug[:48]}-{config_hash(list(spec.variant))[:8]}"
-    return f"{spec.id}--{slug}"
 
 
 def _plot(res: TableResult, path: Path) -> Path:

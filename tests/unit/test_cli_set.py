@@ -135,3 +135,17 @@ def test_report_writes_one_report_per_variant_marked_custom(tmp_registry, capsys
     index = (reports / "README.md").read_text()
     assert "[table1-bcl--reduced_value=20](custom/table1-bcl--reduced_value=20.md)" in index
     assert "Test (variant: smoke + value=30)" in index
+
+
+def test_the_site_has_a_page_per_variant_linked_from_the_spec_page(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--set", "value=10", "--only", "A|*", "--no-progress"]) == 0
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    assert main(["site"]) == 0
+    site = tmp_registry.root / "reports" / "site"
+    page = (site / "custom" / "table1-bcl--reduced_value=10.html").read_text()
+    assert "<title>table1-bcl (custom: reduced + value=10)" in page and "`value=10`" not in page
+    assert "<code>value=10</code> on top" in page and "<code>pubench run --tier reduced --set value=10</code>" in page
+    spec_page = (site / "spec" / "table1-bcl.html").read_text()
+    assert 'href="../custom/table1-bcl--reduced_value=10.html"' in spec_page and "variant reduced + value=10" in spec_page
+    assert 'href="../reduced/table1-bcl.html"' in spec_page
