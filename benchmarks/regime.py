@@ -68,7 +68,7 @@ def run(args) -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **env, "PUBENCH_ENCODER_CACHE": "0"})
     from pubench.executors.worker import execute_job
     from pubench.jobs import expand
-    from pubench.jobs.overrides import apply_overrides
+    from pubench.registry.overrides import apply_overrides
     from pubench.jobs.plan import Job
     from pubench.registry import get_spec
     from pubench.store import ResultStore

@@ -168,7 +168,7 @@ def variant_config_error(jobs: list) -> str | None:
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
     """The overrides whose key no cell's config at ``tier`` has (a typo makes every job fail
     on its config; a new key may be meant): one sentence each."""
-    from pubench.jobs.overrides import parse_override
+    from pubench.registry.overrides import parse_override
 
     configs = [spec.resolve(tier, r, c)["params"] for r, c in spec.cells()
                if spec.unavailable_reason(tier, r, c) is None]

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any
 
 from pubench.errors import PubenchError, shorten
-from pubench.jobs.overrides import apply_overrides
+from pubench.registry.overrides import apply_overrides
 from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import CUSTOM, Spec, match_cell
 from pubench.utils.hashing import canonical_json, config_hash, derive_seed
@@ -121,7 +121,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
     instead. ``numerics`` defaults to the canonical profile (``pubench.numerics``).
 
-    ``overrides`` (``key.path=value``, :mod:`pubench.jobs.overrides`; ``pubench run --set``)
+    ``overrides`` (``key.path=value``, :mod:`pubench.registry.overrides`; ``pubench run --set``)
     make a variant of the cells: each cell's params at ``tier`` with the overrides applied, in
     the tier :data:`CUSTOM` (``Plan.tier``, each job's tier, its folder in the store), with ids
     that differ from every tier's.

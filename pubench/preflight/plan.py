@@ -18,7 +18,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from pubench.jobs.overrides import OverrideError
+from pubench.registry.overrides import OverrideError
 from pubench.jobs.plan import Job, expand
 from pubench.numerics import Numerics
 from pubench.utils.hashing import config_hash

@@ -257,7 +257,7 @@ class Spec:
 
     def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
         if tier == CUSTOM and self.variant is not None:
-            from pubench.jobs.overrides import apply_overrides  # imports nothing of the registry
+            from pubench.registry.overrides import apply_overrides
 
             cfg = self._resolve(self.variant[0], row, col)
             return {"task": cfg["task"], "params": apply_overrides(cfg["params"], self.variant[1])}

@@ -75,7 +75,7 @@ def test_set_errors_and_warnings(tmp_registry, capsys):
 def test_preflight_checks_the_variant_run_set_runs(tmp_registry):
     """``preflight --set``: the cells it checks are the jobs `run --set` runs (same ids)."""
     from pubench.jobs import expand
-    from pubench.jobs.overrides import OverrideError
+    from pubench.registry.overrides import OverrideError
     from pubench.numerics import resolve
     from pubench.preflight.plan import select
     from pubench.registry import load_all
