@@ -78,13 +78,9 @@ def cmd_report(args) -> int:
 def _report(args, spec, tier: str, store) -> bool:
     """Write (and print, with --print) the report of ``spec`` at ``tier``; False when there is nothing to report."""
     from pubench.report import render_latex, render_markdown, write_report
-    from pubench.report.collect import report_fields
+    from pubench.report.collect import scan_of
 
-    from pubench.report.collect import of_variant
-
-    scan = store.scan(tier, spec.id, fields=report_fields(spec))
-    if spec.variant is not None:
-        scan = of_variant(scan, spec.variant)
+    scan = scan_of(spec, tier, store)
     if not scan.done and not (args.ids and args.tier and scan.failed):
         return False
     if scan.corrupt:

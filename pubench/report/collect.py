@@ -297,6 +297,13 @@ def of_variant(scan, variant: tuple[str, tuple[str, ...]]):
                    failures=[r for r in scan.failures if variant_key(r["job"]) == variant])
 
 
+def scan_of(spec: Spec, tier: str, store: ResultStore):
+    """The store's scan of ``spec`` at ``tier`` with what a report reads; for a variant view,
+    only that variant's records (the custom folder holds every variant)."""
+    scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
+    return scan if spec.variant is None else of_variant(scan, spec.variant)
+
+
 def variants(spec: Spec, store: ResultStore) -> list[Spec]:
     """A view of ``spec`` (:meth:`Spec.with_variant`) per variant the store's ``custom`` tier holds
     records of (``pubench run --set``) at the spec's current version, in a stable order."""
@@ -310,9 +317,7 @@ def variants(spec: Spec, store: ResultStore) -> list[Spec]:
 def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
-    scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
-    if spec.variant is not None:  # the custom folder holds every variant: this view's only
-        scan = of_variant(scan, spec.variant)
+    scan = scan_of(spec, tier, store)
     records, stale = select_records(spec, tier, scan.records)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}
