@@ -127,15 +127,16 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         if name != "paper" and any(layer.get(k) for k in LAYER_KEYS) and not t.deviations:
             raise SpecError(file, f"{where}.deviations", "this tier changes the paper's setup: list the deviations "
                                                          "in words")
-        for pattern, why in t.unavailable.items():
-            if "|" not in pattern:
-                raise SpecError(file, f"{where}.unavailable.{pattern}", "pattern must read 'row|col' (globs allowed)")
-            if not why.strip():
-                raise SpecError(file, f"{where}.unavailable.{pattern}", "give the reason")
-            if not any(match_cell(pattern, r, c) for r in rows for c in cols):
-                raise SpecError(file, f"{where}.unavailable.{pattern}", "matches no cell")
+        for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why)):
+            for pattern, why in reasons.items():
+                if "|" not in pattern:
+                    raise SpecError(file, f"{where}.{key}.{pattern}", "pattern must read 'row|col' (globs allowed)")
+                if not why.strip():
+                    raise SpecError(file, f"{where}.{key}.{pattern}", "give the reason")
+                if not any(match_cell(pattern, r, c) for r in rows for c in cols):
+                    raise SpecError(file, f"{where}.{key}.{pattern}", "matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
-                           unavailable=dict(t.unavailable))
+                           unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why))
 
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"

@@ -165,6 +165,10 @@ class TierModel(LayerModel):
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
                         "(not_designed: no config designed for this tier yet; 'offline: NAME': NAME is not available "
                         "offline here, paper tier only)")
+    one_class_why: dict[str, str] = Field(
+        {}, description="'row|col' glob -> why those cells' near-one-class seeds (test recall or specificity under "
+                        "5%) are what the method does at this tier, with the measurement that shows it (a method "
+                        "that collapses where its block's reference rows work is a result, written here)")
 
 
 class TiersModel(_Model):

@@ -120,6 +120,7 @@ class Tier:
     deviations: list[str]
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
+    one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
 
 
 @dataclass
@@ -188,6 +189,7 @@ class Spec:
         base, sets = self.tiers[base_tier], tuple(overrides)
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
+        # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
         custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable))
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
 
@@ -220,6 +222,14 @@ class Spec:
                     designed = self.designed().get(tier, []) if why in REASONS and self.designed else []
                     self._reasons[(why, tier)] = reason_text(why, tier, designed)
                 return self._reasons[(why, tier)]
+        return None
+
+    def one_class_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        """(pattern, reason) of the tier's ``one_class_why`` entry covering the cell, or None."""
+        t = self.tiers.get(tier)
+        for pattern, why in (t.one_class_why.items() if t else ()):
+            if match_cell(pattern, row, col):
+                return pattern, why
         return None
 
     def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from pubench.report.layout import (
     coinciding_text,
     column_chunks,
     curve_summary,
-    degenerate_summary,
+    degenerate_summary, one_class_whys,
     fmt_ours,
     fmt_reported,
     plot_alt,
@@ -240,6 +240,7 @@ def coverage_lines(res: TableResult) -> list[str]:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
     if one_class := degenerate_summary(res):
         lines.append(one_class)
+        lines += [f"Why, at tier {res.tier}: {why}" for why in one_class_whys(res)]
     if res.corrupt:
         lines.append(f"{res.corrupt} corrupt record(s) were skipped")
     if res.numerics:

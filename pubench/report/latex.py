@@ -30,7 +30,7 @@ from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
                                      regime_whys)
 from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
-                                   column_chunks, degenerate_summary, plot_alt, tier_line)
+                                   column_chunks, degenerate_summary, one_class_whys, plot_alt, tier_line)
 from pubench.report.templating import Tex
 from pubench.report.tex_escape import escape_tex
 
@@ -144,6 +144,7 @@ def _coverage(res: TableResult) -> list[Tex]:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
     if one_class := degenerate_summary(res):
         lines.append(escape_tex(one_class))
+        lines += [escape_tex(f"Why, at tier {res.tier}: {why}") for why in one_class_whys(res)]
     if res.dirty:
         lines.append(f"\\textbf{{{res.dirty} record(s) were written from a tree with uncommitted code or spec "
                      "changes}")

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from pubench.registry.spec import CUSTOM, ReportedCell, Spec
+from pubench.registry.spec import CUSTOM, ReportedCell, Spec, match_cell
 from pubench.report.oneclass import NEAR_ONE_CLASS, RECALL_0, RECALL_LOW, SPECIFICITY_0, SPECIFICITY_LOW
 from pubench.report.stats import significance_mark
 
@@ -132,6 +132,20 @@ def degenerate_summary(res) -> str | None:
     return (f"Near-one-class classifiers ({DEGENERATE_MARK}, test recall or specificity under {NEAR_ONE_CLASS:.0%}): "
             f"{kinds.total()} record(s){of} in {len(res.degenerate)} cell(s) ("
             + ", ".join(f"{why}: {kinds[why]}" for why in _KIND_ORDER if kinds[why]) + ")")
+
+
+def one_class_whys(res) -> list[str]:
+    """Per ``one_class_why`` entry of the tier that covers near-one-class seeds: ``ROW|COL (k of n
+    seeds near-one-class): why`` (the spec's measured reason)."""
+    t = res.spec.tiers.get(res.tier)
+    out = []
+    for pattern, why in (t.one_class_why.items() if t else ()):
+        cells = [c for c in res.degenerate if match_cell(pattern, *c)]
+        if cells:
+            k = sum(len(res.degenerate[c]) for c in cells)
+            n = sum(len(res.binary.get(c, ())) for c in cells)
+            out.append(f"{pattern} ({k} of {n} seeds near-one-class): {why}")
+    return out
 
 
 def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:

@@ -21,7 +21,7 @@ from pubench.report.layout import (
     cell_marks,
     coinciding_text,
     curve_summary,
-    degenerate_summary,
+    degenerate_summary, one_class_whys,
     fmt,
     fmt_ours,
     fmt_reported,
@@ -202,6 +202,7 @@ def _status_md(res: TableResult) -> str:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
     if one_class := degenerate_summary(res):
         lines.append(f"- {one_class}")
+        lines += [f"  - Why, at tier `{res.tier}`: {why}" for why in one_class_whys(res)]
     if res.corrupt:
         lines.append(f"- {res.corrupt} corrupt record(s) were skipped (`pubench run` quarantines and reruns them)")
     if res.numerics:

@@ -142,3 +142,10 @@ class RegimeMap:
 
     def out_of_regime(self, row: str, col: str) -> list[RegimeVerdict]:
         return [v for v in self.of(row, col) if v.verdict == OUT]
+
+
+def unexplained_one_class(res: TableResult, regime_map: RegimeMap) -> dict[tuple[str, str], int]:
+    """Near-one-class seeds per cell that neither a block out of regime (``regime_map``) nor a
+    ``one_class_why`` entry of the tier accounts for (issue 36: at most 5% of a table's records)."""
+    return {cell: len(seeds) for cell, seeds in res.degenerate.items()
+            if not regime_map.out_of_regime(*cell) and not res.spec.one_class_reason(res.tier, *cell)}

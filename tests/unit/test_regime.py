@@ -372,3 +372,43 @@ def test_agreement_splits_pairs_by_the_regime_of_their_cells(tmp_path):
         assert (pair.better, pair.worse, pair.agrees, pair.regime) == ("B", "A", True, want)
         assert a.by_regime()[want].pairs == 1 and overall([a])[want].agree == 1
         assert (f"; {want}: 100% of 1" in a.summary()) == (want != "unchecked")
+
+
+# ---- near-one-class seeds a spec explains (one_class_why) ---------------------------------------
+
+
+def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
+    from pubench.report import render_latex, render_markdown
+    from pubench.report.html import report_body
+    from pubench.report.regime import unexplained_one_class
+
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=TWO))
+    raw["tiers"]["paper"]["one_class_why"] = {"B|y": "measured: B's threshold sits above every score"}
+    spec = parse_spec(raw, "<t>")
+    values = {("A", "x"): [0.5, 0.6, 0.55], ("B", "x"): [0.5, 0.02, 0.55],
+              ("A", "y"): [0.5, 0.6, 0.55], ("B", "y"): [0.0, 0.01, 0.55],
+              ("A", "z"): [0.0, 0.6, 0.55], ("B", "z"): [0.0, 0.0, 0.0]}
+    res = collect(spec, "paper", _store(tmp_path, spec, values, _binary))
+    # z: the block is out of regime (its reference A is near-one-class), y: the spec explains B
+    assert unexplained_one_class(res, RegimeMap(res)) == {("B", "x"): 1}
+    assert spec.one_class_reason("paper", "B", "y") == ("B|y", "measured: B's threshold sits above every score")
+    assert spec.one_class_reason("paper", "B", "x") is None and spec.one_class_reason("reduced", "B", "y") is None
+    why = "B|y (2 of 3 seeds near-one-class): measured: B's threshold sits above every score"
+    assert f"  - Why, at tier `paper`: {why}" in render_markdown(res)
+    assert "B\\textbar{}y (2 of 3 seeds near-one-class)" in render_latex(res)
+    assert "Why, at tier paper: B|y (2 of 3 seeds near-one-class)" in report_body(res, None, [], "spec.html")
+    # a variant (tier custom) keeps no measured reason of its base tier
+    assert spec.with_variant("paper", ["value=3"]).one_class_reason("custom", "B", "y") is None
+
+
+@pytest.mark.parametrize("reasons, problem", [
+    ({"B": "why"}, "pattern must read 'row|col'"),
+    ({"B|y": " "}, "give the reason"),
+    ({"Q|*": "why"}, "matches no cell"),
+])
+def test_invalid_one_class_why_names_the_key(reasons, problem):
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=""))
+    raw["tiers"]["reduced"]["one_class_why"] = reasons
+    with pytest.raises(SpecError) as e:
+        parse_spec(raw, "<t>")
+    assert f"tiers.reduced.one_class_why.{next(iter(reasons))}" in str(e.value) and problem in str(e.value)
