@@ -15,6 +15,7 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -96,6 +97,8 @@ def run(req: RunRequest) -> int:
         if rejected:
             print(f"  warning: --set: {rejected}")
     todo = _pending(req, spec.id, plan.jobs, store, context)
+    if not req.overrides:
+        todo = take_shared(spec, todo, store, dry_run=req.dry_run)
     lacking = missing_data(todo)
     if lacking and not req.dry_run and executor.runs_here:
         raise UsageError(missing_data_line(spec.id, todo, lacking, ran=False))
@@ -264,6 +267,56 @@ def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
         todo = [j for j in todo if j.id not in active]
     print(f"  {len(jobs)} job(s): {n_done} already done, {len(todo)} to run")
     return todo
+
+
+def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
+    """The jobs left to run once the cells that are another spec's cell (``experiment.seeds_from``)
+    take that cell's finished records: a job whose computation (task, params, seeds, numerics:
+    all a task sees) equals a stored job of the other spec gets that job's metrics and info as
+    its own record, with ``info.shared_from`` naming it, and does not run. One experiment in two
+    tables then shows one set of numbers and is computed once; ``pubench verify`` reruns such a
+    record from scratch like any other (and samples them first)."""
+    from pubench.jobs import PlanError, expand
+    from pubench.numerics import Numerics
+    from pubench.registry import get_spec
+
+    shared = [j for j in todo if spec.shared_cell(j.row, j.col)]
+    if not shared:
+        return todo
+    other_id = spec.seed_spec
+    other = get_spec(other_id)
+    cells = sorted({"|".join(spec.shared_cell(j.row, j.col)[1:]) for j in shared})
+    cells = [c for c in cells if c.partition("|")[0] in other.rows and c.partition("|")[2] in other.cols]
+    tier, n = shared[0].tier, max(j.seed_index for j in shared) + 1
+    try:
+        source = expand(other, tier, n, cells, numerics=Numerics.from_dict(shared[0].numerics)).jobs if cells else []
+    except PlanError:  # the other spec has no such tier: nothing to take
+        source = []
+    done = set(store.scan(tier, other_id).done) if source else set()
+    by_cell = {(j.row, j.col, j.seed_index): j for j in source if j.id in done}
+    taken = {}
+    for job in shared:
+        _, srow, scol = spec.shared_cell(job.row, job.col)
+        src = by_cell.get((srow, scol, job.seed_index))
+        if src is not None and (src.task, src.params_json, src.seeds, src.numerics) == \
+                (job.task, job.params_json, job.seeds, job.numerics) and (rec := store.read(src)) is not None:
+            taken[job.id] = (job, src, rec)
+    if not taken:
+        return todo
+    if dry_run:
+        print(f"  {len(taken)} job(s) would take the records of the same computation in {other_id} (experiment."
+              "seeds_from)")
+    else:
+        for job, src, rec in taken.values():
+            # the record's own timing is the copy's (nothing was computed here); the computation's is the source's
+            info = dict(rec.get("info") or {}) | {"shared_from": {
+                "spec": src.spec_id, "job": src.id, "name": src.name, "provenance": rec.get("provenance"),
+                "timing": rec.get("timing")}}
+            now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            store.write_ok(job, rec["metrics"], info, {"start": now, "end": now, "wall_s": 0.0}, rec.get("machine"))
+        print(f"  {len(taken)} job(s) took the records of the same computation in {other_id} (experiment.seeds_from:"
+              f" task, params, seeds and numerics equal; info.shared_from names each)")
+    return [j for j in todo if j.id not in taken]
 
 
 def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:

@@ -90,11 +90,13 @@ def _spread(records: list[dict[str, Any]], job_id: str, row: str, col: str, metr
 
 
 def used_a_cache(record: dict[str, Any]) -> bool:
-    """Whether the record's job took its encoder from the encoder cache or continued a
-    stored training prefix (another job ran part of its computation)."""
+    """Whether the record's job took its encoder from the encoder cache, continued a stored
+    training prefix, or took the record of the same computation in another spec
+    (``info.shared_from``): another job ran part or all of its computation."""
     info = record.get("info") or {}
     pre = info.get("pretrain") if isinstance(info.get("pretrain"), dict) else {}
-    return bool((info.get("encoder_cache") or {}).get("hit") or (pre.get("prefix_cache") or {}).get("started_at_epoch"))
+    return bool((info.get("encoder_cache") or {}).get("hit") or (pre.get("prefix_cache") or {}).get("started_at_epoch")
+                or info.get("shared_from"))
 
 
 def sample_records(records: list[dict[str, Any]], k: int, seed: int) -> list[dict[str, Any]]:

@@ -7,12 +7,13 @@ never matters; the tier, the executor and output paths are not part of it.
 
 Seeds come from named parts (see :func:`derive_seeds`), in two streams:
 
-* ``data``: the data split / simulated data. It depends on the spec, the cell's
-  ``params["data"]`` and the seed index, not on the method, so every method (row) that
-  shares a data config sees the same split.
+* ``data``: the data split / simulated data. It depends on the spec (or the one its
+  ``experiment.seeds_from`` names), the cell's ``params["data"]`` and the seed index, not on
+  the method, so every method (row) that shares a data config sees the same split.
 * ``init``: model initialisation and data order; it depends on the spec, the cell and
   the seed index (or on the axes ``experiment.init_seed_from`` names: the row, the column,
-  the row's group).
+  the row's group). A cell that ``experiment.seeds_from`` maps onto another spec's cell (the
+  same experiment in two tables) takes that cell's seeds, so both tables show one set of numbers.
 """
 
 from __future__ import annotations
@@ -85,19 +86,33 @@ class Job:
 
 
 def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_index: int,
-                 init_axes: tuple[str, ...] = ("row", "col"), row_group: str | None = None) -> dict[str, int]:
+                 init_axes: tuple[str, ...] = ("row", "col"), row_group: str | None = None,
+                 data_spec: str | None = None) -> dict[str, int]:
     """``init_axes`` names the cell axes the init seed depends on: ``("row",)`` gives every
     column of a row the same initialisation (e.g. one pre-trained encoder, two probes);
     ``("row_group", "col")`` gives the rows of one group (``row_group``; a row in no group
-    is its own group) the same one per column (e.g. three probes of one pre-trained encoder)."""
+    is its own group) the same one per column (e.g. three probes of one pre-trained encoder).
+    ``data_spec``: the spec whose splits the data seed draws (default ``spec_id``)."""
     if "row_group" in init_axes:
         row_part: str | None = f"group:{row_group if row_group is not None else row}"
     else:
         row_part = row if "row" in init_axes else None
     return {
-        "data": derive_seed("data", spec_id, params.get("data"), seed_index),
+        "data": derive_seed("data", data_spec or spec_id, params.get("data"), seed_index),
         "init": derive_seed("init", spec_id, row_part, col if "col" in init_axes else None, seed_index),
     }
+
+
+def cell_seeds(spec: Spec, row: str, col: str, params: dict[str, Any], seed_index: int) -> dict[str, int]:
+    """A cell's seeds: its data seed from ``spec.seed_spec``'s namespace; a cell that is another
+    spec's cell (``experiment.seeds_from.cells``) takes that cell's init seed too (that spec
+    derives it from its row and column: tests/unit/test_seeds_from.py holds it to that)."""
+    shared = spec.shared_cell(row, col)
+    if shared is not None:
+        other, srow, scol = shared
+        return derive_seeds(other, srow, scol, params, seed_index)
+    return derive_seeds(spec.id, row, col, params, seed_index, spec.init_seed_from, spec.group_of_row(row),
+                        data_spec=spec.seed_spec)
 
 
 @dataclass
@@ -155,8 +170,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
             job = Job(
                 spec_id=spec.id, spec_version=spec.version, tier=CUSTOM if overrides else tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
-                seeds=derive_seeds(spec.id, row, col, cfg["params"], k, spec.init_seed_from,
-                                   spec.group_of_row(row)), numerics=num,
+                seeds=cell_seeds(spec, row, col, cfg["params"], k), numerics=num,
                 variant={"base_tier": tier, "set": list(overrides)} if overrides else None,
             )
             job.__dict__["params_json"] = params_json

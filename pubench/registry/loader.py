@@ -117,6 +117,18 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         if {"row", "row_group"} <= set(experiment["init_seed_from"]):
             raise SpecError(file, "experiment.init_seed_from", "name row or row_group, not both (row_group: the "
                                                                "rows of a group share the init seed)")
+    if model.experiment.seeds_from is not None:
+        src = model.experiment.seeds_from
+        where = "experiment.seeds_from"
+        if src.spec == model.id:
+            raise SpecError(file, f"{where}.spec", "names this spec itself")
+        for key, mapping, names in (("rows", src.rows, rows), ("cols", src.cols, cols)):
+            for name, other in mapping.items():
+                if name not in names:
+                    raise SpecError(file, f"{where}.{key}.{name}", f"not one of the {key}")
+                if not other.strip():
+                    raise SpecError(file, f"{where}.{key}.{name}", f"name the {key[:-1]} of {src.spec}")
+        experiment["seeds_from"] = {"spec": src.spec, "rows": dict(src.rows), "cols": dict(src.cols)}
     _check_layer(experiment, file, "experiment", rows, cols)
     tiers = {}
     for name in TIERS:

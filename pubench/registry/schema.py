@@ -150,12 +150,27 @@ class LayerModel(_Model):
     cells: dict[str, Params] | None = None
 
 
+class SeedsFromModel(_Model):
+    """Cells that are the same experiment as another spec's share its seeds (issue 36: a cell shared
+    by two tables shows one set of numbers)."""
+
+    spec: str = Field(description="the spec whose data seeds this one takes: every cell whose params.data equals "
+                                  "one of that spec's gets the same split")
+    rows: dict[str, str] = Field({}, description="row of this spec -> row of that spec")
+    cols: dict[str, str] = Field({}, description="column of this spec -> column of that spec: a cell whose row and "
+                                                 "column are both mapped is that spec's cell and takes its init seed "
+                                                 "too; their resolved configs must be equal wherever both run "
+                                                 "(tests/unit/test_seeds_from.py)")
+
+
 class ExperimentModel(LayerModel):
     task: str = Field(description="a registered task (pubench/tasks/)")
     exclude: list[str] = Field([], description="'row|col' globs of cells the paper does not have")
     init_seed_from: list[Literal["row", "col", "row_group"]] = Field(
         ["row", "col"], description="cell axes the init seed depends on (row_group: the row's group in "
                                     "row_groups, so that the rows of a group share it)")
+    seeds_from: SeedsFromModel | None = Field(None, description="share another spec's seeds (its splits; named "
+                                                                "cells its init seeds)")
 
 
 class TierModel(LayerModel):

@@ -180,6 +180,19 @@ class Spec:
     _resolved: dict[tuple[str, str, str], tuple[str, bytes, str]] = field(default_factory=dict, repr=False,
                                                                          compare=False)
 
+    @property
+    def seed_spec(self) -> str:
+        """The spec whose data seeds this one takes (``experiment.seeds_from.spec``; default itself)."""
+        return (self.experiment.get("seeds_from") or {}).get("spec", self.id)
+
+    def shared_cell(self, row: str, col: str) -> tuple[str, str, str] | None:
+        """``(spec, row, col)`` of the other spec's cell this one is the same experiment as
+        (``experiment.seeds_from``: its row and column both mapped), or None."""
+        src = self.experiment.get("seeds_from") or {}
+        if row in src.get("rows", {}) and col in src.get("cols", {}):
+            return src["spec"], src["rows"][row], src["cols"][col]
+        return None
+
     def with_variant(self, base_tier: str, overrides: list[str] | tuple[str, ...]) -> Spec:
         """This spec with a :data:`CUSTOM` tier: ``base_tier``'s config of every cell with
         ``overrides`` applied (what ``pubench run --tier BASE --set ...`` runs), its seeds and

@@ -41,7 +41,7 @@ class Compute:
     gpu_s: float = 0.0
     threads_unrecorded: int = 0  # records with no threads recorded: counted as 1 thread
     untimed: int = 0  # records without a wall time (not counted in the sums)
-    cache_hits: int = 0  # records that reused a cached encoder: another job spent their pre-training
+    cache_hits: int = 0  # records that reused a cached encoder or another spec's record: another job spent it
     cpus: Counter = field(default_factory=Counter)  # CPU model -> jobs
     gpus: Counter = field(default_factory=Counter)  # GPU model -> jobs
 
@@ -92,7 +92,8 @@ def record_threads(rec: dict[str, Any]) -> int | None:
 
 
 def _cache_hit(rec: dict[str, Any]) -> bool:
-    return bool(((rec.get("info") or {}).get("encoder_cache") or {}).get("hit"))
+    info = rec.get("info") or {}
+    return bool((info.get("encoder_cache") or {}).get("hit") or info.get("shared_from"))
 
 
 def record_device(rec: dict[str, Any]) -> str:
@@ -145,7 +146,8 @@ def describe(c: Compute) -> str:
     if c.untimed:
         text += f"; {c.untimed} record(s) without a wall time left out"
     if c.cache_hits:
-        text += f"; {c.cache_hits} job(s) reused a cached encoder (their pre-training is counted in another job)"
+        text += (f"; {c.cache_hits} job(s) reused a cached encoder or another table's record of the same computation "
+                 "(that part is counted in another job)")
     return text
 
 

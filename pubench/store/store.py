@@ -162,6 +162,10 @@ class ResultStore:
         why = record_problem(rec, path, failed)
         return (None, why) if why else (rec, None)
 
+    def read(self, job: Job) -> dict[str, Any] | None:
+        """The valid ok record of ``job``, or None."""
+        return self._read(self.path(job), False)[0]
+
     def scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None = None) -> Scan:
         """One pass over a folder. ``fields``: keep only these top-level keys of each valid
         record in ``Scan.records`` (each record is still parsed and checked whole), so a
