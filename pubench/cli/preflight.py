@@ -22,7 +22,8 @@ def parser(sub) -> None:
         epilog="examples:\n  pubench preflight --tier paper                    # every paper-tier cell, on the CPU\n"
                "  pubench preflight table1-pucl --device cuda --json /tmp/pf.json\n"
                "  pubench preflight --sample --steps 1 --max-step-gflop 150   # one cell per task kind and backbone (CI)\n"
-               "  pubench preflight table2-pucl --only '*|DD'")
+               "  pubench preflight table2-pucl --only '*|DD'\n"
+               "  pubench preflight --tier paper --json pf.json --resume   # continue a long run where it stopped")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: all)")
     s.add_argument("--tier", default="paper", choices=TIER_CHOICES,
                    help="default: paper (preflight projects the cost of the paper's configs; every other one-tier "
@@ -41,6 +42,10 @@ def parser(sub) -> None:
                    help="only cells whose largest batch's forward pass is estimated at most G GFLOP (the backbone's "
                         "FLOPs per example, counted on the meta device, x the batch size): keeps a CPU run short")
     s.add_argument("--json", metavar="FILE", help="also write every figure to this JSON file (rewritten after each check, \"complete\": false until the last, so a killed run keeps what it checked)")
+    s.add_argument("--resume", action="store_true",
+                   help="with --json FILE: take the configurations FILE already holds (from an earlier, perhaps "
+                        "killed run with the same device, tier, steps and threads) as checked and check the rest, "
+                        "so the whole paper tier can be checked over several sittings; FILE then holds them all")
     s.add_argument("--max-memory", type=positive_float("--max-memory"), metavar="GIB",
                    help="on the CPU, stop a check above this resident memory and report it skipped "
                         "(default: 3/4 of the memory available at the start)")
@@ -55,16 +60,24 @@ def parser(sub) -> None:
 
 def cmd_preflight(args) -> int:
     """:func:`pubench.preflight.preflight`, its closing note, the JSON."""
-    from pubench.preflight import Options, preflight, write_json
+    from dataclasses import replace
+
+    from pubench.errors import UsageError
+    from pubench.preflight import Options, preflight, read_resume, write_json
     from pubench.preflight.report import render
 
     if args.json:
         check_writable(Path(args.json).resolve().parent, "--json")
+    elif args.resume:
+        raise UsageError("--resume needs --json FILE (the file of the run to continue)")
     opts = Options(tier=args.tier, device=args.device, steps=args.steps, threads=args.threads, only=args.only,
                    sample=args.sample, max_step_gflop=args.max_step_gflop,
                    max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
                    max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs,
                    overrides=tuple(args.overrides or ()))
+    if args.resume:
+        taken, wall = read_resume(Path(args.json), opts)
+        opts = replace(opts, resumed=taken, resumed_wall_s=wall)
     save = (lambda partial: write_json(partial, Path(args.json))) if args.json else None
     report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True), on_check=save)
     print(render(report))

@@ -49,6 +49,10 @@ class Options:
     cache: bool = True              # write the projections to the preflight cache
     overrides: tuple[str, ...] = ()  # --set key.path=value: the variant `run --set` runs
     jobs: int = 1                   # checks at once (CPU: each gets 1/jobs of the memory budget)
+    #: --resume: configuration key -> (status, reason, check) of an earlier run's JSON, taken as is,
+    #: and that run's wall time; so a check of the whole paper tier can span several sittings
+    resumed: dict[str, tuple[str, str | None, dict[str, Any]]] = field(default_factory=dict)
+    resumed_wall_s: float = 0.0
 
 
 @dataclass
@@ -152,6 +156,15 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     for r in results:
         say(f"  config error: {r.cell.name}: {r.reason}")
     groups = group(cells)
+    for g in [g for g in groups if g.key in opts.resumed]:
+        status, reason, res = opts.resumed[g.key]
+        head, *rest = g.cells
+        results += [CellResult(head, status, reason, None, res)] + [CellResult(c, status, reason, head.name, res)
+                                                                   for c in rest]
+    if opts.resumed:
+        say(f"preflight: {sum(g.key in opts.resumed for g in groups)} configuration(s) taken from the earlier run "
+            "(--resume)")
+    groups = [g for g in groups if g.key not in opts.resumed]
     budget = opts.max_memory if opts.max_memory is not None else _default_budget()
     say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
@@ -184,7 +197,32 @@ def _report(opts: Options, num, cells: list, results: list[CellResult], unavaila
             complete: bool = True) -> Report:
     order = {id(c): k for k, c in enumerate(cells)}
     return Report(opts, _device_name(opts.device), num.torch, datetime.now(timezone.utc).date().isoformat(),
-                  sorted(results, key=lambda r: order[id(r.cell)]), unavailable, time.perf_counter() - t0, complete)
+                  sorted(results, key=lambda r: order[id(r.cell)]), unavailable,
+                  opts.resumed_wall_s + time.perf_counter() - t0, complete)
+
+
+def read_resume(path: Path, opts: Options) -> tuple[dict[str, tuple[str, str | None, dict[str, Any]]], float]:
+    """The checks of an earlier ``--json`` file to take as is (``--resume``): per configuration key,
+    its status, reason and figures, and the earlier run's wall time. The file must come from the
+    same device, tier, steps and threads; an absent file resumes nothing."""
+    import json
+
+    if not path.exists():
+        return {}, 0.0
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise PreflightError(f"--resume: {path} does not read as a preflight JSON ({e})") from None
+    mine = {"device": opts.device, "tier": opts.tier, "steps": opts.steps, "threads": opts.threads or 1}
+    theirs = {k: old.get(k) for k in mine}
+    if theirs != mine:
+        raise PreflightError(f"--resume: {path} was checked with {theirs}, this run is {mine}")
+    taken = {}
+    for c in old.get("cells", []):
+        if c.get("shares") is None and c.get("key") and c.get("status") in ("ok", "failed", "skipped"):
+            check = {k: c.get(k) for k in ("inputs", "notes", "peak_memory")} | {"figures": c.get("figures") or {}}
+            taken[c["key"]] = (c["status"], c.get("reason"), check)
+    return taken, float(old.get("wall_s") or 0.0)
 
 
 def write_json(report: Report, path: Path) -> None:

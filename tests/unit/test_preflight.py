@@ -206,6 +206,26 @@ def test_real_paper_cells_pass_with_one_step_and_the_dry_run_uses_their_figures(
     assert "for the 5 of 5 job(s) from preflight figures" in dry and "estimated by `pubench preflight`" in dry
 
 
+def test_resume_takes_an_earlier_runs_checks_and_checks_the_rest(scratch, capsys):
+    out = scratch / "pf.json"
+    assert main(["preflight", "table3-pupl", "--steps", "1", "--only", CHEAP[0], "--json", str(out)]) == 0
+    first = json.loads(out.read_text())
+    capsys.readouterr()
+    args = ["preflight", "table3-pupl", "--steps", "1", "--only", CHEAP[0], "--only", CHEAP[1], "--json", str(out)]
+    assert main([*args, "--resume"]) == 0
+    text = capsys.readouterr().out
+    assert "1 configuration(s) taken from the earlier run (--resume)" in text and "[1/1]" in text
+    assert "2 ok, 0 failed, 0 skipped" in text
+    both = json.loads(out.read_text())
+    assert both["complete"] and [c["row"] for c in both["cells"]] == ["uPU† (1)", "puCL(puPL) (1)"]
+    assert both["cells"][0]["figures"] == first["cells"][0]["figures"] and both["wall_s"] > first["wall_s"]
+    # a file of other settings is not continued; --resume needs the file
+    assert main([*args[:2], "--steps", "2", *args[4:], "--resume"]) == 2
+    assert "was checked with" in capsys.readouterr().err
+    assert main(["preflight", "table3-pupl", "--only", CHEAP[0], "--resume"]) == 2
+    assert "--resume needs --json" in capsys.readouterr().err
+
+
 def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
     """The project's experiments/ in tmp_path with one text replacement in table3-pupl."""
     shutil.copytree(EXPERIMENTS, tmp_path / "experiments")
