@@ -59,8 +59,9 @@ def _custom_row(store, spec) -> list | None:
     running = len(store.claims(CUSTOM, spec.id).live_ids() - done)
     if not (done or failed or running or scan.corrupt):
         return None
-    variants = {(r["job"].get("variant") or {}).get("base_tier", "?") + " " + " ".join((r["job"].get("variant") or {})
-                .get("set", [])) for r in scan.records}
+    from pubench.report.collect import variant_key
+
+    variants = {variant_key(r["job"]) for r in scan.records}
     return [spec.id, f"{CUSTOM} ({len(variants)} variant{'s' if len(variants) != 1 else ''})", "-",
             len(done) + failed + running, len(done), failed, running, 0, len(scan.corrupt), 0, 0, 0]
 
