@@ -110,10 +110,16 @@ def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str 
 
 
 def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
+    from pubench.preflight.plan import trained_activation_bytes
     from pubench.preflight.runner import run_check
     from pubench.preflight.standins import plan as plan_inputs
 
     job = g.job
+    if opts.device == "cpu" and budget is not None and (need := trained_activation_bytes(job)) > budget:
+        # a check that cannot fit would spend minutes building its data and net before the watchdog stops it
+        return "skipped", (f"training keeps about {need / 2**30:.1f} GiB of layer outputs at its batch size "
+                           f"(counted on the meta device; more with weights, optimizer state and data), above this "
+                           f"machine's budget for it ({budget / 2**30:.1f} GiB; --max-memory): check it on a GPU"), {}
     inputs = plan_inputs(job.task, job.params, budget if opts.device == "cpu" else None)
     if inputs.skip:
         return "skipped", inputs.skip, {"inputs": inputs.describe()}

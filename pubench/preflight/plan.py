@@ -173,6 +173,54 @@ def forward_flops(backbone: str, shape: tuple[int, ...] | None) -> float:
     return counter.get_total_flops() / 2
 
 
+@functools.lru_cache(maxsize=None)
+def forward_activation_bytes(backbone: str, shape: tuple[int, ...] | None) -> float:
+    """Bytes of the layer outputs of one example's forward pass through a backbone (the sum
+    over its leaf modules, fp32), counted on the meta device: roughly what training keeps for
+    the backward pass (0 where it cannot be counted)."""
+    import json
+
+    import torch
+
+    from pubench.models import build_backbone
+
+    bb = json.loads(backbone)
+    if not bb or shape is None:
+        return 0.0
+    total = [0]
+
+    def hook(module, args, out):
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                total[0] += t.numel() * 4
+
+    try:
+        with torch.device("meta"):
+            net = build_backbone(bb["name"], shape[0], **{k: v for k, v in bb.items() if k != "name"}).train()
+            for m in net.modules():
+                if not list(m.children()) and not getattr(m, "inplace", False):  # in place: no new tensor
+                    m.register_forward_hook(hook)
+            net(torch.empty(2, *shape))
+    except Exception:  # noqa: BLE001 - a backbone the meta device cannot run: no estimate
+        return 0.0
+    return total[0] / 2
+
+
+def trained_activation_bytes(job: Job) -> float:
+    """A lower estimate of the memory a cell's training step keeps for backward: the layer
+    outputs of its backbone (:func:`forward_activation_bytes`) x the largest batch of the
+    stages that train it (``pretrain``, ``train``; a probe on frozen features keeps none),
+    one view per example."""
+    import json
+
+    p = job.params
+    batch = max([int(p[k].get("batch_size") or 1) for k in ("pretrain", "train")
+                 if isinstance(p.get(k), dict)] or [0])
+    model = p.get("model") if isinstance(p.get("model"), dict) else {}
+    bb = model.get("backbone") if isinstance(model.get("backbone"), dict) else {}
+    return batch * forward_activation_bytes(json.dumps(bb, sort_keys=True), _input_shape(p))
+
+
 def step_flops(job: Job) -> float:
     """A rough forward cost of a cell's largest batch: the backbone's FLOPs per example x
     the largest ``batch_size`` of its blocks (no data is loaded; for picking and filtering)."""

@@ -276,6 +276,28 @@ def test_a_check_above_the_memory_budget_is_stopped_and_skipped(scratch, capsys)
     assert table_costs(r)[0]["jobs_estimated"] == 0
 
 
+def test_a_check_whose_layer_outputs_exceed_the_budget_is_skipped_at_once(scratch):
+    from pubench.preflight.plan import trained_activation_bytes
+
+    heavy = "ssCL|ImageNet-I gamma=0.25"  # ResNet-50 at 224 pixels, batch 1024 (fig8-pupl)
+    job = select({"fig8-pupl": get_spec("fig8-pupl")}, "paper", [heavy], resolve())[0][0].job
+    need = trained_activation_bytes(job)
+    assert need > 20 * 2**30  # ~43 GiB: more than this 24 GiB machine holds
+    t0 = time.perf_counter()
+    r = preflight({"fig8-pupl": get_spec("fig8-pupl")}, Options(steps=1, only=[heavy], max_memory=16 * 2**30,
+                                                                cache=False), say=lambda s: None)
+    (cell,) = r.cells
+    assert cell.status == "skipped" and "GiB of layer outputs" in cell.reason and "check it on a GPU" in cell.reason
+    assert time.perf_counter() - t0 < 30 and not r.failed  # no data built, no process started
+    # a cell that fits is checked, not skipped by the estimate; a probe on frozen features trains no backbone
+    cheap = select({"table3-pupl": get_spec("table3-pupl")}, "paper", [CHEAP[0]], resolve())[0][0].job
+    assert 0 < trained_activation_bytes(cheap) < 2**30
+    probe = Job(cheap.spec_id, 1, "paper", "r", "c", 0, cheap.task,
+                {k: v for k, v in cheap.params.items() if k != "train"} | {"downstream": {"batch_size": 4096}},
+                cheap.seeds, cheap.numerics)
+    assert trained_activation_bytes(probe) == 0
+
+
 def test_without_cuda_device_cuda_is_one_line(capsys):
     if torch.cuda.is_available():
         pytest.skip("checks the message of a machine without CUDA")
