@@ -144,7 +144,7 @@ def one_class_whys(res) -> list[str]:
         if cells:
             k = sum(len(res.degenerate[c]) for c in cells)
             n = sum(len(res.binary.get(c, ())) for c in cells)
-            out.append(f"{pattern} ({k} of {n} seeds near-one-class): {why}")
+            out.append(f"`{pattern}` ({k} of {n} seeds near-one-class): {why}")
     return out
 
 
