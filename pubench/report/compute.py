@@ -153,7 +153,8 @@ def describe(c: Compute) -> str:
 
 # ---- estimates for `run --dry-run` ------------------------------------------------------
 def _cell_key(job: dict[str, Any]) -> tuple:
-    return (job["spec_id"], job["tier"], job["row"], job["col"], job["spec_version"], canonical_json(job["params"]))
+    # not the spec version: a version bump that leaves a cell's params alone leaves its cost alone
+    return (job["spec_id"], job["tier"], job["row"], job["col"], canonical_json(job["params"]))
 
 
 def _profile(numerics: dict[str, Any] | None) -> tuple:
