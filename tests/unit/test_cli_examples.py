@@ -33,6 +33,8 @@ NOT_RUN = {
     "verify fig5-bcl --tier paper --sample 0": "reruns 360 jobs (tests/unit/test_verify.py runs verify)",
     "prepare --from ../shared/data": "copies the shared data sets (tests/unit/test_prepare.py)",
     "preflight --tier paper": "measures training steps of every paper cell (tests/unit/test_preflight.py)",
+    "preflight --tier paper --json pf.json --resume": "measures training steps of every paper cell (the resume: "
+                                                      "tests/unit/test_preflight.py)",
     "preflight table1-pucl --device cuda --json /tmp/pf.json": "needs a GPU (benchmarks/gpu_check.py)",
     "preflight --sample --steps 1 --max-step-gflop 150": "measures training steps (.ci/run, test_preflight.py)",
     "preflight table2-pucl --only '*|DD'": "measures training steps (tests/unit/test_preflight.py)",
