@@ -280,24 +280,22 @@ def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
     from pubench.numerics import Numerics
     from pubench.registry import get_spec
 
-    shared = [j for j in todo if spec.shared_cell(j.row, j.col)]
-    if not shared:
+    source_cell = {j.id: shared[1:] for j in todo if (shared := spec.shared_cell(j.row, j.col))}
+    if not source_cell:
         return todo
+    shared = [j for j in todo if j.id in source_cell]
     other_id = spec.seed_spec
-    other = get_spec(other_id)
-    cells = sorted({"|".join(spec.shared_cell(j.row, j.col)[1:]) for j in shared})
-    cells = [c for c in cells if c.partition("|")[0] in other.rows and c.partition("|")[2] in other.cols]
     tier, n = shared[0].tier, max(j.seed_index for j in shared) + 1
     try:
-        source = expand(other, tier, n, cells, numerics=Numerics.from_dict(shared[0].numerics)).jobs if cells else []
-    except PlanError:  # the other spec has no such tier: nothing to take
+        source = expand(get_spec(other_id), tier, n, sorted({"|".join(c) for c in source_cell.values()}),
+                        numerics=Numerics.from_dict(shared[0].numerics)).jobs
+    except PlanError:  # the other spec has no such tier or cells: nothing to take
         source = []
     done = set(store.scan(tier, other_id).done) if source else set()
     by_cell = {(j.row, j.col, j.seed_index): j for j in source if j.id in done}
     taken = {}
     for job in shared:
-        _, srow, scol = spec.shared_cell(job.row, job.col)
-        src = by_cell.get((srow, scol, job.seed_index))
+        src = by_cell.get((*source_cell[job.id], job.seed_index))
         if src is not None and (src.task, src.params_json, src.seeds, src.numerics) == \
                 (job.task, job.params_json, job.seeds, job.numerics) and (rec := store.read(src)) is not None:
             taken[job.id] = (job, src, rec)

@@ -163,10 +163,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
         say(f"  config error: {r.cell.name}: {r.reason}")
     groups = group(cells)
     for g in [g for g in groups if g.key in opts.resumed]:
-        status, reason, res = opts.resumed[g.key]
-        head, *rest = g.cells
-        results += [CellResult(head, status, reason, None, res)] + [CellResult(c, status, reason, head.name, res)
-                                                                   for c in rest]
+        results += _group_results(g, *opts.resumed[g.key])
     if opts.resumed:
         say(f"preflight: {sum(g.key in opts.resumed for g in groups)} configuration(s) taken from the earlier run "
             "(--resume)")
@@ -183,8 +180,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
         for i, (g, fut) in enumerate(zip(groups, futures), 1):
             status, reason, res = fut.result()
             head, *rest = g.cells
-            results.append(CellResult(head, status, reason, None, res))
-            results += [CellResult(c, status, reason, head.name, res) for c in rest]
+            results += _group_results(g, status, reason, res)
             say(f"[{i}/{len(groups)}] {head.name}" + (f" (+{len(rest)} cell(s) sharing it)" if rest else "")
                 + f": {describe_check(status, reason, res)}")
             if status == "ok" and opts.cache:
@@ -197,6 +193,12 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
         raise
     pool.shutdown()
     return _report(opts, num, cells, results, unavailable, t0)
+
+
+def _group_results(g: Group, status: str, reason: str | None, res: dict[str, Any]) -> list[CellResult]:
+    """One configuration's outcome for each of its cells: the first checked, the rest sharing it."""
+    head, *rest = g.cells
+    return [CellResult(head, status, reason, None, res)] + [CellResult(c, status, reason, head.name, res) for c in rest]
 
 
 def _report(opts: Options, num, cells: list, results: list[CellResult], unavailable: list, t0: float,

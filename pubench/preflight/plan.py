@@ -211,27 +211,28 @@ def trained_activation_bytes(job: Job) -> float:
     outputs of its backbone (:func:`forward_activation_bytes`) x the largest batch of the
     stages that train it (``pretrain``, ``train``; a probe on frozen features keeps none),
     one view per example."""
-    import json
-
     p = job.params
     batch = max([int(p[k].get("batch_size") or 1) for k in ("pretrain", "train")
                  if isinstance(p.get(k), dict)] or [0])
-    model = p.get("model") if isinstance(p.get("model"), dict) else {}
-    bb = model.get("backbone") if isinstance(model.get("backbone"), dict) else {}
-    return batch * forward_activation_bytes(json.dumps(bb, sort_keys=True), _input_shape(p))
+    return batch * forward_activation_bytes(_backbone_json(p), _input_shape(p))
 
 
 def step_flops(job: Job) -> float:
     """A rough forward cost of a cell's largest batch: the backbone's FLOPs per example x
     the largest ``batch_size`` of its blocks (no data is loaded; for picking and filtering)."""
-    import json
-
     p = job.params
     batch = max([int(b.get("batch_size") or 1) for b in p.values()
                  if isinstance(b, dict) and "batch_size" in b] or [1])
-    model = p.get("model") if isinstance(p.get("model"), dict) else {}
+    return batch * forward_flops(_backbone_json(p), _input_shape(p))
+
+
+def _backbone_json(params: dict[str, Any]) -> str:
+    """A cell's ``model.backbone`` as canonical JSON (the cache key of the meta-device counts)."""
+    import json
+
+    model = params.get("model") if isinstance(params.get("model"), dict) else {}
     bb = model.get("backbone") if isinstance(model.get("backbone"), dict) else {}
-    return batch * forward_flops(json.dumps(bb, sort_keys=True), _input_shape(p))
+    return json.dumps(bb, sort_keys=True)
 
 
 def sample(cells: list[Cell]) -> list[Cell]:
