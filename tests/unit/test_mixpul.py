@@ -151,7 +151,7 @@ def test_table3_pupl_mixpul_cells():
     train = build_config(TrainConfig, p["train"])
     unit.check_train(cfg, train, "params")
     assert (cfg.pretrain_epochs, train.epochs) == (90, 140) and cfg.consistency_target == "mixed_teacher_logits"
-    for col, epochs, pretrain in (("F-MNIST-I", 20, 13), ("CIFAR-I", 5, 3)):
+    for col, epochs, pretrain in (("F-MNIST-I", 20, 13), ("CIFAR-I", 8, 5)):
         r = s.resolve("reduced", "MixPUL (1)", col)["params"]
         assert (r["train"]["epochs"], r["pu_method"]["pretrain_epochs"]) == (epochs, pretrain)
     r = s.resolve("smoke", "MixPUL (1)", "F-MNIST-I")["params"]

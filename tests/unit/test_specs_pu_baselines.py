@@ -87,7 +87,8 @@ def test_table3_pupl_rank_pruning_row():
     spec = get_spec("table3-pupl")
     assert spec.resolve("paper", "RP (2)", "STL-I")["params"]["pu_method"] == {"name": "rank_pruning", "cv_folds": 3}
     reduced = spec.resolve("reduced", "RP (2)", "CIFAR-II")["params"]
-    assert reduced["train"]["epochs"] == 5 and reduced["data"]["split"]["n_labeled"] == 240
+    assert reduced["train"]["epochs"] == 8 and reduced["data"]["split"]["n_labeled"] == 240
+    assert reduced["model"]["backbone"] == {"name": "cnn13", "width": 0.25, "fc_width": 128}
 
 
 def test_table2_wconpu_apu_and_pico_rows():
