@@ -159,6 +159,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     if not cells:
         raise PreflightError(f"no runnable {opts.tier}-tier cell selected")
     results = [CellResult(c, "failed", c.error) for c in cells if c.error is not None]
+    config_errors = len(results)
     for r in results:
         say(f"  config error: {r.cell.name}: {r.reason}")
     groups = group(cells)
@@ -171,7 +172,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     budget = opts.max_memory if opts.max_memory is not None else _default_budget()
     say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
-        f"last epoch)" + (f"; {len(results)} config error(s)" if results else ""))
+        f"last epoch)" + (f"; {config_errors} config error(s)" if config_errors else ""))
     jobs = max(1, min(opts.jobs, len(groups)))
     share = None if budget is None else budget // jobs  # each check its part of the memory
     pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait

@@ -215,6 +215,7 @@ def test_resume_takes_an_earlier_runs_checks_and_checks_the_rest(scratch, capsys
     assert main([*args, "--resume"]) == 0
     text = capsys.readouterr().out
     assert "1 configuration(s) taken from the earlier run (--resume)" in text and "[1/1]" in text
+    assert "config error" not in text  # a resumed check is not a config error
     assert "2 ok, 0 failed, 0 skipped" in text
     both = json.loads(out.read_text())
     assert both["complete"] and [c["row"] for c in both["cells"]] == ["uPU† (1)", "puCL(puPL) (1)"]
