@@ -94,8 +94,8 @@ def _run(record: dict) -> dict:
 
 
 def _report_reproduced(record: dict, out: dict, changed: bool) -> None:
-    same = out["metrics"] == record["metrics"]
-    print(f"job {record['job']['name']}: metrics {_fmt(out['metrics'])}")
+    same = out.metrics == record["metrics"]
+    print(f"job {record['job']['name']}: metrics {_fmt(out.metrics)}")
     print(f"  record's {_fmt(record['metrics'])}; reproduced: {same}" + (" (a variant: not expected)" if changed else ""))
 
 
@@ -222,7 +222,7 @@ def punce(variant: str | None) -> None:
         _wrap_loss(cap, observe, relabel)
         out = _run(record)
     _report_reproduced(record, out, variant is not None)
-    print(f"pre-training loss per epoch: {[round(x, 4) for x in out['info']['pretrain']['loss']]}")
+    print(f"pre-training loss per epoch: {[round(x, 4) for x in out.info['pretrain']['loss']]}")
     print("unlabeled anchors, eq. 10's weights of the labels the loss is given (hide-negatives: no labeled negative):")
     _epoch_table(rows, ["labeled_views", "w_own", "q_own", "floor", "loss_unl", "log(2b-1)"])
 
@@ -278,7 +278,7 @@ def ring(variant: str | None) -> None:
         out = _run(record)
     _report_reproduced(record, out, variant == "released-band")
     kept = int(rows[0][0]["kept"])
-    print(f"pre-training loss per epoch: {[round(x, 4) for x in out['info']['pretrain']['loss']]}; the loss of "
+    print(f"pre-training loss per epoch: {[round(x, 4) for x in out.info['pretrain']['loss']]}; the loss of "
           f"equal logits, log(1 + {kept}) = {math.log(1 + kept):.4f}")
     print(f"ring_official's band (lower {band['lower']}, upper {band['upper']}) on the b anchors' rows of 2b "
           "views, per epoch:")
