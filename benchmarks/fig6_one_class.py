@@ -14,7 +14,8 @@ one JSON line per job, what the record does not hold:
   the share above 0 (called positive) and the mean sigmoid (Dist-PU's label-distribution
   loss matches the mean sigmoid over U to the assumed prior).
 
-Nothing is written to a store. About 2 minutes per job on one free core.
+Nothing is written to a store. About 2 minutes per job on one free core. The lines behind the
+spec's reasons: benchmarks/results/fig6-one-class-2026-11-27.jsonl (7 of 7 reproduced).
 """
 
 from __future__ import annotations
