@@ -23,7 +23,9 @@ def parser(sub) -> None:
                "  pubench preflight table1-pucl --device cuda --json /tmp/pf.json\n"
                "  pubench preflight --sample --steps 1 --max-step-gflop 150   # one cell per task kind and backbone (CI)\n"
                "  pubench preflight table2-pucl --only '*|DD'\n"
-               "  pubench preflight --tier paper --json pf.json --resume   # continue a long run where it stopped")
+               "  pubench preflight --tier paper --json pf.json --resume   # continue a long run where it stopped\n"
+               "  pubench preflight --tier paper --json pf.json --resume --retry-skipped --jobs 1   # what --jobs 2 "
+               "skipped for memory")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: all)")
     s.add_argument("--tier", default="paper", choices=TIER_CHOICES,
                    help="default: paper (preflight projects the cost of the paper's configs; every other one-tier "
@@ -46,6 +48,9 @@ def parser(sub) -> None:
                    help="with --json FILE: take the configurations FILE already holds (from an earlier, perhaps "
                         "killed run with the same device, tier, steps and threads) as checked and check the rest, "
                         "so the whole paper tier can be checked over several sittings; FILE then holds them all")
+    s.add_argument("--retry-skipped", action="store_true",
+                   help="with --resume: check again the configurations FILE holds as skipped (e.g. over the memory "
+                        "budget of a run with --jobs 2: rerun them with --jobs 1, which gives a check all of it)")
     s.add_argument("--max-memory", type=positive_float("--max-memory"), metavar="GIB",
                    help="on the CPU, stop a check above this resident memory and report it skipped "
                         "(default: 3/4 of the memory available at the start)")
@@ -70,13 +75,15 @@ def cmd_preflight(args) -> int:
         check_writable(Path(args.json).resolve().parent, "--json")
     elif args.resume:
         raise UsageError("--resume needs --json FILE (the file of the run to continue)")
+    if args.retry_skipped and not args.resume:
+        raise UsageError("--retry-skipped goes with --resume (it re-checks the skipped configurations of FILE)")
     opts = Options(tier=args.tier, device=args.device, steps=args.steps, threads=args.threads, only=args.only,
                    sample=args.sample, max_step_gflop=args.max_step_gflop,
                    max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
                    max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs,
                    overrides=tuple(args.overrides or ()))
     if args.resume:
-        taken, wall = read_resume(Path(args.json), opts)
+        taken, wall = read_resume(Path(args.json), opts, args.retry_skipped)
         opts = replace(opts, resumed=taken, resumed_wall_s=wall)
     save = (lambda partial: write_json(partial, Path(args.json))) if args.json else None
     report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True), on_check=save)

@@ -210,10 +210,12 @@ def _report(opts: Options, num, cells: list, results: list[CellResult], unavaila
                   opts.resumed_wall_s + time.perf_counter() - t0, complete)
 
 
-def read_resume(path: Path, opts: Options) -> tuple[dict[str, tuple[str, str | None, dict[str, Any]]], float]:
+def read_resume(path: Path, opts: Options, retry_skipped: bool = False
+                ) -> tuple[dict[str, tuple[str, str | None, dict[str, Any]]], float]:
     """The checks of an earlier ``--json`` file to take as is (``--resume``): per configuration key,
     its status, reason and figures, and the earlier run's wall time. The file must come from the
-    same device, tier, steps and threads; an absent file resumes nothing."""
+    same device, tier, steps and threads; an absent file resumes nothing. ``retry_skipped``: the
+    file's skipped checks (e.g. over a memory budget that ``--jobs`` split) are not taken: checked again."""
     import json
 
     if not path.exists():
@@ -228,7 +230,8 @@ def read_resume(path: Path, opts: Options) -> tuple[dict[str, tuple[str, str | N
         raise PreflightError(f"--resume: {path} was checked with {theirs}, this run is {mine}")
     taken = {}
     for c in old.get("cells", []):
-        if c.get("shares") is None and c.get("key") and c.get("status") in ("ok", "failed", "skipped"):
+        taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
+        if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
             check = {k: c.get(k) for k in ("inputs", "notes", "peak_memory")} | {"figures": c.get("figures") or {}}
             taken[c["key"]] = (c["status"], c.get("reason"), check)
     return taken, float(old.get("wall_s") or 0.0)

@@ -35,6 +35,8 @@ NOT_RUN = {
     "preflight --tier paper": "measures training steps of every paper cell (tests/unit/test_preflight.py)",
     "preflight --tier paper --json pf.json --resume": "measures training steps of every paper cell (the resume: "
                                                       "tests/unit/test_preflight.py)",
+    "preflight --tier paper --json pf.json --resume --retry-skipped --jobs 1":
+        "measures training steps of every paper cell skipped before (tests/unit/test_preflight.py)",
     "preflight table1-pucl --device cuda --json /tmp/pf.json": "needs a GPU (benchmarks/gpu_check.py)",
     "preflight --sample --steps 1 --max-step-gflop 150": "measures training steps (.ci/run, test_preflight.py)",
     "preflight table2-pucl --only '*|DD'": "measures training steps (tests/unit/test_preflight.py)",

@@ -227,6 +227,21 @@ def test_resume_takes_an_earlier_runs_checks_and_checks_the_rest(scratch, capsys
     assert "--resume needs --json" in capsys.readouterr().err
 
 
+def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys):
+    out = scratch / "pf.json"
+    args = ["preflight", "table3-pupl", "--steps", "1", "--only", CHEAP[0], "--json", str(out)]
+    assert main([*args, "--max-memory", "0.001"]) == 0  # over this budget: skipped before it runs
+    assert json.loads(out.read_text())["cells"][0]["status"] == "skipped"
+    assert main([*args, "--resume"]) == 0  # a plain resume takes the skip as checked
+    assert "1 configuration(s) taken from the earlier run" in capsys.readouterr().out
+    assert main([*args, "--resume", "--retry-skipped"]) == 0
+    text = capsys.readouterr().out
+    assert "[1/1]" in text and "1 ok, 0 failed, 0 skipped" in text
+    assert json.loads(out.read_text())["cells"][0]["status"] == "ok"
+    assert main([*args, "--retry-skipped"]) == 2
+    assert "--retry-skipped goes with --resume" in capsys.readouterr().err
+
+
 def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
     """The project's experiments/ in tmp_path with one text replacement in table3-pupl."""
     shutil.copytree(EXPERIMENTS, tmp_path / "experiments")
