@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -174,6 +174,7 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
         f"last epoch)" + (f"; {config_errors} config error(s)" if config_errors else ""))
     jobs = max(1, min(opts.jobs, len(groups)))
+    opts = replace(opts, jobs=jobs)  # the report says how many checks shared the memory
     share = None if budget is None else budget // jobs  # each check its part of the memory
     pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait
     futures = [pool.submit(_check_group, g, opts, share) for g in groups]

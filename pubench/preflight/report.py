@@ -95,6 +95,10 @@ def render(report) -> str:
                  f"{total['jobs']} job(s)")
     for name, why in report.unavailable:
         lines.append(f"  not runnable at this tier: {name}: {why}")
+    over = sum(r.status == "skipped" and r.shares is None and "budget" in (r.reason or "") for r in report.cells)
+    if over and opts.device == "cpu" and opts.jobs > 1:
+        lines.append(f"preflight: {over} configuration(s) skipped over a check's 1/{opts.jobs} share of the memory "
+                     "budget: `--json FILE --resume --retry-skipped --jobs 1` checks them again with all of it")
     return "\n".join(lines)
 
 

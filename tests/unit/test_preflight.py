@@ -240,6 +240,11 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     assert json.loads(out.read_text())["cells"][0]["status"] == "ok"
     assert main([*args, "--retry-skipped"]) == 2
     assert "--retry-skipped goes with --resume" in capsys.readouterr().err
+    both = [*args[:6], "--only", CHEAP[1], "--max-memory", "0.001"]  # two checks at once, each 1/2 of the memory
+    assert main([*both, "--jobs", "2"]) == 0
+    assert "2 configuration(s) skipped over a check's 1/2 share" in capsys.readouterr().out
+    assert main([*both, "--jobs", "1"]) == 0
+    assert "share of the memory" not in capsys.readouterr().out
 
 
 def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
