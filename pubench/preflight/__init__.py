@@ -109,28 +109,55 @@ def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str 
         return "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400], {}
 
 
+#: on the CPU a configuration over the memory budget at the paper's batch is checked at that batch
+#: divided by 2, 4 or 8 (the stages that train: ``pretrain``, ``train``) rather than skipped
+MAX_BATCH_DIVISOR = 8
+
+
 def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
-    from pubench.preflight.plan import trained_activation_bytes
+    from pubench.preflight.plan import smaller_batch, trained_activation_bytes
     from pubench.preflight.runner import run_check
     from pubench.preflight.standins import plan as plan_inputs
 
-    job = g.job
-    if opts.device == "cpu" and budget is not None and (need := trained_activation_bytes(job)) > budget:
+    job, divisor, over = g.job, 1, None
+    cpu_budget = budget if opts.device == "cpu" else None
+    if cpu_budget is not None and (need := trained_activation_bytes(job)) > cpu_budget:
         # a check that cannot fit would spend minutes building its data and net before the watchdog stops it
-        return "skipped", (f"training keeps about {need / 2**30:.1f} GiB of layer outputs at its batch size "
-                           f"(counted on the meta device; more with weights, optimizer state and data), above this "
-                           f"machine's budget for it ({budget / 2**30:.1f} GiB; --max-memory): check it on a GPU"), {}
-    inputs = plan_inputs(job.task, job.params, budget if opts.device == "cpu" else None)
+        over = (f"training keeps about {need / 2**30:.1f} GiB of layer outputs at its batch size (counted on the "
+                f"meta device; more with weights, optimizer state and data), above this machine's budget for it "
+                f"({cpu_budget / 2**30:.1f} GiB; --max-memory)")
+        divisor = next((d for d in (2, 4, 8) if need / d <= cpu_budget / 2), None)  # the estimate is a lower bound
+        if divisor is None or smaller_batch(job, divisor) is None:
+            return "skipped", f"{over}, even at 1/{MAX_BATCH_DIVISOR} of its batch: check it on a GPU", {}
+    inputs = plan_inputs(job.task, job.params, cpu_budget)
     if inputs.skip:
         return "skipped", inputs.skip, {"inputs": inputs.describe()}
-    res = run_check(job.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops,
-                    max_bytes=budget if opts.device == "cpu" else None, max_seconds=opts.max_seconds)
-    res["inputs"] = inputs.describe()
+    while True:
+        checked = job if divisor == 1 else smaller_batch(job, divisor)
+        res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
+                        max_seconds=opts.max_seconds)
+        res["inputs"] = inputs.describe()
+        if (res.get("stopped") != "memory" or divisor >= MAX_BATCH_DIVISOR
+                or smaller_batch(job, divisor * 2) is None):
+            break
+        over, divisor = over or res["error"], divisor * 2
+    if divisor > 1:
+        res["batch_divisor"] = divisor
+        res.setdefault("notes", []).append(
+            f"checked at 1/{divisor} of the paper's batch ({_batches(checked)}): over this machine's memory at "
+            f"its own ({over}); the step time and peak memory are at the smaller batch, the job's cost projects "
+            f"its {divisor}x steps (the same examples)")
     if res.get("ok"):
         return "ok", None, res
     if res.get("stopped") == "memory":
-        return "skipped", res["error"], res
-    return "failed", res.get("error") or "unknown error", res
+        return "skipped", f"{res['error']}" + (f", at 1/{divisor} of its batch" if divisor > 1 else ""), res
+    return "failed", (res.get("error") or "unknown error") + (f" (at 1/{divisor} of its batch)" if divisor > 1
+                                                               else ""), res
+
+
+def _batches(job) -> str:
+    return ", ".join(f"{k} {job.params[k]['batch_size']}" for k in ("pretrain", "train")
+                     if isinstance(job.params.get(k), dict) and "batch_size" in job.params[k])
 
 
 def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] = print,
@@ -233,7 +260,8 @@ def read_resume(path: Path, opts: Options, retry_skipped: bool = False
     for c in old.get("cells", []):
         taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
         if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
-            check = {k: c.get(k) for k in ("inputs", "notes", "peak_memory")} | {"figures": c.get("figures") or {}}
+            check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor") if c.get(k) is not None}
+                     | {"figures": c.get("figures") or {}})
             taken[c["key"]] = (c["status"], c.get("reason"), check)
     return taken, float(old.get("wall_s") or 0.0)
 

@@ -14,6 +14,8 @@ keys, units the code lacks), so a config error fails in seconds with one line.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -215,6 +217,21 @@ def trained_activation_bytes(job: Job) -> float:
     batch = max([int(p[k].get("batch_size") or 1) for k in ("pretrain", "train")
                  if isinstance(p.get(k), dict)] or [0])
     return batch * forward_activation_bytes(_backbone_json(p), _input_shape(p))
+
+
+def smaller_batch(job: Job, divisor: int) -> Job | None:
+    """``job`` with the ``batch_size`` of its training stages (``pretrain``, ``train``) divided
+    by ``divisor`` (a CPU check of a configuration over the memory budget), or None where a
+    batch would fall below 2 (batch norm) or the job has no such stage."""
+    params, changed = copy.deepcopy(job.params), False
+    for k in ("pretrain", "train"):
+        block = params.get(k)
+        if isinstance(block, dict) and block.get("batch_size"):
+            smaller = int(block["batch_size"]) // divisor
+            if smaller < 2:
+                return None
+            block["batch_size"], changed = smaller, True
+    return dataclasses.replace(job, params=params) if changed else None
 
 
 def step_flops(job: Job) -> float:

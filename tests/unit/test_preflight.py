@@ -6,6 +6,7 @@ reads."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import shutil
 import statistics
@@ -305,10 +306,12 @@ def test_a_check_whose_layer_outputs_exceed_the_budget_is_skipped_at_once(scratc
     need = trained_activation_bytes(job)
     assert need > 20 * 2**30  # ~43 GiB: more than this 24 GiB machine holds
     t0 = time.perf_counter()
-    r = preflight({"fig8-pupl": get_spec("fig8-pupl")}, Options(steps=1, only=[heavy], max_memory=16 * 2**30,
+    # 4 GiB: even 1/8 of the batch (~5 GiB) is over half of it, so no smaller batch is tried either
+    r = preflight({"fig8-pupl": get_spec("fig8-pupl")}, Options(steps=1, only=[heavy], max_memory=4 * 2**30,
                                                                 cache=False), say=lambda s: None)
     (cell,) = r.cells
     assert cell.status == "skipped" and "GiB of layer outputs" in cell.reason and "check it on a GPU" in cell.reason
+    assert "even at 1/8 of its batch" in cell.reason
     assert time.perf_counter() - t0 < 30 and not r.failed  # no data built, no process started
     # a cell that fits is checked, not skipped by the estimate; a probe on frozen features trains no backbone
     cheap = select({"table3-pupl": get_spec("table3-pupl")}, "paper", [CHEAP[0]], resolve())[0][0].job
@@ -325,3 +328,72 @@ def test_without_cuda_device_cuda_is_one_line(capsys):
     assert main(["preflight", "table3-pupl", "--device", "cuda"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no CUDA device" in err[0]
+
+
+# ------------------------------------------------------------------ over the memory budget: a smaller batch
+def cheap_job() -> Job:
+    spec = get_spec("table3-pupl")
+    (cell,) = select({"table3-pupl": spec}, "paper", [CHEAP[0]], resolve())[0]
+    return cell.job
+
+
+def test_smaller_batch_divides_the_training_stages_batch_and_keeps_at_least_two():
+    from pubench.preflight.plan import smaller_batch
+
+    job = cheap_job()
+    bs = job.params["train"]["batch_size"]
+    half = smaller_batch(job, 2)
+    assert half.params["train"]["batch_size"] == bs // 2 and job.params["train"]["batch_size"] == bs
+    assert {k: v for k, v in half.params.items() if k != "train"} == {k: v for k, v in job.params.items()
+                                                                      if k != "train"}
+    assert smaller_batch(job, bs) is None  # a batch of 1: batch norm cannot train on it
+    bare = copy.deepcopy(job.params)
+    del bare["train"]
+    assert smaller_batch(dataclasses.replace(job, params=bare), 2) is None
+
+
+def main_batches(r) -> int:
+    return max(s["batches_per_epoch"] for s in r.cells[0].figures["stages"])
+
+
+def test_a_configuration_over_the_memory_estimate_is_checked_at_a_smaller_batch(scratch, monkeypatch):
+    from pubench.preflight import plan
+
+    opts = Options(steps=1, only=[CHEAP[0]], max_memory=4 * 2**30)
+    full = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
+    assert full.cells[0].status == "ok" and "batch_divisor" not in full.cells[0].check
+    monkeypatch.setattr(plan, "trained_activation_bytes", lambda job: 6 * 2**30)  # over 4 GiB; 1/4 fits in half
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
+    cell = r.cells[0]
+    assert cell.status == "ok" and cell.check["batch_divisor"] == 4
+    assert any(n.startswith("checked at 1/4 of the paper's batch") for n in cell.check["notes"])
+    assert 4 * main_batches(full) - 3 <= main_batches(r) <= 4 * main_batches(full)  # the worker ran batch / 4
+    monkeypatch.setattr(plan, "trained_activation_bytes", lambda job: 64 * 2**30)  # even 1/8 is over: skipped
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
+    assert r.cells[0].status == "skipped" and "even at 1/8 of its batch: check it on a GPU" in r.cells[0].reason
+
+
+def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, monkeypatch):
+    from pubench.preflight import runner
+
+    seen = []
+
+    def fake_check(job, steps, synthetic, **kw):
+        seen.append(job["params"]["train"]["batch_size"])
+        if len(seen) < 3:
+            return {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB of resident memory"}
+        return {"ok": True, "figures": {"stages": [], "job_s": 1.0}, "notes": []}
+
+    monkeypatch.setattr(runner, "run_check", fake_check)
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]]), say=lambda s: None)
+    bs = cheap_job().params["train"]["batch_size"]
+    assert seen == [bs, bs // 2, bs // 4]
+    assert r.cells[0].status == "ok" and r.cells[0].check["batch_divisor"] == 4
+    assert "over this machine's memory at its own (stopped at 9.0 GiB" in r.cells[0].check["notes"][0]
+    seen.clear()
+    monkeypatch.setattr(runner, "run_check", lambda job, *a, **k: (
+        seen.append(job["params"]["train"]["batch_size"]),
+        {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB"})[1])
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]]), say=lambda s: None)
+    assert seen == [bs, bs // 2, bs // 4, bs // 8]
+    assert r.cells[0].status == "skipped" and r.cells[0].reason.endswith("at 1/8 of its batch")
