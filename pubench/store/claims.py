@@ -1,9 +1,13 @@
 """Claims: a job is claimed atomically before it runs, so runners sharing a store (two
 local runs, SLURM array tasks, a local run beside a SLURM array) never run it twice.
 
-A claim is ``<folder>/.claims/<job id>.claim``, created with ``O_CREAT | O_EXCL`` (atomic
-on local filesystems and NFSv3+), holding the claimer's host, pid, process start time and
-the claim time. While the job runs, a heartbeat thread touches the file every
+A claim is ``<folder>/.claims/<job id>.claim``, holding the claimer's host, pid, process
+start time and the claim time. It appears whole: the claimer writes a private temporary file
+and hard-links it to the claim's name, which fails when the claim exists (atomic on local
+filesystems and NFS), so no runner ever reads a claim half-written by a claimer that is
+stopped or slow mid-write (it would count as stale once 5 s old and be taken over: the job
+would run twice). Where the filesystem has no hard links, ``O_CREAT | O_EXCL`` and a write.
+While the job runs, a heartbeat thread touches the file every
 ``HEARTBEAT_S`` seconds. A claim is stale, and taken over, when its holder is gone:
 
 * on this host, the holder process decides, never the heartbeat's age: the claim is live
@@ -18,6 +22,7 @@ replace one stale claim.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -66,6 +71,17 @@ def _alive(pid: int, start: str | None) -> bool:
         return True
     state, now = stat
     return state not in ("Z", "X") and (start is None or now == start)
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
+
+
+def _write_synced(path: Path, flags: int, data: dict[str, Any]) -> None:
+    fd = os.open(path, flags, 0o666)  # the umask decides the mode
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 @dataclass
@@ -172,21 +188,33 @@ class ClaimBook:
         """A new claim file, or None when one exists; a write that fails (disk full, ...)
         leaves no claim behind and raises :class:`~pubench.errors.StorageError`."""
         path = self.path(job_id)
+        tmp = self.folder / f".{job_id}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the umask decides the mode
+            _write_synced(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, self._me(extra))
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return None
+            except OSError as exc:
+                if exc.errno not in _NO_HARD_LINKS:
+                    raise
+                return self._create_in_place(path, job_id, extra)
+        except OSError as exc:
+            raise StorageError.from_os(exc, self.folder) from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+        return Claim(path, job_id)
+
+    def _create_in_place(self, path: Path, job_id: str, extra: dict[str, Any] | None) -> Claim | None:
+        """:meth:`_create` on a filesystem without hard links: visible before it is written."""
+        try:
+            _write_synced(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, self._me(extra))
         except FileExistsError:
             return None
-        except OSError as exc:
-            raise StorageError.from_os(exc, self.folder) from exc
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._me(extra), f)
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as exc:
+        except OSError:
             path.unlink(missing_ok=True)
-            raise StorageError.from_os(exc, self.folder) from exc
+            raise
         return Claim(path, job_id)
 
     def acquire(self, job_id: str, extra: dict[str, Any] | None = None) -> Claim | None:

@@ -329,6 +329,31 @@ def test_a_claim_that_cannot_be_written_leaves_nothing(tmp_path, monkeypatch):
     assert not list(book.folder.glob("*"))
 
 
+def test_a_claim_appears_whole(tmp_path, monkeypatch):
+    """A runner stopped (or slow) while it writes its claim must not leave a half-written claim
+    that another runner would take for stale and take over (CI saw a job run twice: the test
+    above stopped the runner between the claim's creation and its content)."""
+    from pubench.store import claims
+
+    book = claims.ClaimBook(tmp_path / ".claims")
+    visible_while_written = []
+    real_dump = claims.json.dump
+
+    def dump(obj, f):
+        visible_while_written.append(book.path("j").exists())
+        real_dump(obj, f)
+
+    monkeypatch.setattr(claims.json, "dump", dump)
+    assert book.acquire("j") is not None and visible_while_written == [False]
+    assert book.read("j")["pid"] == os.getpid() and book.acquire("j") is None  # held, by a live process
+    assert [p.name for p in book.folder.iterdir()] == ["j.claim"]  # no temporary file left
+    # a filesystem without hard links: created with O_EXCL, then written
+    monkeypatch.setattr(claims.os, "link", lambda a, b: (_ for _ in ()).throw(OSError(errno.EPERM, "no links")))
+    assert book.acquire("k") is not None and visible_while_written[-1] is True
+    assert book.read("k")["pid"] == os.getpid() and book.acquire("k") is None
+    assert sorted(p.name for p in book.folder.iterdir()) == ["j.claim", "k.claim"]
+
+
 def test_a_checkpoint_write_error_names_the_folder(tmp_path, monkeypatch):
     from pubench.utils import io
 
