@@ -121,7 +121,8 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
 
     job, divisor, over = g.job, 1, None
     cpu_budget = budget if opts.device == "cpu" else None
-    if cpu_budget is not None and (need := trained_activation_bytes(job)) > cpu_budget:
+    need = trained_activation_bytes(job) if cpu_budget is not None else 0.0
+    if cpu_budget is not None and need > cpu_budget:
         # a check that cannot fit would spend minutes building its data and net before the watchdog stops it
         over = (f"training keeps about {need / 2**30:.1f} GiB of layer outputs at its batch size (counted on the "
                 f"meta device; more with weights, optimizer state and data), above this machine's budget for it "
@@ -137,9 +138,10 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
         res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
                         max_seconds=opts.max_seconds)
         res["inputs"] = inputs.describe()
-        if (res.get("stopped") != "memory" or divisor >= MAX_BATCH_DIVISOR
+        if (res.get("stopped") != "memory" or divisor >= MAX_BATCH_DIVISOR or need / divisor < cpu_budget / 4
                 or smaller_batch(job, divisor * 2) is None):
-            break
+            break  # (a check whose layer outputs are a small part of the budget is held up by its data: halving
+            # the batch would not make it fit)
         over, divisor = over or res["error"], divisor * 2
     if divisor > 1:
         res["batch_divisor"] = divisor

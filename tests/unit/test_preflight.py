@@ -384,9 +384,17 @@ def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, 
             return {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB of resident memory"}
         return {"ok": True, "figures": {"stages": [], "job_s": 1.0}, "notes": []}
 
+    from pubench.preflight import plan
+
     monkeypatch.setattr(runner, "run_check", fake_check)
-    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]]), say=lambda s: None)
+    opts = Options(steps=1, only=[CHEAP[0]], max_memory=8 * 2**30)
     bs = cheap_job().params["train"]["batch_size"]
+    # layer outputs a small part of the budget: the data hold it up, a smaller batch would not fit either
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
+    assert seen == [bs] and r.cells[0].status == "skipped" and "of its batch" not in r.cells[0].reason
+    seen.clear()
+    monkeypatch.setattr(plan, "trained_activation_bytes", lambda job: 8 * 2**30)  # the whole budget
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
     assert seen == [bs, bs // 2, bs // 4]
     assert r.cells[0].status == "ok" and r.cells[0].check["batch_divisor"] == 4
     assert "over this machine's memory at its own (stopped at 9.0 GiB" in r.cells[0].check["notes"][0]
@@ -394,6 +402,6 @@ def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, 
     monkeypatch.setattr(runner, "run_check", lambda job, *a, **k: (
         seen.append(job["params"]["train"]["batch_size"]),
         {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB"})[1])
-    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]]), say=lambda s: None)
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
     assert seen == [bs, bs // 2, bs // 4, bs // 8]
     assert r.cells[0].status == "skipped" and r.cells[0].reason.endswith("at 1/8 of its batch")
