@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from findings36 import RECORDS, Capture, _record, _reexec, _run
 
@@ -93,7 +92,6 @@ def main() -> None:
         if args.out:
             with open(args.out, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
-    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -115,11 +115,12 @@ MAX_BATCH_DIVISOR = 8
 
 
 def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
-    from pubench.preflight.plan import smaller_batch, trained_activation_bytes
+    from pubench.preflight.plan import smaller_batch, trained_activation_bytes, trained_batches
     from pubench.preflight.runner import run_check
     from pubench.preflight.standins import plan as plan_inputs
 
-    job, divisor, over = g.job, 1, None
+    job = checked = g.job
+    divisor, over = 1, None
     cpu_budget = budget if opts.device == "cpu" else None
     need = trained_activation_bytes(job) if cpu_budget is not None else 0.0
     if cpu_budget is not None and need > cpu_budget:
@@ -128,38 +129,35 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
                 f"meta device; more with weights, optimizer state and data), above this machine's budget for it "
                 f"({cpu_budget / 2**30:.1f} GiB; --max-memory)")
         divisor = next((d for d in (2, 4, 8) if need / d <= cpu_budget / 2), None)  # the estimate is a lower bound
-        if divisor is None or smaller_batch(job, divisor) is None:
+        checked = smaller_batch(job, divisor) if divisor is not None else None
+        if checked is None:
             return "skipped", f"{over}, even at 1/{MAX_BATCH_DIVISOR} of its batch: check it on a GPU", {}
     inputs = plan_inputs(job.task, job.params, cpu_budget)
     if inputs.skip:
         return "skipped", inputs.skip, {"inputs": inputs.describe()}
     while True:
-        checked = job if divisor == 1 else smaller_batch(job, divisor)
         res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
                         max_seconds=opts.max_seconds)
         res["inputs"] = inputs.describe()
-        if (res.get("stopped") != "memory" or divisor >= MAX_BATCH_DIVISOR or need / divisor < cpu_budget / 4
-                or smaller_batch(job, divisor * 2) is None):
-            break  # (a check whose layer outputs are a small part of the budget is held up by its data: halving
-            # the batch would not make it fit)
-        over, divisor = over or res["error"], divisor * 2
+        # stopped for memory: half the batch, unless the layer outputs are a small part of the budget (then the
+        # data hold it up, and a smaller batch would not fit either)
+        halved = (smaller_batch(job, divisor * 2) if res.get("stopped") == "memory" and divisor < MAX_BATCH_DIVISOR
+                  and need / divisor >= cpu_budget / 4 else None)
+        if halved is None:
+            break
+        over, divisor, checked = over or res["error"], divisor * 2, halved
     if divisor > 1:
         res["batch_divisor"] = divisor
         res.setdefault("notes", []).append(
-            f"checked at 1/{divisor} of the paper's batch ({_batches(checked)}): over this machine's memory at "
-            f"its own ({over}); the step time and peak memory are at the smaller batch, the job's cost projects "
+            f"checked at 1/{divisor} of the paper's batch ({trained_batches(checked)}): over this machine's memory "
+            f"at its own ({over}); the step time and peak memory are at the smaller batch, the job's cost projects "
             f"its {divisor}x steps (the same examples)")
     if res.get("ok"):
         return "ok", None, res
+    at = f"at 1/{divisor} of its batch" if divisor > 1 else ""
     if res.get("stopped") == "memory":
-        return "skipped", f"{res['error']}" + (f", at 1/{divisor} of its batch" if divisor > 1 else ""), res
-    return "failed", (res.get("error") or "unknown error") + (f" (at 1/{divisor} of its batch)" if divisor > 1
-                                                               else ""), res
-
-
-def _batches(job) -> str:
-    return ", ".join(f"{k} {job.params[k]['batch_size']}" for k in ("pretrain", "train")
-                     if isinstance(job.params.get(k), dict) and "batch_size" in job.params[k])
+        return "skipped", res["error"] + (f", {at}" if at else ""), res
+    return "failed", (res.get("error") or "unknown error") + (f" ({at})" if at else ""), res
 
 
 def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] = print,
@@ -259,8 +257,8 @@ def read_resume(path: Path, opts: Options, retry_skipped: bool = False
     if theirs != mine:
         raise PreflightError(f"--resume: {path} was checked with {theirs}, this run is {mine}")
     taken = {}
+    taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
     for c in old.get("cells", []):
-        taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
         if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
             check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor") if c.get(k) is not None}
                      | {"figures": c.get("figures") or {}})

@@ -208,14 +208,17 @@ def forward_activation_bytes(backbone: str, shape: tuple[int, ...] | None) -> fl
     return total[0] / 2
 
 
+#: the params blocks whose ``batch_size`` trains a network (a probe on frozen features keeps no layer outputs)
+TRAINED_STAGES = ("pretrain", "train")
+
+
 def trained_activation_bytes(job: Job) -> float:
     """A lower estimate of the memory a cell's training step keeps for backward: the layer
     outputs of its backbone (:func:`forward_activation_bytes`) x the largest batch of the
     stages that train it (``pretrain``, ``train``; a probe on frozen features keeps none),
     one view per example."""
     p = job.params
-    batch = max([int(p[k].get("batch_size") or 1) for k in ("pretrain", "train")
-                 if isinstance(p.get(k), dict)] or [0])
+    batch = max([int(p[k].get("batch_size") or 1) for k in TRAINED_STAGES if isinstance(p.get(k), dict)] or [0])
     return batch * forward_activation_bytes(_backbone_json(p), _input_shape(p))
 
 
@@ -224,7 +227,7 @@ def smaller_batch(job: Job, divisor: int) -> Job | None:
     by ``divisor`` (a CPU check of a configuration over the memory budget), or None where a
     batch would fall below 2 (batch norm) or the job has no such stage."""
     params, changed = copy.deepcopy(job.params), False
-    for k in ("pretrain", "train"):
+    for k in TRAINED_STAGES:
         block = params.get(k)
         if isinstance(block, dict) and block.get("batch_size"):
             smaller = int(block["batch_size"]) // divisor
@@ -232,6 +235,12 @@ def smaller_batch(job: Job, divisor: int) -> Job | None:
                 return None
             block["batch_size"], changed = smaller, True
     return dataclasses.replace(job, params=params) if changed else None
+
+
+def trained_batches(job: Job) -> str:
+    """``pretrain 256, train 256``: the batch sizes :func:`smaller_batch` divides."""
+    return ", ".join(f"{k} {job.params[k]['batch_size']}" for k in TRAINED_STAGES
+                     if isinstance(job.params.get(k), dict) and job.params[k].get("batch_size"))
 
 
 def step_flops(job: Job) -> float:

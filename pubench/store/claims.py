@@ -77,11 +77,16 @@ _NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, er
 
 
 def _write_synced(path: Path, flags: int, data: dict[str, Any]) -> None:
+    """Create ``path`` (``flags``) and write ``data``; a failed write leaves no file behind."""
     fd = os.open(path, flags, 0o666)  # the umask decides the mode
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
 
 
 @dataclass
@@ -212,9 +217,6 @@ class ClaimBook:
             _write_synced(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, self._me(extra))
         except FileExistsError:
             return None
-        except OSError:
-            path.unlink(missing_ok=True)
-            raise
         return Claim(path, job_id)
 
     def acquire(self, job_id: str, extra: dict[str, Any] | None = None) -> Claim | None:
