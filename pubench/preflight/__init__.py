@@ -139,10 +139,10 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
         res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
                         max_seconds=opts.max_seconds)
         res["inputs"] = inputs.describe()
-        # stopped for memory: half the batch, unless the layer outputs are a small part of the budget (then the
-        # data hold it up, and a smaller batch would not fit either)
+        # stopped for memory in a stage that trains: half the batch; stopped before any stage (the data and the
+        # net alone), or outside one (evaluation), a smaller batch would not fit either
         halved = (smaller_batch(job, divisor * 2) if res.get("stopped") == "memory" and divisor < MAX_BATCH_DIVISOR
-                  and need / divisor >= cpu_budget / 4 else None)
+                  and res.get("stopped_in") else None)
         if halved is None:
             break
         over, divisor, checked = over or res["error"], divisor * 2, halved

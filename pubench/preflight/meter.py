@@ -16,6 +16,11 @@ calls counted at their full length (one chunk's time x chunks). The job adds its
 outside any stage once, its ``predict`` calls counted at full length. FLOPs (PyTorch's
 ``FlopCounterMode``: matrix products and convolutions, forward and backward) are
 counted on each stage's first step and each ``predict`` chunk and projected alike.
+
+On the CPU each stage also records the process's resident memory when it begins and its
+peak when it ends, and prints a line (:data:`STAGE_BEGINS`, :data:`STAGE_ENDS`) as it
+begins and ends, so that the parent, when it stops a check for memory, can tell in which
+stage (:func:`stopped_in`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,34 @@ import torch
 
 from pubench.train.loop import EpochStats, StepCap
 
+#: the lines a stage prints as it begins and ends (the parent reads them back from the log)
+STAGE_BEGINS, STAGE_ENDS = "pubench-preflight: stage begins: ", "pubench-preflight: stage ends: "
+
+
+def resident() -> tuple[int | None, int | None]:
+    """(resident set, its peak so far) of this process in bytes (None where /proc lacks them)."""
+    out: dict[str, int] = {}
+    try:
+        for line in open("/proc/self/status").read().splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out[line[:5]] = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return out.get("VmRSS"), out.get("VmHWM")
+
+
+def stopped_in(log_lines: Iterable[str]) -> tuple[bool, str | None]:
+    """From a stopped check's output: (whether any stage had begun, the stage running when
+    it stopped: None before the first stage or between two)."""
+    began, running = False, []
+    for line in log_lines:
+        if line.startswith(STAGE_BEGINS):
+            began = True
+            running.append(line[len(STAGE_BEGINS):].strip())
+        elif line.startswith(STAGE_ENDS) and running:
+            running.pop()
+    return began, (running[-1] if running else None)
+
 
 @dataclass
 class Stage:
@@ -45,6 +78,8 @@ class Stage:
     hooks_s: float = 0.0               # per epoch, outside the steps (first epoch; predict at full length)
     hooks_flops: float = 0.0           # per epoch: FLOPs of predict calls inside the epoch, at full length
     ran_s: float = 0.0                 # the capped stage's wall time
+    resident_begin: int | None = None  # CPU: the process's resident memory as the stage began (bytes)
+    peak_end: int | None = None        # CPU: the process's peak resident memory when it ended (bytes)
 
     @property
     def steps(self) -> int:
@@ -113,8 +148,11 @@ class Meter(StepCap):
     # ---- StepCap
     def begin(self, trainer, epochs: int, device: torch.device) -> None:
         stage = Stage(trainer.desc, epochs)
+        if device.type == "cpu":
+            stage.resident_begin = resident()[0]
         self.stages.append(stage)
         self.device = device
+        print(f"{STAGE_BEGINS}{trainer.desc}", flush=True)
         self._open.append({"stage": stage, "t0": self.clock(), "epoch": 0, "calls": _Calls()})
 
     def epochs(self, first: int, epochs: int) -> Iterable[int]:
@@ -165,7 +203,11 @@ class Meter(StepCap):
 
     def end(self, trainer) -> None:
         run = self._open.pop()
-        run["stage"].ran_s = self.clock() - run["t0"]
+        stage: Stage = run["stage"]
+        stage.ran_s = self.clock() - run["t0"]
+        if stage.resident_begin is not None:
+            stage.peak_end = resident()[1]
+        print(f"{STAGE_ENDS}{trainer.desc}", flush=True)
 
     def predict(self, fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int) -> torch.Tensor:
         idx = torch.arange(0, min(n, chunk))

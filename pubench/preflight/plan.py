@@ -222,24 +222,30 @@ def trained_activation_bytes(job: Job) -> float:
     return batch * forward_activation_bytes(_backbone_json(p), _input_shape(p))
 
 
+#: the params blocks whose ``batch_size`` a CPU check over its memory budget divides: the stages that
+#: train and the probe (an augmented probe runs the frozen backbone on every batch)
+DIVIDED_STAGES = (*TRAINED_STAGES, "downstream")
+
+
 def smaller_batch(job: Job, divisor: int) -> Job | None:
-    """``job`` with the ``batch_size`` of its training stages (``pretrain``, ``train``) divided
-    by ``divisor`` (a CPU check of a configuration over the memory budget), or None where a
-    batch would fall below 2 (batch norm) or the job has no such stage."""
+    """``job`` with the ``batch_size`` of its stages (:data:`DIVIDED_STAGES`) divided by
+    ``divisor`` (a CPU check of a configuration over the memory budget), or None where a
+    training batch would fall below 2 (batch norm) or the job has no such stage (a probe's
+    batch stops at 2)."""
     params, changed = copy.deepcopy(job.params), False
-    for k in TRAINED_STAGES:
+    for k in DIVIDED_STAGES:
         block = params.get(k)
         if isinstance(block, dict) and block.get("batch_size"):
-            smaller = int(block["batch_size"]) // divisor
-            if smaller < 2:
+            size = int(block["batch_size"])
+            if size // divisor < 2 and k in TRAINED_STAGES:
                 return None
-            block["batch_size"], changed = smaller, True
+            block["batch_size"], changed = max(min(2, size), size // divisor), True
     return dataclasses.replace(job, params=params) if changed else None
 
 
 def trained_batches(job: Job) -> str:
-    """``pretrain 256, train 256``: the batch sizes :func:`smaller_batch` divides."""
-    return ", ".join(f"{k} {job.params[k]['batch_size']}" for k in TRAINED_STAGES
+    """``pretrain 256, downstream 512``: the batch sizes :func:`smaller_batch` divides."""
+    return ", ".join(f"{k} {job.params[k]['batch_size']}" for k in DIVIDED_STAGES
                      if isinstance(job.params.get(k), dict) and job.params[k].get("batch_size"))
 
 

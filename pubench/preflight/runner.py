@@ -6,7 +6,9 @@ threads, the CPU code-path pins, cuBLAS's workspace; the libraries read them whe
 load), the caches off (``PUBENCH_ENCODER_CACHE=0``: no encoder or prefix is read or
 written) and the network off (``HF_HUB_OFFLINE``, ``PUBENCH_OFFLINE``). On the CPU the
 parent samples the worker's resident set every 0.2 s and stops it above ``max_bytes`` (the
-machine's other work keeps its memory); a check can also be given ``max_seconds``.
+machine's other work keeps its memory), and then says from the worker's stage lines
+(:func:`pubench.preflight.meter.stopped_in`) whether it stopped in a training stage or
+before any; a check can also be given ``max_seconds``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pubench.numerics import Numerics, process_env
+from pubench.preflight.meter import STAGE_BEGINS, STAGE_ENDS, stopped_in
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 #: the running checks' processes (so that an interrupted preflight stops them: :func:`stop_all`)
@@ -62,11 +65,15 @@ def worker_env(num: Numerics) -> dict[str, str]:
     return env
 
 
-def _last_line(log: Path) -> str:
+def _lines(log: Path) -> list[str]:
     try:
-        lines = [s.strip() for s in log.read_text(errors="replace").splitlines() if s.strip()]
+        return [s.strip() for s in log.read_text(errors="replace").splitlines() if s.strip()]
     except OSError:
-        return ""
+        return []
+
+
+def _last_line(log: Path) -> str:
+    lines = [s for s in _lines(log) if not s.startswith((STAGE_BEGINS, STAGE_ENDS))]
     return lines[-1][:300] if lines else ""
 
 
@@ -111,12 +118,17 @@ def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flo
             out_ = json.loads(result.read_text())
             out_["process_s"] = round(wall, 2)
             return out_
+        began, stage = False, None
         if stopped == "memory":
+            began, stage = stopped_in(_lines(log))
+            where = (f"in stage '{stage}'" if stage else "outside the training stages" if began
+                     else "before training began (loading data, building the model)")
             error = (f"stopped at {peak / 2**30:.1f} GiB of resident memory, above this machine's memory budget "
-                     f"({max_bytes / 2**30:.1f} GiB; --max-memory)")
+                     f"({max_bytes / 2**30:.1f} GiB; --max-memory), {where}")
         elif stopped == "time":
             error = f"stopped after {max_seconds:.0f} s (--max-seconds)"
         else:
             error = f"the check's process ended with status {proc.returncode}: {_last_line(log) or 'no output'}"
         return {"ok": False, "stopped": stopped, "error": error, "process_s": round(wall, 2),
-                "peak_memory": {"bytes": peak, "kind": "VmRSS sampled by the parent"}}
+                "peak_memory": {"bytes": peak, "kind": "VmRSS sampled by the parent"},
+                "training_began": began, "stopped_in": stage}

@@ -378,22 +378,26 @@ def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, 
 
     seen = []
 
+    stage = ["train nnpu"]
+
     def fake_check(job, steps, synthetic, **kw):
         seen.append(job["params"]["train"]["batch_size"])
         if len(seen) < 3:
-            return {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB of resident memory"}
+            return {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB of resident memory",
+                    "training_began": stage[0] is not None, "stopped_in": stage[0]}
         return {"ok": True, "figures": {"stages": [], "job_s": 1.0}, "notes": []}
-
-    from pubench.preflight import plan
 
     monkeypatch.setattr(runner, "run_check", fake_check)
     opts = Options(steps=1, only=[CHEAP[0]], max_memory=8 * 2**30)
     bs = cheap_job().params["train"]["batch_size"]
-    # layer outputs a small part of the budget: the data hold it up, a smaller batch would not fit either
-    r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
-    assert seen == [bs] and r.cells[0].status == "skipped" and "of its batch" not in r.cells[0].reason
+    # stopped before any stage began (the data and the net alone), or between stages: a smaller batch would not
+    # fit either
+    for stage[0] in (None, ""):
+        seen.clear()
+        r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
+        assert seen == [bs] and r.cells[0].status == "skipped" and "of its batch" not in r.cells[0].reason
     seen.clear()
-    monkeypatch.setattr(plan, "trained_activation_bytes", lambda job: 8 * 2**30)  # the whole budget
+    stage[0] = "train nnpu"  # stopped in a stage that trains: half the batch, until it fits
     r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
     assert seen == [bs, bs // 2, bs // 4]
     assert r.cells[0].status == "ok" and r.cells[0].check["batch_divisor"] == 4
@@ -401,7 +405,47 @@ def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, 
     seen.clear()
     monkeypatch.setattr(runner, "run_check", lambda job, *a, **k: (
         seen.append(job["params"]["train"]["batch_size"]),
-        {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB"})[1])
+        {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB", "stopped_in": "train nnpu"})[1])
     r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
     assert seen == [bs, bs // 2, bs // 4, bs // 8]
     assert r.cells[0].status == "skipped" and r.cells[0].reason.endswith("at 1/8 of its batch")
+
+
+def test_a_stopped_check_says_in_which_stage_from_the_workers_stage_lines():
+    from pubench.preflight.meter import STAGE_BEGINS, STAGE_ENDS, stopped_in
+
+    assert stopped_in(["loading", "Traceback"]) == (False, None)  # before any stage: data, model
+    assert stopped_in([STAGE_BEGINS + "pretrain punce", "x"]) == (True, "pretrain punce")
+    ended = [STAGE_BEGINS + "pretrain punce", STAGE_ENDS + "pretrain punce"]
+    assert stopped_in(ended) == (True, None)  # between stages (evaluation)
+    assert stopped_in(ended + [STAGE_BEGINS + "linear probe (pn)"]) == (True, "linear probe (pn)")
+
+
+def test_each_stage_records_the_memory_it_began_with_and_its_peak(capsys):
+    meter = Meter(1)
+    with capped(meter):
+        toy_run(epochs=3)
+    (stage,) = meter.stages
+    assert 0 < stage.resident_begin <= stage.peak_end
+    out = capsys.readouterr().out.splitlines()
+    assert "pubench-preflight: stage begins: toy" in out and "pubench-preflight: stage ends: toy" in out
+
+
+def test_a_check_stopped_for_memory_in_a_stage_names_it(scratch):
+    from pubench.preflight.runner import run_check
+
+    job = cheap_job()
+    res = run_check(job.to_dict(), 1, {}, max_bytes=100 * 2**20)  # importing torch alone takes more
+    assert res["ok"] is False and res["stopped"] == "memory" and "resident memory" in res["error"]
+    assert res["training_began"] is False and res["stopped_in"] is None
+    assert res["error"].endswith("before training began (loading data, building the model)")
+
+
+def test_smaller_batch_divides_an_augmented_probes_batch_too():
+    from pubench.preflight.plan import smaller_batch
+
+    job = cheap_job()
+    params = copy.deepcopy(job.params) | {"downstream": {"batch_size": 3}}
+    half = smaller_batch(dataclasses.replace(job, params=params), 2)
+    assert half.params["downstream"]["batch_size"] == 2  # a probe's batch stops at 2
+    assert half.params["train"]["batch_size"] == job.params["train"]["batch_size"] // 2
