@@ -112,6 +112,11 @@ def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str 
 #: on the CPU a configuration over the memory budget at the paper's batch is checked at that batch
 #: divided by 2, 4 or 8 (the stages that train: ``pretrain``, ``train``) rather than skipped
 MAX_BATCH_DIVISOR = 8
+#: a CPU check's peak resident memory over its training stages' layer outputs counted on the meta device
+#: (:func:`pubench.preflight.plan.trained_activation_bytes`): median 4.6 (2.3-10) over the 130 checks of the
+#: paper tier's CPU run with the count above 0.5 GiB (2026-11-28; the backward pass's buffers, weights,
+#: optimizer state, data and torch itself), so a check starts at the batch this ratio says fits
+PEAK_OVER_LAYER_OUTPUTS = 4
 
 
 def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
@@ -123,12 +128,14 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
     divisor, over = 1, None
     cpu_budget = budget if opts.device == "cpu" else None
     need = trained_activation_bytes(job) if cpu_budget is not None else 0.0
-    if cpu_budget is not None and need > cpu_budget:
+    if cpu_budget is not None and need * PEAK_OVER_LAYER_OUTPUTS > cpu_budget:
         # a check that cannot fit would spend minutes building its data and net before the watchdog stops it
         over = (f"training keeps about {need / 2**30:.1f} GiB of layer outputs at its batch size (counted on the "
-                f"meta device; more with weights, optimizer state and data), above this machine's budget for it "
-                f"({cpu_budget / 2**30:.1f} GiB; --max-memory)")
-        divisor = next((d for d in (2, 4, 8) if need / d <= cpu_budget / 2), None)  # the estimate is a lower bound
+                f"meta device; a CPU check's peak is about {PEAK_OVER_LAYER_OUTPUTS}x that, measured), above this "
+                f"machine's budget for it ({cpu_budget / 2**30:.1f} GiB; --max-memory)")
+        # the count is a lower bound: start where the measured ratio says the batch fits, try 1/8 if it may
+        divisor = next((d for d in (2, 4, 8) if need / d * PEAK_OVER_LAYER_OUTPUTS <= cpu_budget),
+                       MAX_BATCH_DIVISOR if need / MAX_BATCH_DIVISOR <= cpu_budget / 2 else None)
         checked = smaller_batch(job, divisor) if divisor is not None else None
         if checked is None:
             return "skipped", f"{over}, even at 1/{MAX_BATCH_DIVISOR} of its batch: check it on a GPU", {}
