@@ -57,11 +57,11 @@ def stopped_in(log_lines: Iterable[str]) -> tuple[bool, str | None]:
     """From a stopped check's output: (whether any stage had begun, the stage running when
     it stopped: None before the first stage or between two)."""
     began, running = False, []
-    for line in log_lines:
-        if line.startswith(STAGE_BEGINS):
+    for line in log_lines:  # a marker may follow output that ended without a newline
+        if STAGE_BEGINS in line:
             began = True
-            running.append(line[len(STAGE_BEGINS):].strip())
-        elif line.startswith(STAGE_ENDS) and running:
+            running.append(line.split(STAGE_BEGINS, 1)[1].strip())
+        elif STAGE_ENDS in line and running:
             running.pop()
     return began, (running[-1] if running else None)
 

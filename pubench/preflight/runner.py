@@ -73,7 +73,7 @@ def _lines(log: Path) -> list[str]:
 
 
 def _last_line(log: Path) -> str:
-    lines = [s for s in _lines(log) if not s.startswith((STAGE_BEGINS, STAGE_ENDS))]
+    lines = [s for s in _lines(log) if STAGE_BEGINS not in s and STAGE_ENDS not in s]
     return lines[-1][:300] if lines else ""
 
 

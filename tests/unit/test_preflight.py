@@ -423,6 +423,7 @@ def test_a_stopped_check_says_in_which_stage_from_the_workers_stage_lines():
     ended = [STAGE_BEGINS + "pretrain punce", STAGE_ENDS + "pretrain punce"]
     assert stopped_in(ended) == (True, None)  # between stages (evaluation)
     assert stopped_in(ended + [STAGE_BEGINS + "linear probe (pn)"]) == (True, "linear probe (pn)")
+    assert stopped_in(["epoch 3/9 " + STAGE_BEGINS + "train nnpu"]) == (True, "train nnpu")  # no newline before
 
 
 def test_each_stage_records_the_memory_it_began_with_and_its_peak(capsys):
