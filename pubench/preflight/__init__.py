@@ -142,26 +142,36 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
     inputs = plan_inputs(job.task, job.params, cpu_budget)
     if inputs.skip:
         return "skipped", inputs.skip, {"inputs": inputs.describe()}
+    eval_divisor, eval_over = 1, None
     while True:
         res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
-                        max_seconds=opts.max_seconds)
+                        max_seconds=opts.max_seconds, eval_divisor=eval_divisor)
         res["inputs"] = inputs.describe()
-        # stopped for memory in a stage that trains: half the batch; stopped before any stage (the data and the
-        # net alone), or outside one (evaluation), a smaller batch would not fit either
-        halved = (smaller_batch(job, divisor * 2) if res.get("stopped") == "memory" and divisor < MAX_BATCH_DIVISOR
-                  and res.get("stopped_in") else None)
-        if halved is None:
+        if res.get("stopped") != "memory":
             break
-        over, divisor, checked = over or res["error"], divisor * 2, halved
+        # stopped in a stage that trains: half the batch; outside the stages (evaluation: predict's chunks): half
+        # the evaluation chunk; before any stage (the data and the net alone), neither would fit
+        if res.get("stopped_in") and divisor < MAX_BATCH_DIVISOR and (halved := smaller_batch(job, divisor * 2)):
+            over, divisor, checked = over or res["error"], divisor * 2, halved
+        elif res.get("training_began") and not res.get("stopped_in") and eval_divisor < MAX_BATCH_DIVISOR:
+            eval_over, eval_divisor = eval_over or res["error"], eval_divisor * 2
+        else:
+            break
     if divisor > 1:
         res["batch_divisor"] = divisor
         res.setdefault("notes", []).append(
             f"checked at 1/{divisor} of the paper's batch ({trained_batches(checked)}): over this machine's memory "
             f"at its own ({over}); the step time and peak memory are at the smaller batch, the job's cost projects "
             f"its {divisor}x steps (the same examples)")
+    if eval_divisor > 1:
+        res["eval_divisor"] = eval_divisor
+        res.setdefault("notes", []).append(
+            f"evaluated 1/{eval_divisor} of each evaluation chunk, counted at the whole chunk: over this machine's "
+            f"memory at the whole ({eval_over}); the peak memory is at the smaller chunk")
     if res.get("ok"):
         return "ok", None, res
-    at = f"at 1/{divisor} of its batch" if divisor > 1 else ""
+    at = ", ".join(([f"at 1/{divisor} of its batch"] if divisor > 1 else [])
+                   + ([f"1/{eval_divisor} of its evaluation chunk"] if eval_divisor > 1 else []))
     if res.get("stopped") == "memory":
         return "skipped", res["error"] + (f", {at}" if at else ""), res
     return "failed", (res.get("error") or "unknown error") + (f" ({at})" if at else ""), res
@@ -267,7 +277,8 @@ def read_resume(path: Path, opts: Options, retry_skipped: bool = False
     taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
     for c in old.get("cells", []):
         if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
-            check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor") if c.get(k) is not None}
+            check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor", "eval_divisor")
+                      if c.get(k) is not None}
                      | {"figures": c.get("figures") or {}})
             taken[c["key"]] = (c["status"], c.get("reason"), check)
     return taken, float(old.get("wall_s") or 0.0)

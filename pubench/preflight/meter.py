@@ -20,7 +20,8 @@ counted on each stage's first step and each ``predict`` chunk and projected alik
 On the CPU each stage also records the process's resident memory when it begins and its
 peak when it ends, and prints a line (:data:`STAGE_BEGINS`, :data:`STAGE_ENDS`) as it
 begins and ends, so that the parent, when it stops a check for memory, can tell in which
-stage (:func:`stopped_in`).
+stage (:func:`stopped_in`). A check over its memory budget outside the stages (evaluation)
+computes 1/``eval_divisor`` of each ``predict`` chunk and counts it at the whole chunk.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class _Calls:
     full_s: float = 0.0
     full_flops: float = 0.0
 
-    def add(self, seconds: float, chunks: int, flops: float) -> None:
+    def add(self, seconds: float, chunks: float, flops: float) -> None:
         self.actual_s += seconds
         self.full_s += seconds * chunks
         self.full_flops += flops * chunks
@@ -136,10 +137,12 @@ class Meter(StepCap):
     wall time; a CPU check passes the process's CPU time per thread, which other work on a
     busy machine does not inflate)."""
 
-    def __init__(self, steps: int, flops: bool = True, clock: Callable[[], float] = time.perf_counter):
-        if steps < 1:
-            raise ValueError("steps must be >= 1")
+    def __init__(self, steps: int, flops: bool = True, clock: Callable[[], float] = time.perf_counter,
+                 eval_divisor: int = 1):
+        if steps < 1 or eval_divisor < 1:
+            raise ValueError("steps and eval_divisor must be >= 1")
         self.max_steps, self.flops, self.clock = steps, flops, clock
+        self.eval_divisor = eval_divisor  # a predict computes 1/eval_divisor of its chunk, counted at the whole
         self.stages: list[Stage] = []
         self.top = _Calls()               # predict calls outside any stage
         self._open: list[dict[str, Any]] = []  # the running stages (innermost last) and their epoch state
@@ -210,13 +213,15 @@ class Meter(StepCap):
         print(f"{STAGE_ENDS}{trainer.desc}", flush=True)
 
     def predict(self, fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int) -> torch.Tensor:
-        idx = torch.arange(0, min(n, chunk))
+        rows = min(n, chunk)
+        part = max(1, rows // self.eval_divisor)
+        idx = torch.arange(0, part)
         _sync(self.device)
         t0 = self.clock()
         with _counting(self.flops) as flops:
             out = fn(idx).float().cpu()
         _sync(self.device)
-        chunks = math.ceil(n / chunk)
+        chunks = math.ceil(n / chunk) * rows / part  # a part of a chunk stands for its share of the chunk
         scope = self._open[-1]["calls"] if self._open else self.top
         scope.add(self.clock() - t0, chunks, flops[0])
         reps = math.ceil(n / max(1, out.shape[0]))
@@ -230,6 +235,7 @@ class Meter(StepCap):
         job_s = sum(s.projected_s() for s in self.stages) + outside
         flops = sum(s.projected_flops() for s in self.stages) + self.top.full_flops
         return {
+            "eval_divisor": self.eval_divisor,
             "stages": [{**asdict(s), "steps": s.steps, "projected_s": round(s.projected_s(), 3),
                         "projected_flops": s.projected_flops()} for s in self.stages],
             "outside_s": round(outside, 3),

@@ -112,7 +112,7 @@ def to_json(report) -> dict[str, Any]:
                    "task": r.cell.job.task, "key": r.cell.key, "status": r.status, "reason": r.reason,
                    "shares": r.shares, "inputs": r.check.get("inputs"), "notes": r.check.get("notes"),
                    "peak_memory": r.check.get("peak_memory"), "job_s": r.job_s,
-                   "batch_divisor": r.check.get("batch_divisor"),
+                   "batch_divisor": r.check.get("batch_divisor"), "eval_divisor": r.check.get("eval_divisor"),
                    "figures": r.figures if r.shares is None else None} for r in report.cells],
         "tables": table_costs(report),
         "unavailable": [{"cell": n, "reason": w} for n, w in report.unavailable],

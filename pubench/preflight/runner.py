@@ -78,7 +78,8 @@ def _last_line(log: Path) -> str:
 
 
 def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flops: bool = True,
-              max_bytes: int | None = None, max_seconds: float | None = None) -> dict[str, Any]:
+              max_bytes: int | None = None, max_seconds: float | None = None, eval_divisor: int = 1
+              ) -> dict[str, Any]:
     """The worker's result for ``job`` (a :class:`pubench.jobs.Job` dict), or, when the
     worker did not finish, ``ok: False`` with ``stopped`` (``memory``, ``time``) or the
     last line of its output as the error."""
@@ -87,7 +88,7 @@ def run_check(job: dict[str, Any], steps: int, synthetic: dict[str, str], *, flo
         spec, result, log = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "log.txt")
         spec.write_text(json.dumps({"task": job["task"], "params": job["params"], "seeds": job["seeds"],
                                     "numerics": job["numerics"], "steps": steps, "synthetic": synthetic,
-                                    "flops": flops}))
+                                    "flops": flops, "eval_divisor": eval_divisor}))
         t0, peak, stopped = time.perf_counter(), 0, None
         with open(log, "wb") as out:
             proc = subprocess.Popen([sys.executable, "-m", "pubench.preflight.worker", str(spec), str(result)],

@@ -1,7 +1,7 @@
 """One preflight check in its own process: ``python -m pubench.preflight.worker IN OUT``.
 
 ``IN`` (JSON): ``task``, ``params``, ``seeds``, ``numerics`` (a job's), ``steps``,
-``synthetic`` (stand-ins: name -> modality), ``flops``. The worker runs the job as
+``synthetic`` (stand-ins: name -> modality), ``flops``, ``eval_divisor``. The worker runs the job as
 ``pubench run`` would (the numerics profile applied: threads, deterministic algorithms)
 under the step cap (:class:`pubench.preflight.meter.Meter`) and writes ``OUT``: ``ok``, the
 error (one line, and its traceback), the measured figures and their projection (times on a CUDA
@@ -52,7 +52,8 @@ def check(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": False, "notes": []}
     clock = time.perf_counter if num.device == "cuda" else (lambda: time.process_time() / num.threads)
     t0 = clock()
-    meter = Meter(int(spec["steps"]), flops=bool(spec.get("flops", True)), clock=clock)
+    meter = Meter(int(spec["steps"]), flops=bool(spec.get("flops", True)), clock=clock,
+                  eval_divisor=int(spec.get("eval_divisor") or 1))
     try:
         numerics.apply(num)
         out["device_name"] = accel.device_name(num.device)

@@ -394,9 +394,8 @@ def test_a_check_the_watchdog_stops_is_checked_again_at_half_the_batch(scratch, 
     monkeypatch.setattr(runner, "run_check", fake_check)
     opts = Options(steps=1, only=[CHEAP[0]], max_memory=8 * 2**30)
     bs = cheap_job().params["train"]["batch_size"]
-    # stopped before any stage began (the data and the net alone), or between stages: a smaller batch would not
-    # fit either
-    for stage[0] in (None, ""):
+    # stopped before any stage began (the data and the net alone): a smaller batch would not fit either
+    for stage[0] in (None,):
         seen.clear()
         r = preflight({"table3-pupl": get_spec("table3-pupl")}, opts, say=lambda s: None)
         assert seen == [bs] and r.cells[0].status == "skipped" and "of its batch" not in r.cells[0].reason
@@ -454,3 +453,51 @@ def test_smaller_batch_divides_an_augmented_probes_batch_too():
     half = smaller_batch(dataclasses.replace(job, params=params), 2)
     assert half.params["downstream"]["batch_size"] == 2  # a probe's batch stops at 2
     assert half.params["train"]["batch_size"] == job.params["train"]["batch_size"] // 2
+
+
+def test_an_evaluation_divisor_computes_part_of_each_chunk_and_counts_the_whole():
+    rows = []
+
+    def fn(idx):
+        rows.append(len(idx))
+        return idx.float().view(-1, 1)
+
+    whole, part = Meter(1), Meter(1, eval_divisor=4)
+    with capped(whole):
+        full = predict(fn, 40, 8)
+    with capped(part):
+        quarter = predict(fn, 40, 8)
+    assert rows == [8, 2] and full.shape == quarter.shape == (40, 1)
+    # 5 chunks of 8 rows; the part (2 rows) stands for a quarter of a chunk: counted 20 times
+    assert whole.top.full_s == pytest.approx(whole.top.actual_s * 5)
+    assert part.top.full_s == pytest.approx(part.top.actual_s * 20)
+    assert part.figures(1.0)["eval_divisor"] == 4
+
+
+def test_a_check_stopped_outside_the_stages_is_checked_again_at_a_smaller_evaluation_chunk(scratch, monkeypatch):
+    from pubench.preflight import runner
+
+    seen = []
+
+    def fake_check(job, steps, synthetic, **kw):
+        seen.append((job["params"]["train"]["batch_size"], kw["eval_divisor"]))
+        if len(seen) < 3:
+            return {"ok": False, "stopped": "memory", "error": "stopped at 9.0 GiB of resident memory",
+                    "training_began": True, "stopped_in": None}
+        return {"ok": True, "figures": {"stages": [], "job_s": 1.0}, "notes": []}
+
+    monkeypatch.setattr(runner, "run_check", fake_check)
+    bs = cheap_job().params["train"]["batch_size"]
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=[CHEAP[0]], max_memory=8 * 2**30),
+                  say=lambda s: None)
+    assert seen == [(bs, 1), (bs, 2), (bs, 4)]  # the batch stays; the evaluation chunk halves
+    cell = r.cells[0]
+    assert cell.status == "ok" and cell.check["eval_divisor"] == 4 and "batch_divisor" not in cell.check
+    assert cell.check["notes"][0].startswith("evaluated 1/4 of each evaluation chunk")
+
+
+def test_the_worker_takes_the_evaluation_divisor(scratch):
+    from pubench.preflight.runner import run_check
+
+    res = run_check(cheap_job().to_dict(), 1, {}, eval_divisor=2)
+    assert res["ok"] and res["figures"]["eval_divisor"] == 2 and res["figures"]["eval_flops"] > 0
