@@ -251,9 +251,10 @@ def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
     ``slurm_signal_delay_s`` before the limit, the job checkpoints at its epoch boundary,
     submitit requeues it, and the requeued job resumes and finishes."""
     # Long enough that the first job cannot finish before SLURM's signal on an idle machine
-    # (up to ~40 epochs/s here; the signal comes 20-80 s after the start), short enough that
-    # the requeued jobs finish within the deadline on a loaded one (~15 epochs/s).
-    epochs = 4000
+    # (up to ~50 epochs/s here: 4000 epochs once finished before it; the signal comes 20-80 s
+    # after the start), short enough that the requeued jobs finish within the deadline on a
+    # loaded one (~15 epochs/s: about 9 minutes of epochs, 3 requeues).
+    epochs = 8000
     repo = Path(__file__).resolve().parents[2]
     shutil.copytree(repo / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
     shutil.copy(repo / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
