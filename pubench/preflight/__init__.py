@@ -110,7 +110,7 @@ def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str 
 
 
 #: on the CPU a configuration over the memory budget at the paper's batch is checked at that batch
-#: divided by 2, 4 or 8 (the stages that train: ``pretrain``, ``train``) rather than skipped
+#: divided by 2, 4 or 8 (:data:`pubench.preflight.plan.DIVIDED_STAGES`) rather than skipped
 MAX_BATCH_DIVISOR = 8
 #: a CPU check's peak resident memory over its training stages' layer outputs counted on the meta device
 #: (:func:`pubench.preflight.plan.trained_activation_bytes`): median 4.6 (2.3-10) over the 130 checks of the
