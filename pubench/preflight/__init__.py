@@ -68,6 +68,11 @@ class CellResult:
         return self.check.get("figures") or {}
 
     @property
+    def skipped_for(self) -> str | None:
+        """Why a skipped check did not run: ``memory`` (more of it would mend that) or ``data``."""
+        return self.check.get("skipped_for") if self.status == "skipped" else None
+
+    @property
     def job_s(self) -> float | None:
         return self.figures.get("job_s") if self.status == "ok" else None
 
@@ -138,10 +143,11 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
                        MAX_BATCH_DIVISOR if need / MAX_BATCH_DIVISOR <= cpu_budget / 2 else None)
         checked = smaller_batch(job, divisor) if divisor is not None else None
         if checked is None:
-            return "skipped", f"{over}, even at 1/{MAX_BATCH_DIVISOR} of its batch: check it on a GPU", {}
+            return ("skipped", f"{over}, even at 1/{MAX_BATCH_DIVISOR} of its batch: check it on a GPU",
+                    {"skipped_for": "memory"})
     inputs = plan_inputs(job.task, job.params, cpu_budget)
     if inputs.skip:
-        return "skipped", inputs.skip, {"inputs": inputs.describe()}
+        return "skipped", inputs.skip, {"inputs": inputs.describe(), "skipped_for": inputs.skipped_for}
     eval_divisor, eval_over = 1, None
     while True:
         res = run_check(checked.to_dict(), opts.steps, inputs.synthetic, flops=opts.flops, max_bytes=cpu_budget,
@@ -173,7 +179,7 @@ def _run_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | 
     at = ", ".join(([f"at 1/{divisor} of its batch"] if divisor > 1 else [])
                    + ([f"1/{eval_divisor} of its evaluation chunk"] if eval_divisor > 1 else []))
     if res.get("stopped") == "memory":
-        return "skipped", res["error"] + (f", {at}" if at else ""), res
+        return "skipped", res["error"] + (f", {at}" if at else ""), res | {"skipped_for": "memory"}
     return "failed", (res.get("error") or "unknown error") + (f" ({at})" if at else ""), res
 
 
@@ -221,9 +227,10 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     opts = replace(opts, jobs=jobs)  # the report says how many checks shared the memory
     share = None if budget is None else budget // jobs  # each check its part of the memory
     pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait
-    futures = [pool.submit(_check_group, g, opts, share) for g in groups]
-    try:
-        for i, (g, fut) in enumerate(zip(groups, futures), 1):
+    futures = {pool.submit(_check_group, g, opts, share): g for g in groups}
+    try:  # a line as each check ends: one long check does not hold back the lines of those after it
+        for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            g = futures[fut]
             status, reason, res = fut.result()
             head, *rest = g.cells
             results += _group_results(g, status, reason, res)
@@ -277,9 +284,11 @@ def read_resume(path: Path, opts: Options, retry_skipped: bool = False
     taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
     for c in old.get("cells", []):
         if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
-            check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor", "eval_divisor")
-                      if c.get(k) is not None}
+            check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor", "eval_divisor",
+                                            "skipped_for") if c.get(k) is not None}
                      | {"figures": c.get("figures") or {}})
+            if c["status"] == "skipped" and "skipped_for" not in c:  # a file written before the field existed
+                check["skipped_for"] = "memory" if "budget" in (c.get("reason") or "") else "data"
             taken[c["key"]] = (c["status"], c.get("reason"), check)
     return taken, float(old.get("wall_s") or 0.0)
 

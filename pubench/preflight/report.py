@@ -95,7 +95,7 @@ def render(report) -> str:
                  f"{total['jobs']} job(s)")
     for name, why in report.unavailable:
         lines.append(f"  not runnable at this tier: {name}: {why}")
-    over = sum(r.status == "skipped" and r.shares is None and "budget" in (r.reason or "") for r in report.cells)
+    over = sum(r.skipped_for == "memory" and r.shares is None for r in report.cells)
     if over and opts.device == "cpu" and opts.jobs > 1:
         lines.append(f"preflight: {over} configuration(s) skipped over a check's 1/{opts.jobs} share of the memory "
                      "budget: `--json FILE --resume --retry-skipped --jobs 1` checks them again with all of it")
@@ -113,6 +113,7 @@ def to_json(report) -> dict[str, Any]:
                    "shares": r.shares, "inputs": r.check.get("inputs"), "notes": r.check.get("notes"),
                    "peak_memory": r.check.get("peak_memory"), "job_s": r.job_s,
                    "batch_divisor": r.check.get("batch_divisor"), "eval_divisor": r.check.get("eval_divisor"),
+                   "skipped_for": r.skipped_for,
                    "figures": r.figures if r.shares is None else None} for r in report.cells],
         "tables": table_costs(report),
         "unavailable": [{"cell": n, "reason": w} for n, w in report.unavailable],

@@ -100,11 +100,13 @@ TEXT_SETS = {"sst2": {"train": ((29780, 37569), (1, 20)), "dev": ((428, 444), (4
 @dataclass
 class Inputs:
     """What :func:`plan` decided for one job: data sets to replace by synthetic ones
-    (name -> modality), their memory, and why the job cannot be checked here, if so."""
+    (name -> modality), their memory, and why the job cannot be checked here, if so
+    (``skipped_for``: ``memory``, which more memory would mend, or ``data``)."""
 
     synthetic: dict[str, str] = field(default_factory=dict)
     bytes: int = 0
     skip: str | None = None
+    skipped_for: str | None = None
 
     def describe(self) -> str:
         if not self.synthetic:
@@ -145,10 +147,11 @@ def plan(task: str, params: dict[str, Any], max_bytes: int | None = None) -> Inp
     elif ds.availability(data_root()) is None:
         return out
     if name not in stand_in_names(ds.modality):
-        out.skip = f"{name} is not under the data root and has no synthetic stand-in"
+        out.skip, out.skipped_for = f"{name} is not under the data root and has no synthetic stand-in", "data"
         return out
     out.synthetic[name] = ds.modality
     if max_bytes is not None and out.bytes > max_bytes:
+        out.skipped_for = "memory"
         out.skip = (f"synthetic {name} takes {out.bytes / 2**30:.1f} GiB, more than this machine's memory "
                     f"budget for it ({max_bytes / 2**30:.1f} GiB; --max-memory)")
     return out

@@ -19,7 +19,7 @@ import torch
 from pubench.cli import main
 from pubench.jobs.plan import Job
 from pubench.numerics import resolve
-from pubench.preflight import Options, preflight
+from pubench.preflight import Options, preflight, read_resume
 from pubench.preflight import standins as S
 from pubench.preflight.meter import Meter, Stage
 from pubench.preflight.plan import cost_key, kind, sample, select, step_flops
@@ -156,9 +156,12 @@ def test_plan_replaces_only_what_the_data_root_lacks_and_respects_the_memory_bud
     assert got.synthetic == {"stl10": "image"} and got.skip is None
     assert got.bytes == S.IMAGE_SETS["stl10"].bytes("train+unlabeled") + S.IMAGE_SETS["stl10"].bytes("test")
     small = S.plan("contrastive_probe", {"data": data}, max_bytes=2**20)
-    assert "memory budget" in small.skip and "\n" not in small.skip
+    assert "memory budget" in small.skip and "\n" not in small.skip and small.skipped_for == "memory"
     assert S.plan("bcl_simulation", {"data": {"M": 5}}).synthetic == {}
     assert S.plan("infograph", {"data": {"dataset": "dd"}}).synthetic == {"dd": "graph"}
+    monkeypatch.setattr(S, "stand_in_names", lambda modality: set())
+    none = S.plan("contrastive_probe", {"data": data}, max_bytes=2**20)
+    assert "no synthetic stand-in" in none.skip and none.skipped_for == "data"  # more memory would not mend it
 
 
 def test_roberta_large_falls_back_to_random_init_without_its_weights():
@@ -232,7 +235,8 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     out = scratch / "pf.json"
     args = ["preflight", "table3-pupl", "--steps", "1", "--only", CHEAP[0], "--json", str(out)]
     assert main([*args, "--max-memory", "0.001"]) == 0  # over this budget: skipped before it runs
-    assert json.loads(out.read_text())["cells"][0]["status"] == "skipped"
+    assert {k: json.loads(out.read_text())["cells"][0][k] for k in ("status", "skipped_for")} == {
+        "status": "skipped", "skipped_for": "memory"}
     assert main([*args, "--resume"]) == 0  # a plain resume takes the skip as checked
     assert "1 configuration(s) taken from the earlier run" in capsys.readouterr().out
     assert main([*args, "--resume", "--retry-skipped"]) == 0
@@ -242,10 +246,42 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     assert main([*args, "--retry-skipped"]) == 2
     assert "--retry-skipped goes with --resume" in capsys.readouterr().err
     both = [*args[:6], "--only", CHEAP[1], "--max-memory", "0.001"]  # two checks at once, each 1/2 of the memory
-    assert main([*both, "--jobs", "2"]) == 0
+    two = scratch / "two.json"
+    assert main([*both, "--jobs", "2", "--json", str(two)]) == 0
     assert "2 configuration(s) skipped over a check's 1/2 share" in capsys.readouterr().out
+    legacy = json.loads(two.read_text())  # a file written before skips said what they were for
+    for c in legacy["cells"]:
+        del c["skipped_for"]
+    two.write_text(json.dumps(legacy))
+    taken, _ = read_resume(two, Options(steps=1))
+    assert sorted(check["skipped_for"] for _, _, check in taken.values()) == ["memory", "memory"]
     assert main([*both, "--jobs", "1"]) == 0
     assert "share of the memory" not in capsys.readouterr().out
+
+
+def test_each_checks_line_comes_as_it_ends_and_the_report_keeps_the_cells_order(scratch, monkeypatch):
+    import threading
+
+    import pubench.preflight as pf
+
+    second_done = threading.Event()
+
+    def check(g, opts, budget):  # the first configuration is the long one: it ends after the second
+        if g.cells[0].row == CHEAP[0].split("|")[0]:
+            assert second_done.wait(60)
+        else:
+            second_done.set()
+        return "skipped", f"checked {g.cells[0].row}", {"skipped_for": "data"}
+
+    monkeypatch.setattr(pf, "_check_group", check)
+    lines, partial = [], []
+    r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=CHEAP, jobs=2, cache=False),
+                  say=lines.append, on_check=partial.append)
+    checked = [s for s in lines if s.startswith("[")]
+    assert [s.split("] ")[1].split(":")[0] for s in checked] == [f"table3-pupl {CHEAP[1]}", f"table3-pupl {CHEAP[0]}"]
+    assert [s[:5] for s in checked] == ["[1/2]", "[2/2]"]
+    assert [c.cell.row for c in r.cells] == [c.split("|")[0] for c in CHEAP]  # the cells' order, not the ends'
+    assert [c.cell.row for c in partial[0].cells] == [CHEAP[1].split("|")[0]] and not partial[0].complete
 
 
 def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
