@@ -154,6 +154,23 @@ def test_input_size_resizes_and_rgb(fake_data, monkeypatch):
     assert out.info["split"]["counts"]["n_labeled_pos"] > 0
 
 
+def test_resize_in_chunks_equals_one_resize_of_all(monkeypatch):
+    """The resize goes a bounded number of values at a time (its float copies fit a CPU's memory); each
+    image is resized on its own, so the chunks change no value."""
+    import torch.nn.functional as F
+
+
+    x = torch.randint(0, 256, (7, 1, 10, 9), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+    whole = F.interpolate(x.float(), size=(12, 12), mode="bilinear", antialias=True, align_corners=False)
+    whole = whole.round().clamp(0, 255).to(torch.uint8)
+    images = ImageSet(x, torch.arange(7), ["a"], "fake")
+    monkeypatch.setattr(common, "FLOAT_CHUNK_VALUES", 3 * 12 * 12 * 2)  # 2 images (3 channels) a chunk
+    out, note = common._resize(images, [1, 12, 12])
+    assert out.x.dtype == torch.uint8 and torch.equal(out.x, whole) and "resized (10, 9) -> (12, 12)" in note
+    monkeypatch.setattr(common, "FLOAT_CHUNK_VALUES", 1)  # one image a chunk
+    assert torch.equal(common._resize(images, [1, 12, 12])[0].x, whole)
+
+
 def test_pu_benchmark_end_to_end(fake_data):
     p = {"data": _params()["data"], "model": {"backbone": {"name": "mlp_001", "hidden": 32, "out_dim": 8,
                                                            "input_size": 12}},
