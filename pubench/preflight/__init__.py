@@ -223,8 +223,9 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
         f"last epoch)" + (f"; {config_errors} config error(s)" if config_errors else ""))
-    jobs = max(1, min(opts.jobs, len(groups)))
-    opts = replace(opts, jobs=jobs)  # the report says how many checks shared the memory
+    # the report says how many checks shared the memory; with none left (all resumed), the run's own --jobs
+    jobs = max(1, min(opts.jobs, len(groups) or opts.jobs))
+    opts = replace(opts, jobs=jobs)
     share = None if budget is None else budget // jobs  # each check its part of the memory
     pool = concurrent.futures.ThreadPoolExecutor(jobs)  # each check is a process: the threads only wait
     futures = {pool.submit(_check_group, g, opts, share): g for g in groups}

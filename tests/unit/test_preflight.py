@@ -249,6 +249,8 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     two = scratch / "two.json"
     assert main([*both, "--jobs", "2", "--json", str(two)]) == 0
     assert "2 configuration(s) skipped over a check's 1/2 share" in capsys.readouterr().out
+    assert main([*both, "--jobs", "2", "--json", str(two), "--resume"]) == 0  # none left: the hint still comes
+    assert "2 configuration(s) skipped over a check's 1/2 share" in capsys.readouterr().out
     legacy = json.loads(two.read_text())  # a file written before skips said what they were for
     for c in legacy["cells"]:
         del c["skipped_for"]
