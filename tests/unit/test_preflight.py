@@ -266,19 +266,22 @@ def test_each_checks_line_comes_as_it_ends_and_the_report_keeps_the_cells_order(
 
     import pubench.preflight as pf
 
-    second_done = threading.Event()
+    second_said = threading.Event()
+    lines, partial = [], []
 
-    def check(g, opts, budget):  # the first configuration is the long one: it ends after the second
+    def say(line):
+        lines.append(line)
+        if line.startswith("[") and CHEAP[1] in line:
+            second_said.set()
+
+    def check(g, opts, budget):  # the first configuration is the long one: it ends after the second's line
         if g.cells[0].row == CHEAP[0].split("|")[0]:
-            assert second_done.wait(60)
-        else:
-            second_done.set()
+            assert second_said.wait(60)
         return "skipped", f"checked {g.cells[0].row}", {"skipped_for": "data"}
 
     monkeypatch.setattr(pf, "_check_group", check)
-    lines, partial = [], []
     r = preflight({"table3-pupl": get_spec("table3-pupl")}, Options(steps=1, only=CHEAP, jobs=2, cache=False),
-                  say=lines.append, on_check=partial.append)
+                  say=say, on_check=partial.append)
     checked = [s for s in lines if s.startswith("[")]
     assert [s.split("] ")[1].split(":")[0] for s in checked] == [f"table3-pupl {CHEAP[1]}", f"table3-pupl {CHEAP[0]}"]
     assert [s[:5] for s in checked] == ["[1/2]", "[2/2]"]
