@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.train.augment import FLOAT_CHUNK_VALUES, channel_stats
+from pubench.train.augment import channel_stats, images_per_chunk
 from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
@@ -180,7 +180,7 @@ def _resize(images, size: list[int] | None):
     n = images.x.shape[0]
     # each image is resized on its own, so the chunk changes no value; its size bounds the float copies
     # (2,048 Alzheimer scans at 3x224x224 held 5 GB of them: more than a CPU preflight check's share)
-    chunk = max(1, min(2048, FLOAT_CHUNK_VALUES // max(c * h * w, images.x[0].numel()))) if n else 1
+    chunk = images_per_chunk(max(c * h * w, images.x[0].numel()), 2048) if n else 1
     out = torch.empty((n, c, h, w), dtype=torch.uint8)
     for i in range(0, n, chunk):
         v = F.interpolate(images.x[i:i + chunk].float(), size=(h, w), mode="bilinear", antialias=True,

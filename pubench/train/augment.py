@@ -363,10 +363,16 @@ def to_float(x: torch.Tensor, mean, std) -> torch.Tensor:
 FLOAT_CHUNK_VALUES = 4096 * 3 * 32 * 32
 
 
+def images_per_chunk(values_per_image: int, most: int) -> int:
+    """Images of ``values_per_image`` values in a float copy of at most :data:`FLOAT_CHUNK_VALUES`, and
+    at most ``most`` (the chunk a caller used before, kept for small images so their values are unchanged)."""
+    return max(1, min(most, FLOAT_CHUNK_VALUES // max(1, values_per_image)))
+
+
 def stats_chunk(x: torch.Tensor) -> int:
     """Images per chunk of :func:`channel_stats`: 4,096 up to 3x32x32 pixels (so the sums, and the
     records, of those images are unchanged), fewer for larger images."""
-    return max(1, min(4096, FLOAT_CHUNK_VALUES // max(1, x[0].numel()))) if len(x) else 1
+    return images_per_chunk(x[0].numel(), 4096) if len(x) else 1
 
 
 def channel_stats(x: torch.Tensor, chunk: int | None = None) -> tuple[list[float], list[float]]:

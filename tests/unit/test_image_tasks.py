@@ -159,17 +159,19 @@ def test_resize_in_chunks_equals_one_resize_of_all(monkeypatch):
     image is resized on its own, so the chunks change no value."""
     import torch.nn.functional as F
 
+    import pubench.train.augment as A
+
     x = torch.randint(0, 256, (7, 1, 10, 9), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
     whole = F.interpolate(x.float(), size=(12, 12), mode="bilinear", antialias=True, align_corners=False)
     whole = whole.round().clamp(0, 255).to(torch.uint8)
     images = ImageSet(x, torch.arange(7), ["a"], "fake")
     sizes, interpolate = [], F.interpolate
     monkeypatch.setattr(F, "interpolate", lambda v, **kw: sizes.append(len(v)) or interpolate(v, **kw))
-    monkeypatch.setattr(common, "FLOAT_CHUNK_VALUES", 12 * 12 * 2)  # 2 resized images a chunk
+    monkeypatch.setattr(A, "FLOAT_CHUNK_VALUES", 12 * 12 * 2)  # 2 resized images a chunk
     out, note = common._resize(images, [1, 12, 12])
     assert sizes == [2, 2, 2, 1]
     assert out.x.dtype == torch.uint8 and torch.equal(out.x, whole) and "resized (10, 9) -> (12, 12)" in note
-    monkeypatch.setattr(common, "FLOAT_CHUNK_VALUES", 1)  # one image a chunk
+    monkeypatch.setattr(A, "FLOAT_CHUNK_VALUES", 1)  # one image a chunk
     assert torch.equal(common._resize(images, [1, 12, 12])[0].x, whole)
 
 
