@@ -50,7 +50,9 @@ def parser(sub) -> None:
                         "so the whole paper tier can be checked over several sittings; FILE then holds them all")
     s.add_argument("--retry-skipped", action="store_true",
                    help="with --resume: check again the configurations FILE holds as skipped (e.g. over the memory "
-                        "budget of a run with --jobs 2: rerun them with --jobs 1, which gives a check all of it)")
+                        "budget of a run with --jobs 2: rerun them with --jobs 1, which gives a check all of it); "
+                        "one skipped for memory is checked again only if this run gives a check more of it than "
+                        "it had, and until its new check ends FILE keeps its skip, so a stopped retry loses none")
     s.add_argument("--max-memory", type=positive_float("--max-memory"), metavar="GIB",
                    help="on the CPU, stop a check above this resident memory and report it skipped "
                         "(default: 3/4 of the memory available at the start)")
@@ -83,8 +85,8 @@ def cmd_preflight(args) -> int:
                    max_seconds=args.max_seconds, flops=not args.no_flops, jobs=args.jobs,
                    overrides=tuple(args.overrides or ()))
     if args.resume:
-        taken, wall = read_resume(Path(args.json), opts, args.retry_skipped)
-        opts = replace(opts, resumed=taken, resumed_wall_s=wall)
+        taken, wall = read_resume(Path(args.json), opts)
+        opts = replace(opts, resumed=taken, resumed_wall_s=wall, retry_skipped=args.retry_skipped)
     save = (lambda partial: write_json(partial, Path(args.json))) if args.json else None
     report = preflight(specs(args.ids or None), opts, say=lambda line: print(line, flush=True), on_check=save)
     print(render(report))

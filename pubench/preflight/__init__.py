@@ -20,6 +20,7 @@ Library use: ``preflight(specs, Options(...), say=print) -> Report``.
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -53,6 +54,9 @@ class Options:
     #: and that run's wall time; so a check of the whole paper tier can span several sittings
     resumed: dict[str, tuple[str, str | None, dict[str, Any]]] = field(default_factory=dict)
     resumed_wall_s: float = 0.0
+    #: --retry-skipped: check again the resumed configurations that were skipped, except those skipped for
+    #: memory with at least this run's share of it (:func:`worth_retrying`)
+    retry_skipped: bool = False
 
 
 @dataclass
@@ -109,9 +113,27 @@ def _default_budget() -> int | None:
 def _check_group(g: Group, opts: Options, budget: int | None) -> tuple[str, str | None, dict[str, Any]]:
     """(status, reason, worker result) of one configuration; never raises for the cell's own error."""
     try:
-        return _run_group(g, opts, budget)
+        status, reason, res = _run_group(g, opts, budget)
     except Exception as exc:  # noqa: BLE001 - e.g. a data block the stand-ins cannot read: the cell's result
-        return "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400], {}
+        status, reason, res = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400], {}
+    if opts.device == "cpu" and budget is not None:  # what the check had: a later --retry-skipped compares it
+        res = res | {"memory_budget": budget}
+    return status, reason, res
+
+
+#: a skip for memory is checked again only with this much more than the budget it had: the default budget
+#: (3/4 of the memory available as the run starts) moves a little between runs
+RETRY_MEMORY_MARGIN = 1.05
+
+
+def worth_retrying(check: dict[str, Any], share: int | None) -> bool:
+    """Whether ``--retry-skipped`` checks a skipped configuration again with ``share`` bytes (None: no
+    budget): a data set missing then may be here now; one over its memory budget only if this share is
+    larger (a check that had unknown memory is retried)."""
+    if check.get("skipped_for") != "memory":
+        return True
+    had = check.get("memory_budget")
+    return had is None or share is None or share > RETRY_MEMORY_MARGIN * had
 
 
 #: on the CPU a configuration over the memory budget at the paper's batch is checked at that batch
@@ -213,13 +235,23 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
     for r in results:
         say(f"  config error: {r.cell.name}: {r.reason}")
     groups = group(cells)
-    for g in [g for g in groups if g.key in opts.resumed]:
-        results += _group_results(g, *opts.resumed[g.key])
-    if opts.resumed:
-        say(f"preflight: {sum(g.key in opts.resumed for g in groups)} configuration(s) taken from the earlier run "
-            "(--resume)")
-    groups = [g for g in groups if g.key not in opts.resumed]
     budget = opts.max_memory if opts.max_memory is not None else _default_budget()
+    taken = dict(opts.resumed)
+    # checked again (--retry-skipped): until its new check ends, the earlier outcome stays in the partial
+    # JSON, so a retry pass stopped halfway loses none of the skips it had not reached
+    earlier = {}
+    if opts.retry_skipped:
+        provisional = None if budget is None else budget // max(1, opts.jobs)
+        earlier = {k: taken.pop(k) for k, (status, _, check) in list(taken.items())
+                   if status == "skipped" and worth_retrying(check, provisional)}
+    for g in [g for g in groups if g.key in taken]:
+        results += _group_results(g, *taken[g.key])
+    if opts.resumed:
+        kept = sum(g.key in taken for g in groups)
+        again = sum(g.key in earlier for g in groups)
+        say(f"preflight: {kept} configuration(s) taken from the earlier run (--resume)"
+            + (f", {again} skipped one(s) checked again (--retry-skipped)" if opts.retry_skipped else ""))
+    groups = [g for g in groups if g.key not in taken]
     say(f"preflight: {len(cells)} cell(s) of {len({c.spec_id for c in cells})} table(s) at tier '{opts.tier}', "
         f"{len(groups)} configuration(s) to check on {opts.device} ({opts.steps} step(s) of each stage's first and "
         f"last epoch)" + (f"; {config_errors} config error(s)" if config_errors else ""))
@@ -239,8 +271,10 @@ def preflight(specs: dict[str, Any], opts: Options, say: Callable[[str], None] =
                 + f": {describe_check(status, reason, res)}")
             if status == "ok" and opts.cache:
                 store_cached(g.key, opts.device, res, opts.steps)
+            earlier.pop(g.key, None)
             if on_check is not None and i < len(groups):
-                on_check(_report(opts, num, cells, results, unavailable, t0, complete=False))
+                waiting = [r for w in groups if w.key in earlier for r in _group_results(w, *earlier[w.key])]
+                on_check(_report(opts, num, cells, results + waiting, unavailable, t0, complete=False))
     except BaseException:  # Ctrl-C, SIGTERM: no check outlives the command
         pool.shutdown(wait=False, cancel_futures=True)
         stop_all()
@@ -263,12 +297,11 @@ def _report(opts: Options, num, cells: list, results: list[CellResult], unavaila
                   opts.resumed_wall_s + time.perf_counter() - t0, complete)
 
 
-def read_resume(path: Path, opts: Options, retry_skipped: bool = False
-                ) -> tuple[dict[str, tuple[str, str | None, dict[str, Any]]], float]:
-    """The checks of an earlier ``--json`` file to take as is (``--resume``): per configuration key,
-    its status, reason and figures, and the earlier run's wall time. The file must come from the
-    same device, tier, steps and threads; an absent file resumes nothing. ``retry_skipped``: the
-    file's skipped checks (e.g. over a memory budget that ``--jobs`` split) are not taken: checked again."""
+def read_resume(path: Path, opts: Options) -> tuple[dict[str, tuple[str, str | None, dict[str, Any]]], float]:
+    """The checks of an earlier ``--json`` file (``--resume``): per configuration key, its status,
+    reason and figures, and the earlier run's wall time. The file must come from the same device,
+    tier, steps and threads; an absent file resumes nothing. Which skipped ones are checked again
+    (``--retry-skipped``) :func:`preflight` decides, with this run's memory share."""
     import json
 
     if not path.exists():
@@ -282,14 +315,17 @@ def read_resume(path: Path, opts: Options, retry_skipped: bool = False
     if theirs != mine:
         raise PreflightError(f"--resume: {path} was checked with {theirs}, this run is {mine}")
     taken = {}
-    taken_statuses = ("ok", "failed") if retry_skipped else ("ok", "failed", "skipped")
     for c in old.get("cells", []):
-        if c.get("shares") is None and c.get("key") and c.get("status") in taken_statuses:
+        if c.get("shares") is None and c.get("key") and c.get("status") in ("ok", "failed", "skipped"):
             check = ({k: c.get(k) for k in ("inputs", "notes", "peak_memory", "batch_divisor", "eval_divisor",
-                                            "skipped_for") if c.get(k) is not None}
+                                            "skipped_for", "memory_budget") if c.get(k) is not None}
                      | {"figures": c.get("figures") or {}})
+            reason = c.get("reason") or ""
             if c["status"] == "skipped" and "skipped_for" not in c:  # a file written before the field existed
-                check["skipped_for"] = "memory" if "budget" in (c.get("reason") or "") else "data"
+                check["skipped_for"] = "memory" if "budget" in reason else "data"
+            if check.get("skipped_for") == "memory" and "memory_budget" not in c:  # ditto: the budget its reason names
+                if m := re.search(r"\(([\d.]+) GiB; --max-memory\)", reason):
+                    check["memory_budget"] = int(float(m[1]) * 2**30)
             taken[c["key"]] = (c["status"], c.get("reason"), check)
     return taken, float(old.get("wall_s") or 0.0)
 

@@ -113,7 +113,7 @@ def to_json(report) -> dict[str, Any]:
                    "shares": r.shares, "inputs": r.check.get("inputs"), "notes": r.check.get("notes"),
                    "peak_memory": r.check.get("peak_memory"), "job_s": r.job_s,
                    "batch_divisor": r.check.get("batch_divisor"), "eval_divisor": r.check.get("eval_divisor"),
-                   "skipped_for": r.skipped_for,
+                   "skipped_for": r.skipped_for, "memory_budget": r.check.get("memory_budget"),
                    "figures": r.figures if r.shares is None else None} for r in report.cells],
         "tables": table_costs(report),
         "unavailable": [{"cell": n, "reason": w} for n, w in report.unavailable],

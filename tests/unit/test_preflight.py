@@ -235,10 +235,13 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     out = scratch / "pf.json"
     args = ["preflight", "table3-pupl", "--steps", "1", "--only", CHEAP[0], "--json", str(out)]
     assert main([*args, "--max-memory", "0.001"]) == 0  # over this budget: skipped before it runs
-    assert {k: json.loads(out.read_text())["cells"][0][k] for k in ("status", "skipped_for")} == {
-        "status": "skipped", "skipped_for": "memory"}
+    assert {k: json.loads(out.read_text())["cells"][0][k] for k in ("status", "skipped_for", "memory_budget")} == {
+        "status": "skipped", "skipped_for": "memory", "memory_budget": int(0.001 * 2**30)}
     assert main([*args, "--resume"]) == 0  # a plain resume takes the skip as checked
     assert "1 configuration(s) taken from the earlier run" in capsys.readouterr().out
+    assert main([*args, "--resume", "--retry-skipped", "--max-memory", "0.001"]) == 0  # no more memory: kept
+    assert "1 configuration(s) taken from the earlier run (--resume), 0 skipped one(s) checked again" in (
+        capsys.readouterr().out)
     assert main([*args, "--resume", "--retry-skipped"]) == 0
     text = capsys.readouterr().out
     assert "[1/1]" in text and "1 ok, 0 failed, 0 skipped" in text
@@ -259,6 +262,55 @@ def test_retry_skipped_checks_again_what_an_earlier_run_skipped(scratch, capsys)
     assert sorted(check["skipped_for"] for _, _, check in taken.values()) == ["memory", "memory"]
     assert main([*both, "--jobs", "1"]) == 0
     assert "share of the memory" not in capsys.readouterr().out
+
+
+def test_a_retry_pass_checks_again_only_skips_with_less_memory_and_a_stopped_one_keeps_the_rest(monkeypatch):
+    import pubench.preflight as pf
+
+    gib = 2**30
+    spec = {"table3-pupl": get_spec("table3-pupl")}
+    first, second = (c.key for c in select(spec, "paper", CHEAP, resolve(device="cpu"))[0])
+    skip = ("skipped", "over the budget", {"skipped_for": "memory", "figures": {}})
+    checked = []
+
+    def check(g, opts, budget):
+        checked.append((g.key, budget))
+        return "ok", None, {"figures": {"job_s": 1.0}, "memory_budget": budget}
+
+    monkeypatch.setattr(pf, "_check_group", check)
+    had = {first: skip[:2] + ({**skip[2], "memory_budget": 4 * gib},),
+           second: skip[:2] + ({**skip[2], "memory_budget": 2 * gib},)}
+    opts = Options(steps=1, only=CHEAP, cache=False, max_memory=4 * gib, resumed=had, retry_skipped=True)
+    r = preflight(spec, opts, say=lambda line: None)
+    assert checked == [(second, 4 * gib)]  # the first had this run's 4 GiB already
+    assert [c.status for c in r.cells] == ["skipped", "ok"]
+    assert not pf.worth_retrying(had[first][2], int(4.1 * gib)) and pf.worth_retrying(had[first][2], 5 * gib)
+    assert pf.worth_retrying({"skipped_for": "data"}, None)  # a data set missing then may be here now
+
+    def stopped_at_the_second(g, opts, budget):
+        if g.key == second:
+            raise KeyboardInterrupt
+        return check(g, opts, budget)
+
+    monkeypatch.setattr(pf, "_check_group", stopped_at_the_second)
+    both_small = {k: skip[:2] + ({**skip[2], "memory_budget": 2 * gib},) for k in (first, second)}
+    partial = []
+    with pytest.raises(KeyboardInterrupt):
+        preflight(spec, dataclasses.replace(opts, resumed=both_small), say=lambda line: None,
+                  on_check=partial.append)
+    # the file written after the first retried check still holds the second's skip, not yet retried
+    assert [(c.cell.key, c.status) for c in partial[-1].cells] == [(first, "ok"), (second, "skipped")]
+    assert not partial[-1].complete
+
+
+def test_a_file_written_before_checks_recorded_their_memory_budget_reads_it_from_the_reason(tmp_path):
+    out = tmp_path / "pf.json"
+    cell = {"key": "k", "status": "skipped", "shares": None, "skipped_for": "memory",
+            "reason": "stopped at 8.6 GiB of resident memory, above this machine's memory budget (8.5 GiB; "
+                      "--max-memory), before training began"}
+    out.write_text(json.dumps({"device": "cpu", "tier": "paper", "steps": 1, "threads": 1, "cells": [cell]}))
+    taken, _ = read_resume(out, Options(steps=1))
+    assert taken["k"][2]["memory_budget"] == int(8.5 * 2**30)
 
 
 def test_each_checks_line_comes_as_it_ends_and_the_report_keeps_the_cells_order(scratch, monkeypatch):
