@@ -221,7 +221,10 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
 
 
 def _say_plan(spec, tier: str, plan, num) -> None:
-    print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s); "
+    more = "".join(f" ({m['seeds']} in {m['cells']}, decided {m['date']})" for m in
+                   (spec.tiers[tier].more_seeds if tier in spec.tiers and len({j.seed_index for j in plan.jobs}) >
+                    plan.seeds else ()))
+    print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
     for d in spec.tiers[tier].deviations:
         print(f"  deviation: {d}")

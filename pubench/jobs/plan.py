@@ -130,7 +130,8 @@ class PlanError(PubenchError, ValueError):
 
 def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None,
            numerics: Numerics | None = None, overrides: list[str] | None = None) -> Plan:
-    """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1``.
+    """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1`` (default: the tier's
+    seeds, more in the cells its ``more_seeds`` entries name).
 
     ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error).
     Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
@@ -143,7 +144,8 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     """
     if tier not in spec.tiers:
         raise PlanError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
-    n = spec.tiers[tier].seeds if seeds is None else seeds
+    t = spec.tiers[tier]
+    n = t.seeds if seeds is None else seeds
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SEEDS:
         raise PlanError(f"--seeds must be an integer in 1..{MAX_SEEDS}, got {n!r}")
     num = (numerics or resolve()).to_dict()
@@ -166,7 +168,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if overrides:
             cfg = {"task": cfg["task"], "params": apply_overrides(cfg["params"], overrides)}
             params_json = canonical_json(cfg["params"])
-        for k in range(n):
+        for k in range(t.seeds_of(row, col) if seeds is None else n):
             job = Job(
                 spec_id=spec.id, spec_version=spec.version, tier=CUSTOM if overrides else tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],

@@ -147,8 +147,12 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                     raise SpecError(file, f"{where}.{key}.{pattern}", "give the reason")
                 if not any(match_cell(pattern, r, c) for r in rows for c in cols):
                     raise SpecError(file, f"{where}.{key}.{pattern}", "matches no cell")
+        for i, m in enumerate(t.more_seeds):
+            if not any(match_cell(m.cells, r, c) for r in rows for c in cols):
+                raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
-                           unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why))
+                           unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
+                           more_seeds=tuple(m.model_dump() for m in t.more_seeds))
 
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"

@@ -173,8 +173,21 @@ class ExperimentModel(LayerModel):
                                                                 "cells its init seeds)")
 
 
+class MoreSeedsModel(_Model):
+    """Cells that run more seeds than their tier, decided before those seeds ran (a pre-registered
+    experiment: its date and reason are part of the record)."""
+
+    cells: str = Field(description="'row|col' glob of the cells")
+    seeds: int = Field(ge=2, description="seeds those cells run (more than the tier's)")
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="when this was decided, before the seeds ran")
+    why: str = Field(min_length=1, description="what the seeds are for: the claim or regime check they decide")
+
+
 class TierModel(LayerModel):
     seeds: int = Field(ge=1, description="default --seeds of this tier")
+    more_seeds: list[MoreSeedsModel] = Field(
+        [], description="cells that run more seeds than the tier's, each decided (dated, with why) before they ran; "
+                        "`run` without --seeds runs them")
     deviations: list[str] = Field([], description="every change to the paper's setup, in words")
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "

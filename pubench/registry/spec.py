@@ -121,6 +121,12 @@ class Tier:
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
+    #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
+    more_seeds: tuple[dict[str, Any], ...] = ()
+
+    def seeds_of(self, row: str, col: str) -> int:
+        """The seeds a cell runs at this tier: the tier's, or more where a ``more_seeds`` entry says so."""
+        return max([self.seeds, *(m["seeds"] for m in self.more_seeds if match_cell(m["cells"], row, col))])
 
 
 @dataclass

@@ -10,6 +10,7 @@ import yaml
 
 from pubench.jobs import Job, expand
 from pubench.registry import parse_spec
+from pubench.registry.spec import SpecError
 from pubench.utils.hashing import canonical_json, config_hash, derive_seed
 from tests.conftest import selftest_spec
 
@@ -49,6 +50,25 @@ def test_expand_counts_and_names():
     assert expand(_spec(), "paper").seeds == 2  # the tier's default
     with pytest.raises(ValueError):
         expand(_spec(), "paper", seeds=0)
+
+
+def test_more_seeds_runs_the_named_cells_longer_and_changes_no_job_id():
+    """A pre-registered ``more_seeds`` entry: ``run`` without --seeds gives its cells more seed
+    indices, the other cells the tier's; every job id is the one the plain tier gives."""
+    d = yaml.safe_load(selftest_spec())
+    plain = {j.id for j in expand(parse_spec(d, "<a>"), "paper").jobs}
+    d["tiers"]["paper"]["more_seeds"] = [{"cells": "A|x", "seeds": 4, "date": "2026-11-29", "why": "a close claim"}]
+    plan = expand(parse_spec(d, "<b>"), "paper")
+    per_cell = {}
+    for j in plan.jobs:
+        per_cell.setdefault((j.row, j.col), []).append(j.seed_index)
+    assert per_cell.pop(("A", "x")) == [0, 1, 2, 3]
+    assert all(v == [0, 1] for v in per_cell.values())
+    assert plain < {j.id for j in plan.jobs}
+    assert len(expand(parse_spec(d, "<b>"), "paper", seeds=1).jobs) == 4  # --seeds wins everywhere
+    d["tiers"]["paper"]["more_seeds"][0]["cells"] = "Z|*"
+    with pytest.raises(SpecError, match="more_seeds.0.cells.*matches no cell"):
+        parse_spec(d, "<c>")
 
 
 def test_job_id_stable_under_yaml_key_order():
