@@ -10,6 +10,7 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from pubench.registry.shared import expand_shared, expand_shared_list
 from pubench.registry.presets import expand_presets
 from pubench.registry.priors import PriorError, datasets_named, has_prior_tokens
 from pubench.registry.spec import (
+    CLAIM_KINDS,
     ID_RE,
     TIERS,
     Claim,
@@ -27,6 +29,7 @@ from pubench.registry.spec import (
     Metric,
     RegimeBlock,
     ReportedCell,
+    Revision,
     Spec,
     SpecError,
     Tier,
@@ -268,35 +271,45 @@ def _curves(model: SpecFile, file: str) -> list[Curve]:
 
 
 def _claims(model: SpecFile, file: str, curves: list[Curve] = ()) -> list[Claim]:
-    out = []
-    metrics, rows, cols = list(model.metrics), model.rows, model.cols
     titles = {c.title: c for c in curves}
+    out = []
     for i, c in enumerate(model.claims):
         where = f"claims[{i}]"
-        if c.kind == "curve_rises" or c.curve is not None:
-            out.append(_curve_claim(c, where, file, rows, titles, metrics[0]))
-            continue
-        metric = c.metric or (metrics[0] if len(metrics) == 1 else None)
-        if metric is None:
-            raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
-        if metric not in metrics:
-            raise SpecError(file, f"{where}.metric", f"unknown metric {metric!r}")
-        ccols = c.cols or list(cols)
-        for r in c.rows:
-            if r not in rows:
-                raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
-        for x in ccols:
-            if x not in cols:
-                raise SpecError(file, f"{where}.cols", f"{x!r} is not one of the cols")
-        need = {"best_row": 1, "greater": 2}.get(c.kind)
-        if need and len(c.rows) != need:
-            raise SpecError(file, f"{where}.rows", f"a {c.kind} claim names exactly {need} row(s)")
-        if c.kind == "order" and len(c.rows) < 2:
-            raise SpecError(file, f"{where}.rows", "an order claim names at least 2 rows")
-        if c.kind in ("best_col", "col_order") and len(ccols) < 2:
-            raise SpecError(file, f"{where}.cols", f"a {c.kind} claim names at least 2 cols")
-        out.append(Claim(c.kind, c.text, metric, tuple(c.rows), tuple(ccols)))
+        revised = tuple(
+            Revision(r.date, None if r.was is None else _claim(r.was, f"{where}.revised[{j}].was", file, model, titles),
+                     r.why)
+            for j, r in enumerate(c.revised))
+        out.append(replace(_claim(c, where, file, model, titles), revised=revised))
     return out
+
+
+def _claim(c, where: str, file: str, model: SpecFile, titles: dict[str, Curve]) -> Claim:
+    """One claim (or a revised claim's earlier form), every name checked against the spec."""
+    metrics, rows, cols = list(model.metrics), model.rows, model.cols
+    if c.kind not in CLAIM_KINDS:
+        raise SpecError(file, f"{where}.kind", f"unknown claim kind {c.kind!r} (one of {', '.join(CLAIM_KINDS)})")
+    if c.kind == "curve_rises" or c.curve is not None:
+        return _curve_claim(c, where, file, rows, titles, metrics[0])
+    metric = c.metric or (metrics[0] if len(metrics) == 1 else None)
+    if metric is None:
+        raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
+    if metric not in metrics:
+        raise SpecError(file, f"{where}.metric", f"unknown metric {metric!r}")
+    ccols = c.cols or list(cols)
+    for r in c.rows:
+        if r not in rows:
+            raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
+    for x in ccols:
+        if x not in cols:
+            raise SpecError(file, f"{where}.cols", f"{x!r} is not one of the cols")
+    need = {"best_row": 1, "greater": 2}.get(c.kind)
+    if need and len(c.rows) != need:
+        raise SpecError(file, f"{where}.rows", f"a {c.kind} claim names exactly {need} row(s)")
+    if c.kind == "order" and len(c.rows) < 2:
+        raise SpecError(file, f"{where}.rows", "an order claim names at least 2 rows")
+    if c.kind in ("best_col", "col_order") and len(ccols) < 2:
+        raise SpecError(file, f"{where}.cols", f"a {c.kind} claim names at least 2 cols")
+    return Claim(c.kind, c.text, metric, tuple(c.rows), tuple(ccols))
 
 
 def _curve_claim(c, where: str, file: str, rows: list[str], curves: dict[str, Curve], metric: str) -> Claim:
@@ -324,7 +337,35 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
     """The ``regime:`` blocks, with their rows (a group's or listed), their columns (listed, or
     every non-derived column where the reference and baseline rows run) and metric resolved;
     every name checked against the spec."""
+    from pydantic import ValidationError
+
+    from pubench.registry.schema import RegimeBlockModel
+
     out: list[RegimeBlock] = []
+    for i, b in enumerate(model.regime):
+        where = f"regime[{i}]"
+        if b.block in {x.name for x in out}:
+            raise SpecError(file, f"{where}.block", f"duplicate block name {b.block!r}")
+        revised = []
+        for j, r in enumerate(b.revised):
+            was = None
+            if r.was is not None:
+                wpath = f"{where}.revised[{j}].was"
+                try:
+                    old = RegimeBlockModel(**{"block": b.block, **r.was})
+                except ValidationError as e:
+                    raise SpecError(file, wpath, str(e.errors()[0]["msg"])) from None
+                if old.revised:
+                    raise SpecError(file, f"{wpath}.revised", "a block as it was has no revisions of its own")
+                was = _block(old, wpath, file, model, spec)
+            revised.append(Revision(r.date, was, r.why))
+        out.append(replace(_block(b, where, file, model, spec), revised=tuple(revised)))
+    return out
+
+
+def _block(b, where: str, file: str, model: SpecFile, spec: Spec) -> RegimeBlock:
+    """One regime block (or a revised block's earlier form), with its rows, columns and metric
+    resolved and every name checked against the spec."""
     metrics = list(model.metrics)
     # A spec whose methods are its columns (methods_in: cols) lists a block's methods in `rows`
     # / `group` (a col group) and the settings it is checked in in `cols` (rows of the table).
@@ -336,67 +377,65 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
     def excluded(method: str, setting: str) -> bool:
         return spec.is_excluded(setting, method) if transposed else spec.is_excluded(method, setting)
 
-    for i, b in enumerate(model.regime):
-        where = f"regime[{i}]"
-        if b.block in {x.name for x in out}:
-            raise SpecError(file, f"{where}.block", f"duplicate block name {b.block!r}")
-        if (b.group is None) == (b.rows is None):
-            raise SpecError(file, where, "give the block's rows as `group` (a row group) or `rows`, one of them")
-        if b.group is not None and b.group not in groups:
-            raise SpecError(file, f"{where}.group", f"{b.group!r} is not one of the {group_key}")
-        rows = list(groups[b.group]) if b.group is not None else list(b.rows)
-        for r in rows:
-            if r not in methods:
-                raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
-        reference = [b.reference] if isinstance(b.reference, str) else list(b.reference)
-        if not reference:
-            raise SpecError(file, f"{where}.reference", "name at least one row")
-        for r in reference:
-            if r not in rows:
-                raise SpecError(file, f"{where}.reference", f"{r!r} is not one of the block's rows")
-        metric = None
-        if b.check == "trained":
-            if len(reference) != 1:
-                raise SpecError(file, f"{where}.reference", "a trained check names exactly one reference row")
-            if b.baseline is None or b.margin is None:
-                raise SpecError(file, where, "a trained check needs `baseline` (a row) and `margin` (metric units)")
-            if b.baseline not in methods or b.baseline in reference:
-                raise SpecError(file, f"{where}.baseline", f"{b.baseline!r} is not one of the rows (other than the "
-                                                           "reference)")
-            if b.max_share is not None:
-                raise SpecError(file, f"{where}.max_share", "only a two_classes check has a max_share")
-            metric = b.metric or (metrics[0] if len(metrics) == 1 else None)
-            if metric is None:
-                raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
-            if metric not in metrics:
-                raise SpecError(file, f"{where}.metric", f"unknown metric {metric!r}")
-        else:
-            for key in ("baseline", "margin", "metric"):
-                if getattr(b, key) is not None:
-                    raise SpecError(file, f"{where}.{key}", "only a trained check has one")
-        needed = reference + ([b.baseline] if b.baseline else [])
-        runs = [c for c in settings if c not in derived and all(not excluded(r, c) for r in needed)]
-        if b.cols is None:
-            cols = runs
-        else:
-            cols = list(b.cols)
-            for c in cols:
-                if c not in settings:
-                    raise SpecError(file, f"{where}.cols", f"{c!r} is not one of the cols")
-                if c in derived:
-                    raise SpecError(file, f"{where}.cols", f"{c!r} is a derived col (it follows its sources)")
-                if c not in runs:
-                    raise SpecError(file, f"{where}.cols", f"the reference or baseline rows do not run in {c!r}")
-        if not cols:
-            raise SpecError(file, f"{where}.cols", "no column where the reference (and baseline) rows run")
-        for tier in b.why:
-            if tier not in TIERS:
-                raise SpecError(file, f"{where}.why.{tier}", f"unknown tier (one of {', '.join(TIERS)})")
-        out.append(RegimeBlock(
-            name=b.block, check=b.check, rows=tuple(rows), cols=tuple(cols), reference=tuple(reference),
-            group=b.group, baseline=b.baseline, margin=float(b.margin or 0.0), metric=metric,
-            max_share=float(b.max_share or 0.0), why=tuple(b.why.items())))
-    return out
+    if (b.group is None) == (b.rows is None):
+        raise SpecError(file, where, "give the block's rows as `group` (a row group) or `rows`, one of them")
+    if b.group is not None and b.group not in groups:
+        raise SpecError(file, f"{where}.group", f"{b.group!r} is not one of the {group_key}")
+    rows = list(groups[b.group]) if b.group is not None else list(b.rows)
+    for r in rows:
+        if r not in methods:
+            raise SpecError(file, f"{where}.rows", f"{r!r} is not one of the rows")
+    reference = [b.reference] if isinstance(b.reference, str) else list(b.reference)
+    if not reference:
+        raise SpecError(file, f"{where}.reference", "name at least one row")
+    for r in reference:
+        if r not in rows:
+            raise SpecError(file, f"{where}.reference", f"{r!r} is not one of the block's rows")
+    metric = None
+    if b.check == "trained":
+        if len(reference) != 1:
+            raise SpecError(file, f"{where}.reference", "a trained check names exactly one reference row")
+        if b.baseline is None or b.margin is None:
+            raise SpecError(file, where, "a trained check needs `baseline` (a row) and `margin` (metric units)")
+        if b.baseline not in methods or b.baseline in reference:
+            raise SpecError(file, f"{where}.baseline", f"{b.baseline!r} is not one of the rows (other than the "
+                                                       "reference)")
+        if b.max_share is not None:
+            raise SpecError(file, f"{where}.max_share", "only a two_classes check has a max_share")
+        metric = b.metric or (metrics[0] if len(metrics) == 1 else None)
+        if metric is None:
+            raise SpecError(file, f"{where}.metric", "missing (the spec has several metrics)")
+        if metric not in metrics:
+            raise SpecError(file, f"{where}.metric", f"unknown metric {metric!r}")
+    else:
+        for key in ("baseline", "margin", "metric"):
+            if getattr(b, key) is not None:
+                raise SpecError(file, f"{where}.{key}", "only a trained check has one")
+    needed = reference + ([b.baseline] if b.baseline else [])
+    runs = [c for c in settings if c not in derived and all(not excluded(r, c) for r in needed)]
+    if b.cols is None:
+        cols = runs
+    else:
+        cols = list(b.cols)
+        for c in cols:
+            if c not in settings:
+                raise SpecError(file, f"{where}.cols", f"{c!r} is not one of the cols")
+            if c in derived:
+                raise SpecError(file, f"{where}.cols", f"{c!r} is a derived col (it follows its sources)")
+            if c not in runs:
+                raise SpecError(file, f"{where}.cols", f"the reference or baseline rows do not run in {c!r}")
+    if not cols:
+        raise SpecError(file, f"{where}.cols", "no column where the reference (and baseline) rows run")
+    for tier in b.why:
+        if tier not in TIERS:
+            raise SpecError(file, f"{where}.why.{tier}", f"unknown tier (one of {', '.join(TIERS)})")
+    if b.check != "two_classes" and b.auc_margin is not None:
+        raise SpecError(file, f"{where}.auc_margin", "only a two_classes check has an auc_margin")
+    return RegimeBlock(
+        name=b.block, check=b.check, rows=tuple(rows), cols=tuple(cols), reference=tuple(reference),
+        group=b.group, baseline=b.baseline, margin=float(b.margin or 0.0), metric=metric,
+        max_share=float(b.max_share or 0.0), why=tuple(b.why.items()),
+        auc_margin=5.0 if b.auc_margin is None else float(b.auc_margin))
 
 
 def validate_file(path: str | Path) -> Spec:

@@ -77,6 +77,26 @@ class ReportedModel(_Model):
                           "better than it in the same column and metric; the report marks reproduced cells the same way")
 
 
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+
+
+class ClaimWasModel(_Model):
+    """A claim as it was before a revision (the same keys as a claim)."""
+
+    kind: str
+    rows: list[str]
+    cols: list[str] | None = None
+    metric: str | None = None
+    curve: str | None = None
+    text: str
+
+
+class ClaimRevisionModel(_Model):
+    date: str = Field(pattern=_DATE, description="when the claim was changed")
+    was: ClaimWasModel | None = Field(description="the claim as it was (null: the claim did not exist then)")
+    why: str = Field(min_length=1, description="why it changed")
+
+
 class ClaimModel(_Model):
     kind: str
     rows: list[str]
@@ -84,6 +104,9 @@ class ClaimModel(_Model):
     metric: str | None = Field(None, description="required when the spec has several metrics (not for curve claims)")
     curve: str | None = Field(None, description="kind curve_rises: the title of one of the spec's `curves`")
     text: str
+    revised: list[ClaimRevisionModel] = Field(
+        [], description="changes made after the spec had records (claims are fixed before the runs they judge): "
+                        "date, the claim as it was, why; reports print the original with its outcome beside it")
 
     @field_validator("kind")
     @classmethod
@@ -118,6 +141,21 @@ class RegimeBlockModel(_Model):
                                                                   "seeds among the reference rows' (default 0)")
     why: dict[str, str] = Field({}, description="tier -> a written reason shown beside the verdict (e.g. what a "
                                                 "config that reaches the regime would cost)")
+    auc_margin: float | None = Field(None, ge=0, description="two_classes: how far above chance (50) the reference "
+                                                             "rows' test AUC must be, in points (default 5)")
+    revised: list["BlockRevisionModel"] = Field(
+        [], description="changes made after the spec had records (regime rules are fixed before the runs they "
+                        "judge): date, the block as it was (null: it did not exist), why")
+
+
+class BlockRevisionModel(_Model):
+    date: str = Field(pattern=_DATE, description="when the block was changed (or added)")
+    was: dict[str, Any] | None = Field(description="the block as it was, its keys as a block's (null: the block did "
+                                                   "not exist then)")
+    why: str = Field(min_length=1, description="why it changed")
+
+
+RegimeBlockModel.model_rebuild()
 
 
 class DerivedColModel(_Model):

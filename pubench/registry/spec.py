@@ -67,6 +67,16 @@ class ReportedCell:
 
 
 @dataclass(frozen=True)
+class Revision:
+    """A change to a claim or a regime block after the spec had records: when, what it was
+    (``None``: it did not exist; else a :class:`Claim` or :class:`RegimeBlock`), and why."""
+
+    date: str
+    was: Any
+    why: str
+
+
+@dataclass(frozen=True)
 class Claim:
     kind: str  # best_row | order | greater | best_col | col_order | curve_rises
     text: str
@@ -74,6 +84,12 @@ class Claim:
     rows: tuple[str, ...]
     cols: tuple[str, ...]
     curve: str | None = None  # curve_rises: the title of the spec's curve (its last point beats its first)
+    revised: tuple[Revision, ...] = ()
+
+    @property
+    def original(self) -> "Claim | None":
+        """The claim as first registered, where a revision changed it (None: unrevised, or added later)."""
+        return self.revised[0].was if self.revised else None
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,8 @@ class RegimeBlock:
     metric: str | None = None
     max_share: float = 0.0
     why: tuple[tuple[str, str], ...] = ()
+    auc_margin: float = 5.0  # two_classes: the reference rows' test AUC must beat chance (50) by this much
+    revised: tuple[Revision, ...] = ()
 
     def why_at(self, tier: str) -> str | None:
         return dict(self.why).get(tier)

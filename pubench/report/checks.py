@@ -12,7 +12,10 @@
   pairs lie in a block that is not in regime (:mod:`pubench.report.regime`) reads
   ``not in regime``, one that fails only where the paper's gap is below what our seeds can
   detect (:mod:`pubench.report.power`) reads ``underpowered``; the plain result is kept
-  (``test_status``, ``outcome_text``) and printed beside it.
+  (``test_status``, ``outcome_text``) and printed beside it. No label hides a significant
+  failure (:func:`qualify`), and at the paper tier no block relabels a claim.
+* A claim revised after results (``revised:`` in the spec) is checked as it was first
+  registered too; the original counts, the revision is shown beside it.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-from pubench.registry.spec import Claim
+from pubench.registry.spec import Claim, Revision
 from pubench.report.collect import TableResult
 from pubench.report.power import PairPower, pair_power
-from pubench.report.regime import RegimeMap, RegimeVerdict
+from pubench.report.regime import OUT, PAPER, POWER, RegimeMap, RegimeVerdict
 from pubench.report.stats import (FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
                                   outcome_text, weakest)
 
@@ -68,6 +71,14 @@ class ClaimCheck:
     paper_status: str  # what the reported means say: holds | tie | fails | n/a
     powers: list[PairPower] = field(default_factory=list)
     out_of_regime: list[list[RegimeVerdict]] = field(default_factory=list)
+    #: per pair, the verdicts of its blocks that are over the margin without significance (they relabel nothing)
+    power_limited: list[list[RegimeVerdict]] = field(default_factory=list)
+    #: per pair, at the paper tier, the verdicts of its blocks not in regime: findings about the paper's setup
+    findings: list[list[RegimeVerdict]] = field(default_factory=list)
+    #: this check is of a claim as first registered, which ``revision`` changed after results
+    revision: Revision | None = None
+    #: whether the check counts in a report's tallies: a claim revised after results does not (its original does)
+    counted: bool = True
 
     @property
     def weakest_link(self) -> PairTest | None:
@@ -118,6 +129,22 @@ class ClaimCheck:
         return [f"{b}: {', '.join(cols)}" for b, cols in by.items()]
 
     @property
+    def finding_blocks(self) -> list[str]:
+        """``block: col, col`` per block whose reference loses to its baseline at the paper's own config."""
+        return _blocks(self.findings)
+
+    @property
+    def power_blocks(self) -> list[str]:
+        return _blocks(self.power_limited)
+
+    @property
+    def significant_out_of_regime(self) -> list[PairTest]:
+        """Pairs out of regime that fail significantly (printed beside a ``not in regime`` label)."""
+        return [t for i, t in enumerate(self.tests)
+                if i < len(self.out_of_regime) and self.out_of_regime[i] and t.outcome == FAILS
+                and t.opposite_significant]
+
+    @property
     def detail(self) -> str:
         """How many links, by outcome, and the ones that do not hold significantly (first few);
         then the blocks out of regime and the pairs too weak for the paper's gap."""
@@ -133,23 +160,41 @@ class ClaimCheck:
         if blocks:
             n_out = sum(bool(v) for v in self.out_of_regime)
             text += f"; {n_out} pair(s) out of regime ({'; '.join(blocks)})"
+        if self.power_limited and any(self.power_limited):
+            text += f"; regime not established (power) in {'; '.join(self.power_blocks)} (read as in regime)"
+        if self.findings and any(self.findings):
+            text += (f"; finding at the paper's own configuration, the reference does not beat its baseline in "
+                     f"{'; '.join(self.finding_blocks)}")
         weak_power = sum(p.underpowered for p in self.powers)
         if weak_power:
             text += f"; {weak_power} pair(s) with the paper's gap below our MDD"
         return text
 
 
+def _blocks(verdicts: list[list[RegimeVerdict]]) -> list[str]:
+    by: dict[str, dict[str, None]] = {}
+    for vs in verdicts:
+        for v in vs:
+            by.setdefault(v.block.name, {})[v.col] = None
+    return [f"{b}: {', '.join(cols)}" for b, cols in by.items()]
+
+
 def qualify(check: ClaimCheck) -> tuple[str, int | None]:
     """A claim's status and the index of its deciding pair.
 
-    * Pairs whose cells lie in a block (column) not in regime are *out*; the others *in*.
+    * Pairs whose cells lie in a block (column) not in regime are *out*; the others *in*. A
+      block over its margin without significance (``regime not established (power)``) puts no
+      pair out, and at the paper tier no block does (its verdict is a finding, not a label).
+    * A pair that fails significantly anywhere, in regime or out, can never leave the claim
+      reading ``underpowered``; one that fails significantly in regime makes it ``fails``.
     * If some pair is out: an in-regime pair that fails makes the claim ``fails`` (or
       ``underpowered``, below) where the methods work; otherwise the claim reads
-      ``not in regime``, unless no pair was testable at all (``not testable``).
+      ``not in regime`` (a significant failure out of regime is printed beside it), unless no
+      pair was testable at all (``not testable``).
     * A claim that fails (over the in-regime pairs when some are out) reads ``underpowered``
-      when every failing pair is not significant in the opposite direction and its paper gap is
-      positive but below our minimum detectable difference; a significant result against the
-      claim stays ``fails``.
+      only when every failing pair, in regime or out, is not significant either way and each
+      in-regime failing pair's paper gap is positive but below our minimum detectable
+      difference.
     """
     if not check.tests:
         return NOT_TESTABLE, None
@@ -170,8 +215,9 @@ def qualify(check: ClaimCheck) -> tuple[str, int | None]:
     status = check.tests[w].outcome
     if status == FAILS:
         failing = [i for i in considered if check.tests[i].outcome == FAILS]
-        if all(not check.tests[i].opposite_significant and i < len(check.powers) and check.powers[i].underpowered
-               for i in failing):
+        if not check.significant_out_of_regime and all(
+                not check.tests[i].opposite_significant and i < len(check.powers) and check.powers[i].underpowered
+                for i in failing):
             return UNDERPOWERED, w
     return status, w
 
@@ -298,15 +344,17 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
         g = spec.group_of_row(row)
         return spec.row_groups[g] if g else spec.rows
 
-    out = []
-    for claim in spec.claims:
+    at_paper = res.tier == PAPER
+
+    def check(claim: Claim, revision: Revision | None = None, counted: bool = True) -> ClaimCheck:
         if claim.kind == "curve_rises":
-            out.append(_curve_check(res, claim))
-            continue
+            c = _curve_check(res, claim)
+            c.revision, c.counted = revision, counted
+            return c
         m = spec.metrics[claim.metric]
         links = _links(claim, group_rows)
         is_col_claim = claim.kind in ("best_col", "col_order")
-        tests, powers, out_of_regime = [], [], []
+        tests, powers, out_of_regime, power_limited, findings = [], [], [], [], []
 
         def reported(cell, metric=claim.metric):
             r = res.reported(*cell, metric)
@@ -321,10 +369,20 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
                 rx, ry = reported(x), reported(y)
                 gap = None if rx is None or ry is None else (rx - ry) * (1.0 if m.higher_is_better else -1.0)
                 powers.append(pair_power(sx, sy, gap))
-                out_of_regime.append(regime.out_of_regime(*x) + regime.out_of_regime(*y))
+                covering = regime.of(*x) + regime.of(*y)
+                outside = [v for v in covering if v.verdict == OUT]
+                out_of_regime.append([] if at_paper else outside)
+                findings.append(outside if at_paper else [])
+                power_limited.append([v for v in covering if v.verdict == POWER])
 
-        out.append(ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt), powers,
-                              out_of_regime))
+        return ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt), powers,
+                          out_of_regime, power_limited, findings, revision=revision, counted=counted)
+
+    out = [check(claim, counted=not claim.revised) for claim in spec.claims]
+    # each claim as first registered, once (a claim split in two has one original), after its last revision
+    last = {c.original: i for i, c in enumerate(spec.claims) if c.original is not None}
+    for original, i in sorted(last.items(), key=lambda kv: -kv[1]):
+        out.insert(i + 1, check(original, revision=spec.claims[i].revised[0]))
     return out
 
 

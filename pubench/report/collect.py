@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from pubench.registry.spec import ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
-from pubench.report.oneclass import class_rates, near_one_class
+from pubench.report.oneclass import class_rates, near_one_class, separation
 from pubench.report.oneclass import one_class as degenerate_classifier  # noqa: F401 (the exact case, for callers)
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import canonical_json
@@ -118,6 +118,9 @@ class TableResult:
     def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
         return self.curves.get((title, row, col))
     binary: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # cell -> seeds with binary metrics
+    #: cell -> seed -> how well its test predictions separate the classes, in %: (the record's AUC or None, the
+    #: balanced accuracy its acc/precision/recall give), for ``two_classes`` regime checks
+    discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = field(default_factory=dict)
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
         """How many of the cell's seeds ended as a near-one-class classifier (recall or specificity
@@ -325,6 +328,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     degenerate: dict[tuple[str, str], dict[int, str]] = {}
     curve_points_: dict[tuple[str, str, str], dict[int, tuple]] = {}
     binary: dict[tuple[str, str], set[int]] = {}
+    discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = {}
     for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
@@ -335,8 +339,9 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         why = near_one_class(rec["metrics"])
         if why:
             degenerate.setdefault(cell, {})[job["seed_index"]] = why
-        if class_rates(rec["metrics"]) is not None:
+        if (rates := class_rates(rec["metrics"])) is not None:
             binary.setdefault(cell, set()).add(job["seed_index"])
+            discrimination.setdefault(cell, {})[job["seed_index"]] = separation(rec["metrics"], rates)
         for curve in spec.curves:
             if cell[1] in curve.cols and (pts := curve_points(rec.get("info") or {}, curve)):
                 curve_points_.setdefault((curve.title, *cell), {})[job["seed_index"]] = pts
@@ -356,4 +361,4 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       binary=binary)
+                       binary=binary, discrimination=discrimination)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, ClaimCheck
 from pubench.report.collect import TableResult
-from pubench.report.oneclass import NEAR_ONE_CLASS
+from pubench.report.oneclass import CHANCE, NEAR_ONE_CLASS
 from pubench.report.power import MAX_SEEDS, POWER, fmt_seeds
-from pubench.report.regime import IN, UNTESTED, RegimeVerdict, regime_verdicts
-from pubench.report.stats import ALPHA, pair_text
+from pubench.report.regime import IN, UNTESTED, RegimeVerdict, original_verdicts, regime_verdicts
+from pubench.report.stats import ALPHA, fmt_p, pair_text
 
 DASH = "—"
 
@@ -19,8 +19,12 @@ CLAIM_STATUS_LEGEND = (
     f"ours: the claim's outcome read against the evidence around it: `{NOT_IN_REGIME}` = some of its pairs lie in "
     "a block (column) whose reference rows do not work at this tier (see Regime), so a result there says nothing "
     "about the paper's methods (a pair that fails where the block is in regime still makes the claim fail); "
-    f"`{UNDERPOWERED}` = it fails only by pairs that are not significant either way and whose paper gap is below the "
-    "difference our seeds can detect. test: the plain result of the pair that decides the claim (its weakest pair; "
+    f"`{UNDERPOWERED}` = it fails only by pairs that are not significant either way (in regime or out) and whose "
+    "paper gap is below the difference our seeds can detect; a pair that fails significantly where its block is in "
+    "regime or only short of power makes the claim fail, and one that fails significantly out of regime is printed "
+    "beside the label. At the paper tier no block relabels a claim: a reference below its baseline there is a "
+    "finding about the paper's setup, printed beside the outcome. A claim revised after results is shown as first "
+    "registered too, and that original is the one counted. test: the plain result of the pair that decides the claim (its weakest pair; "
     "where some pairs are out of regime and an in-regime pair fails, the weakest in-regime one), never hidden by "
     f"the label. MDD: the smallest true difference that pair's test detects with {POWER:.0%} power at "
     f"{ALPHA:g} one-sided, from our seeds' spread (paired differences' sd, or Welch); paper gap: the printed means' "
@@ -32,8 +36,11 @@ REGIME_LEGEND = (
     "Each block's methods modify one base that must work before their differences mean anything. trained: the "
     "reference row beats the baseline row (e.g. an untrained encoder) by more than the margin, a one-sided t-test "
     f"over seeds at {ALPHA:g} (paired when the splits match); two_classes: at most the stated share of the reference "
-    f"rows' seeds is near-one-class (test recall or specificity under {NEAR_ONE_CLASS:.0%}). Decided from those rows "
-    "and the seeds' spread only, never from a claim; checked the same way at every tier."
+    f"rows' seeds is near-one-class (test recall or specificity under {NEAR_ONE_CLASS:.0%}) and their test AUC (else "
+    f"balanced accuracy) beats chance, {CHANCE:g}, by more than the block's margin (one-sided one-sample t-test). "
+    "regime not established (power): the mean is over the margin but the test is not significant; such a block "
+    "relabels no claim. Decided from those rows and the seeds' spread only, never from a claim; checked the same way "
+    "at every tier, and at the paper tier a block out of regime is a finding about the paper's own setup."
 )
 
 AGREEMENT_LEGEND = (
@@ -45,22 +52,41 @@ AGREEMENT_LEGEND = (
 
 
 def check_text(v: RegimeVerdict) -> str:
-    """``trained: SimCLR > untrained encoder + 10`` or ``two_classes: nnPU, at most 0% near-one-class``."""
+    """``trained: SimCLR beats untrained encoder by > 10`` or ``two_classes: nnPU, at most 0%
+    near-one-class, AUC > 50 + 5``."""
     b = v.block
     if b.check == "trained":
         return f"trained: {b.reference[0]} beats {b.baseline} by > {b.margin:g}"
-    return f"two_classes: {', '.join(b.reference)}, at most {b.max_share:.0%} near-one-class"
+    return (f"two_classes: {', '.join(b.reference)}, at most {b.max_share:.0%} near-one-class, "
+            f"AUC > {CHANCE:g} + {b.auc_margin:g}")
+
+
+def verdict_text(v: RegimeVerdict) -> str:
+    """The verdict as printed: at the paper tier an out-of-regime verdict is a finding."""
+    return f"{v.verdict} (a finding: the paper's own config)" if v.finding else v.verdict
 
 
 def regime_rows(res: TableResult, verdicts: list[RegimeVerdict] | None = None) -> list[list[str]]:
-    """Per block and column: block, check, column, verdict, the numbers."""
-    return [[v.block.name, check_text(v), v.col, v.verdict, v.numbers]
-            for v in (regime_verdicts(res) if verdicts is None else verdicts)]
+    """Per block and column: block, check, column, verdict, the numbers; a block revised after
+    results is followed by its verdicts as first registered."""
+    if verdicts is None:
+        verdicts = regime_verdicts(res)
+        originals = original_verdicts(res)
+        verdicts = [v for b in res.spec.regime for v in
+                    [*(x for x in verdicts if x.block.name == b.name), *(x for x in originals if x.block.name == b.name)]]
+    return [[v.block.name + (" (as first registered)" if v.original else ""), check_text(v), v.col, verdict_text(v),
+             v.numbers] for v in verdicts]
 
 
 def regime_whys(res: TableResult) -> list[str]:
-    """``block: reason`` for every block whose spec writes a reason for this tier."""
-    return [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+    """``block: reason`` for every block whose spec writes a reason for this tier, and what a
+    revision after results changed."""
+    out = [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+    for b in res.spec.regime:
+        for r in b.revised:
+            how = "added after results" if r.was is None else "revised after results (its first form is shown too)"
+            out.append(f"{b.name}: {how}, {r.date}: {r.why}")
+    return out
 
 
 REGIME_HEADERS = ["block", "check", "column", "verdict", "numbers"]
@@ -94,11 +120,32 @@ class ClaimRow:
     detail: str
 
 
+def claim_title(c: ClaimCheck) -> str:
+    """A claim's text, marked where it was revised after results: the original is the one counted."""
+    if c.revision is not None:
+        return (f"{c.claim.text} [as first registered, the claim counted; revised after results on "
+                f"{c.revision.date}: {c.revision.why}]")
+    if c.claim.revised:
+        r = c.claim.revised[0]
+        how = "added after results" if r.was is None else "revised after results"
+        return f"{c.claim.text} [{how} on {r.date}; not counted" + (", its original is" if r.was else "") + "]"
+    return c.claim.text
+
+
 def claim_row(c: ClaimCheck, fmt: str) -> ClaimRow:
     w, pw = c.decisive_link, c.decisive_power
     status = c.status
     if status == NOT_IN_REGIME and c.regime_blocks:
         status += f" ({'; '.join(c.regime_blocks)})"
+        sig = c.significant_out_of_regime
+        if sig:
+            status += "; fails significantly there: " + ", ".join(f"{t.where} ({fmt_p(t.p_opposite)})" for t in sig)
+    if c.finding_blocks:
+        status += f"; finding: reference not above its baseline at the paper's config in {'; '.join(c.finding_blocks)}"
+    if c.revision is not None:
+        status = f"as first registered: {status}"
+    elif c.claim.revised:
+        status = f"revised after results, not counted: {status}"
     mdd = DASH if pw is None or pw.mdd is None else format(pw.mdd, fmt)
     gap = DASH if pw is None or pw.paper_gap is None else format(pw.paper_gap, "+" + fmt)
     seeds = DASH if pw is None else fmt_seeds(pw.seeds_needed)

@@ -56,12 +56,12 @@ def records_frame(spec: Spec, tier: str, store: ResultStore) -> pd.DataFrame:
 
 
 def _regime_of(verdicts) -> str | None:
-    from pubench.report.regime import IN, OUT, UNTESTED
+    from pubench.report.regime import IN, OUT, POWER, UNTESTED
 
     if not verdicts:
         return None
     kinds = {v.verdict for v in verdicts}
-    return OUT if OUT in kinds else IN if kinds == {IN} else UNTESTED
+    return OUT if OUT in kinds else IN if kinds == {IN} else POWER if kinds <= {IN, POWER} else UNTESTED
 
 
 def cells_frame(res: TableResult | None = None, *, spec: Spec | None = None, tier: str | None = None,

@@ -24,7 +24,7 @@ from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_rows, regime_whys)
 from pubench.report.layout import (
     CURVES_HEADERS,
@@ -43,7 +43,7 @@ from pubench.report.layout import (
     reported_table,
     tier_line,
 )
-from pubench.report.regime import IN, OUT
+from pubench.report.regime import IN, OUT, POWER
 from pubench.report.stats import (
     ALPHA,
     FAILS,
@@ -59,7 +59,7 @@ from pubench.report.templating import html_env
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
                  NOT_TESTABLE: "o-not-testable", NOT_IN_REGIME: "o-not-in-regime", UNDERPOWERED: "o-underpowered",
-                 IN: "o-holds-ns", OUT: "o-not-in-regime"}
+                 IN: "o-holds-ns", OUT: "o-not-in-regime", POWER: "o-underpowered"}
 
 
 def e(text: object) -> str:
@@ -67,7 +67,12 @@ def e(text: object) -> str:
 
 
 def outcome_class(outcome: str) -> str:
-    return OUTCOME_CLASS.get(outcome, "o-not-testable")
+    """The badge class of an outcome or verdict; an outcome with what it rests on after it (``not in
+    regime (a finding: ...)``) takes its leading outcome's."""
+    if outcome in OUTCOME_CLASS:
+        return OUTCOME_CLASS[outcome]
+    lead = max((k for k in OUTCOME_CLASS if outcome.startswith(k + " ")), key=len, default=None)
+    return OUTCOME_CLASS[lead] if lead else "o-not-testable"
 
 
 def render(template: str, **context: Any) -> str:
@@ -167,7 +172,7 @@ def claims_view(res: TableResult) -> dict:
     rows = []
     for c in claim_checks(res):
         r = claim_row(c, claim_fmt(c.claim, res.spec))
-        rows.append({"text": c.claim.text, "checked": describe(c.claim, res.spec), "cls": outcome_class(c.status),
+        rows.append({"text": claim_title(c), "checked": describe(c.claim, res.spec), "cls": outcome_class(c.status),
                      "status": r.status, "test": r.test, "pair": r.pair, "delta": r.delta, "mdd": r.mdd,
                      "paper_gap": r.paper_gap, "seeds": r.seeds, "paper": c.paper_status, "detail": r.detail})
     return {"legend": CLAIM_STATUS_LEGEND, "headers": CLAIM_HEADERS, "rows": rows}

@@ -10,7 +10,7 @@ from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
-from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row,
+from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
@@ -157,10 +157,10 @@ def _checks_md(res: TableResult) -> str:
     if claims:
         rows, prev = [], None
         for c in claims:  # a claim split into several checks prints its text once
-            r = claim_row(c, claim_fmt(c.claim, res.spec))
-            rows.append(['"' if c.claim.text == prev else c.claim.text, describe(c.claim, res.spec), r.status,
+            r, title = claim_row(c, claim_fmt(c.claim, res.spec)), claim_title(c)
+            rows.append(['"' if title == prev else title, describe(c.claim, res.spec), r.status,
                          r.test, r.pair, r.delta, r.mdd, r.paper_gap, r.seeds, r.paper, r.detail])
-            prev = c.claim.text
+            prev = title
         headers = ["claim", "checked", "ours", "test", "deciding pair", "Δ", "MDD", "paper gap", "seeds for paper gap",
                    "paper's numbers", "detail"]
         lines += ["", CLAIMS_LEGEND, "", CLAIM_STATUS_LEGEND, "",

@@ -72,3 +72,18 @@ def one_class(metrics: Mapping[str, float]) -> str | None:
     """The exact case only: ``recall 0`` or ``specificity 0``, else ``None``."""
     why = near_one_class(metrics)
     return why if why in (RECALL_0, SPECIFICITY_0) else None
+
+
+#: What :func:`separation` reads, and chance for both: 50 (%).
+AUC, BALANCED_ACCURACY, CHANCE = "AUC", "balanced accuracy", 50.0
+
+
+def separation(metrics: Mapping[str, float], rates: tuple[float, float] | None = None) -> tuple[float | None, float]:
+    """How well a binary classifier's test predictions separate the classes, in %: the record's
+    ``auc`` (None without one) and the balanced accuracy, (recall + specificity) / 2 from
+    :func:`class_rates`. Chance is 50 for both, whatever the class shares: a classifier that
+    calls both classes at random passes a near-one-class check, not this one."""
+    recall, spec = rates if rates is not None else class_rates(metrics)
+    spec = 1.0 if math.isnan(spec) else spec  # recall 0 with the rest unidentified: at best chance
+    auc = metrics.get("auc")
+    return (float(auc) if isinstance(auc, (int, float)) and math.isfinite(auc) else None), 50.0 * (recall + spec)

@@ -11,12 +11,23 @@ baseline rows and the seeds' spread only, never from the claims under test:
 * ``trained``: the reference row beats ``baseline`` (e.g. an untrained encoder) by more
   than ``margin`` in the metric's direction: a one-sided t-test of "gain > margin" over
   seeds (paired by seed index on equal splits, Welch otherwise; :mod:`pubench.report.stats`)
-  with p < 0.05. ``in regime`` when it holds, ``not in regime`` otherwise (the gain and p say
-  by how much), ``not testable`` without 2 seeds in both cells.
+  with p < 0.05. ``in regime`` when it holds; ``regime not established (power)`` when the
+  mean gain is over the margin but p >= 0.05 (too few seeds to tell, not a base that does not
+  work: such a block relabels no claim); ``not in regime`` when the gain is not over the
+  margin; ``not testable`` without 2 seeds in both cells.
 * ``two_classes``: among the reference rows' seeds with binary metrics in the column, the
   share that is near-one-class (test recall or specificity under 5%,
-  :mod:`pubench.report.oneclass`) is at most ``max_share``; ``not testable`` when no seed has
-  binary metrics.
+  :mod:`pubench.report.oneclass`) is at most ``max_share``, **and** the reference rows
+  discriminate: their test AUC (else balanced accuracy; :func:`pubench.report.oneclass.separation`)
+  beats chance, 50, by more than ``auc_margin`` (default 5 points), a one-sided one-sample
+  t-test over their seeds at p < 0.05 (over the margin but p >= 0.05: not established
+  (power)). A classifier that calls both classes at random is not in regime. ``not testable``
+  when no seed has binary metrics.
+
+At the paper tier no block relabels a claim: the paper's own configuration is what the paper
+claims about, so a reference that loses to its baseline there is a finding about that setup,
+printed beside the claims it touches (:attr:`RegimeVerdict.finding`), not a reason to set
+them aside.
 
 A derived column (the paper's Mean) follows its sources: not in regime when any source
 is, in regime when all are, else not testable.
@@ -28,14 +39,20 @@ read the cells transposed.
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pubench.registry.spec import RegimeBlock
 from pubench.report.collect import TableResult
-from pubench.report.stats import ALPHA, _one_sided_p, fmt_p, paired_values
+from pubench.report.oneclass import AUC, BALANCED_ACCURACY, CHANCE
+from pubench.report.stats import ALPHA, _one_sided_p, _t_sf, fmt_p, paired_values
 
 IN, OUT, UNTESTED = "in regime", "not in regime", "not testable"
+#: Over the margin in the mean, not significantly: more seeds would tell; it relabels no claim.
+POWER = "regime not established (power)"
+#: The tier whose blocks never relabel a claim (its config is the paper's own).
+PAPER = "paper"
 
 
 @dataclass(frozen=True)
@@ -56,6 +73,15 @@ class RegimeVerdict:
     near: int | None = None
     seeds: int | None = None
     reason: str = ""
+    separation: float | None = None  # two_classes: the reference rows' mean AUC (or balanced accuracy), in %
+    separation_kind: str = ""        # which of the two
+    original: bool = False           # the verdict of a block as first registered (a revision changed it since)
+
+    @property
+    def finding(self) -> bool:
+        """Out of regime at the paper's own configuration: a finding about the paper's setup,
+        printed beside the claims, never a label over them."""
+        return self.verdict == OUT and self.tier == PAPER
 
     @property
     def numbers(self) -> str:
@@ -65,10 +91,17 @@ class RegimeVerdict:
         if self.verdict == UNTESTED:
             return self.reason
         if b.check == "two_classes":
-            return (f"{self.near} of {self.seeds} seed(s) of {', '.join(b.reference)} near-one-class "
+            text = (f"{self.near} of {self.seeds} seed(s) of {', '.join(b.reference)} near-one-class "
                     f"(at most {b.max_share:.0%} allowed)")
+            if self.separation is not None:
+                over = self.separation - CHANCE > b.auc_margin
+                sign = ">" if self.verdict == IN else ">, not significantly," if over else "not >"
+                p = f", {fmt_p(self.p)}" if self.p is not None else ", untested"
+                text += (f"; {self.separation_kind} {self.separation:.1f} {sign} {CHANCE:g} + {b.auc_margin:g} "
+                         f"({self.n} seed{'s' if self.n != 1 else ''}{p})")
+            return text
         test = f"paired, {self.n} seeds" if self.paired else f"Welch, n={self.n}"
-        sign = ">" if self.verdict == IN else "not >"
+        sign = ">" if self.verdict == IN else ">, not significantly," if self.verdict == POWER else "not >"
         return f"gain {self.gain:+.2f} {sign} {b.margin:g} ({test}, {fmt_p(self.p)})"
 
     @property
@@ -96,32 +129,54 @@ def _trained(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     gain = sign * (statistics.fmean(a) - statistics.fmean(c))
     shifted = [x - sign * b.margin for x in a]  # H0: gain <= margin  <=>  (ref - margin) not better than base
     p = _one_sided_p(shifted, c, paired, m.higher_is_better, gain - b.margin)
-    return RegimeVerdict(b, res.tier, col, IN if p < ALPHA and gain > b.margin else OUT, gain=gain, p=p, n=n,
-                         paired=paired)
+    verdict = (IN if p < ALPHA else POWER) if gain > b.margin else OUT
+    return RegimeVerdict(b, res.tier, col, verdict, gain=gain, p=p, n=n, paired=paired)
 
 
 def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     seeds = near = 0
+    separations: list[tuple[float | None, float]] = []
     for row in b.reference:
         cell = _cell(res, row, col)
         binary = res.binary.get(cell, set())
         seeds += len(binary)
         near += len(set(res.degenerate.get(cell, {})) & binary)
+        separations += [res.discrimination[cell][k] for k in sorted(binary) if k in res.discrimination.get(cell, {})]
     if not seeds:
         why = "no results" if not any(_cell(res, r, col) in res.seeds_done for r in b.reference) \
             else "the records carry no binary metrics (acc, precision, recall)"
         return RegimeVerdict(b, res.tier, col, UNTESTED, reason=why)
-    ok = near <= b.max_share * seeds + 1e-9
-    return RegimeVerdict(b, res.tier, col, IN if ok else OUT, near=near, seeds=seeds, n=seeds)
+    kind = AUC if all(auc is not None for auc, _ in separations) else BALANCED_ACCURACY  # one statistic
+    values = [auc if kind == AUC else balanced for auc, balanced in separations]
+    mean = statistics.fmean(values)
+    gain = mean - CHANCE - b.auc_margin
+    p = None
+    if len(values) >= 2:
+        sd = statistics.stdev(values)
+        p = (0.0 if gain > 0 else 1.0) if sd == 0 else _t_sf(gain / (sd / math.sqrt(len(values))), len(values) - 1)
+    if near > b.max_share * seeds + 1e-9 or gain <= 0:
+        verdict = OUT
+    else:
+        verdict = IN if p is not None and p < ALPHA else POWER
+    return RegimeVerdict(b, res.tier, col, verdict, p=p, near=near, seeds=seeds, n=len(values), separation=mean,
+                         separation_kind=kind)
 
 
 def regime_verdicts(res: TableResult) -> list[RegimeVerdict]:
     """Every block of the spec in every one of its columns, at the result's tier."""
-    out = []
-    for b in res.spec.regime:
-        check = _trained if b.check == "trained" else _two_classes
-        out += [check(res, b, col) for col in b.cols]
-    return out
+    return [v for b in res.spec.regime for v in block_verdicts(res, b)]
+
+
+def block_verdicts(res: TableResult, b: RegimeBlock) -> list[RegimeVerdict]:
+    check = _trained if b.check == "trained" else _two_classes
+    return [check(res, b, col) for col in b.cols]
+
+
+def original_verdicts(res: TableResult) -> list[RegimeVerdict]:
+    """The verdicts of every block a revision changed, as it was first registered (shown beside
+    the current ones; claims read the current blocks)."""
+    return [replace(v, original=True) for b in res.spec.regime for r in b.revised[:1] if r.was is not None
+            for v in block_verdicts(res, r.was)]
 
 
 class RegimeMap:
@@ -141,6 +196,7 @@ class RegimeMap:
                 if (b.name, c) in self._by]
 
     def out_of_regime(self, row: str, col: str) -> list[RegimeVerdict]:
+        """The verdicts covering a cell whose block does not work there (not those short of power)."""
         return [v for v in self.of(row, col) if v.verdict == OUT]
 
 

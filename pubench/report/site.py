@@ -53,7 +53,7 @@ def _footer(store: ResultStore) -> Markup:
 
 
 def _outcome_counts(res: TableResult) -> Counter:
-    return Counter(c.status for c in claim_checks(res))
+    return Counter(c.status for c in claim_checks(res) if c.counted)
 
 
 def _claims_summary(counts: Counter) -> list[tuple[str, str]]:

@@ -71,7 +71,7 @@ CLAIM_COLUMNS = {HOLDS: "holds", HOLDS_NS: "holds, n.s.", TIE: "tie", FAILS: "fa
 
 def _index_row(res: TableResult) -> list:
     spec, tier, stem = res.spec, res.tier, report_stem(res.spec)
-    statuses = [c.status for c in claim_checks(res)]
+    statuses = [c.status for c in claim_checks(res) if c.counted]
     title = spec.title + (f" (variant: {spec.variant_label})" if spec.variant is not None else "")
     return ([tier, f"[{stem}]({tier}/{stem}.md)", title, f"{res.cells_done}/{len(spec.cells())}", len(statuses)]
             + [statuses.count(o) for o in CLAIM_COLUMNS]

@@ -12,6 +12,7 @@ from pubench.registry import SpecError, parse_spec
 from pubench.report import claim_checks, collect
 from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED
 from pubench.report.regime import IN, OUT, UNTESTED, RegimeMap, regime_verdicts
+from pubench.report.regime import POWER as POWER_LIMITED
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE
 from pubench.store import ResultStore
 from tests.conftest import selftest_spec
@@ -25,7 +26,7 @@ TRAINED = """regime:
     reference: A
     baseline: U
     margin: 10
-    why: {paper: "the paper tier is the regime by construction"}
+    why: {paper: "the paper tier is the regime by construction", reduced: "the reduced tier trains briefly"}
 """
 CLAIMS = """claims:
   - {kind: greater, rows: [B, A], cols: [x], text: "B beats A on x"}
@@ -45,9 +46,9 @@ def _spec(extra: str, rows=("A", "B", "U"), cols=("x", "y", "z")):
     return parse_spec(yaml.safe_load(selftest_spec(rows=rows, cols=cols, extra=extra)), "<t>")
 
 
-def _store(tmp_path, spec, values, metrics=lambda v: {"score": v}) -> ResultStore:
+def _store(tmp_path, spec, values, metrics=lambda v: {"score": v}, tier="paper") -> ResultStore:
     store = ResultStore(tmp_path)
-    for job in expand(spec, "paper", 3).jobs:
+    for job in expand(spec, tier, 3).jobs:
         v = values.get((job.row, job.col))
         if v is not None and job.seed_index < len(v) and v[job.seed_index] is not None:
             store.write_ok(job, metrics(v[job.seed_index]), {}, {})
@@ -62,7 +63,7 @@ def test_regime_blocks_parse_with_defaults():
     (b,) = spec.regime
     assert (b.name, b.check, b.rows, b.reference, b.baseline, b.margin, b.metric) == \
         ("methods", "trained", ("A", "B"), ("A",), "U", 10.0, "score")
-    assert b.cols == ("x", "y", "z") and b.why_at("paper") and b.why_at("reduced") is None
+    assert b.cols == ("x", "y", "z") and b.why_at("paper") and b.why_at("smoke") is None
     two = _spec("regime:\n  - {block: PU, rows: [A, B], check: two_classes, reference: [B]}\n")
     assert two.regime[0].max_share == 0.0 and two.regime[0].reference == ("B",)
 
@@ -125,11 +126,13 @@ def test_trained_verdicts_in_not_in_and_not_testable(tmp_path):
 
 
 def test_trained_margin_is_tested_not_just_the_mean(tmp_path):
-    """A gain whose mean is above the margin but within the seeds' noise of it is not in regime."""
+    """A gain whose mean is above the margin but within the seeds' noise of it is not in regime:
+    the regime is not established for lack of power, which is not a base that does not work."""
     spec = _spec(TRAINED)
     values = {("A", "x"): [41.0, 47.0, 36.0], ("U", "x"): [30.0, 31.0, 30.5]}  # gain 10.83 +- 5.5
     (vx, *_) = regime_verdicts(collect(spec, "paper", _store(tmp_path, spec, values)))
-    assert vx.gain > 10 and vx.verdict == OUT and 0.05 < vx.p < 0.5
+    assert vx.gain > 10 and vx.verdict == POWER_LIMITED and 0.05 < vx.p < 0.5
+    assert vx.text.startswith("regime not established (power): gain +10.83 >, not significantly, 10")
 
 
 def test_trained_with_one_seed_is_not_testable(tmp_path):
@@ -151,10 +154,12 @@ def test_lower_is_better_turns_the_gain(tmp_path):
 # ---- verdicts: two_classes -------------------------------------------------------------------
 
 
-def _binary(recall: float) -> dict:
-    """Metrics of a test set of 400 positives and 600 negatives with this recall and 90% specificity."""
+def _binary(recall: float, auc: float | None = None) -> dict:
+    """Metrics of a test set of 400 positives and 600 negatives with this recall and 90% specificity
+    (and, where given, this test AUC)."""
     tp, fp, tn = recall * 400, 60, 540
-    return {"acc": 100 * (tp + tn) / 1000, "precision": 100 * tp / (tp + fp) if tp else 0.0, "recall": 100 * recall}
+    out = {"acc": 100 * (tp + tn) / 1000, "precision": 100 * tp / (tp + fp) if tp else 0.0, "recall": 100 * recall}
+    return out if auc is None else out | {"auc": auc}
 
 
 TWO = """regime:
@@ -172,9 +177,33 @@ def test_two_classes_verdicts(tmp_path):
     v = {(x.block.name, x.col): x for x in regime_verdicts(res)}
     assert v[("PU methods", "x")].verdict == IN and v[("PU methods", "x")].numbers.startswith("0 of 3 seed(s) of A")
     assert v[("PU methods", "y")].verdict == OUT and v[("PU methods", "y")].near == 1
-    assert v[("PU methods", "y")].text == "not in regime: 1 of 3 seed(s) of A near-one-class (at most 0% allowed)"
+    assert v[("PU methods", "y")].text.startswith(
+        "not in regime: 1 of 3 seed(s) of A near-one-class (at most 0% allowed); balanced accuracy ")
     assert v[("PU methods", "z")].verdict == UNTESTED and v[("PU methods", "z")].numbers == "no results"
     assert v[("lenient", "y")].verdict == IN  # 1 of 6 seeds, at most 20%
+
+
+def test_two_classes_needs_discrimination_not_only_both_classes_called(tmp_path):
+    """Both classes called, at chance: a classifier that guesses passes the near-one-class count,
+    not this check (the reference's AUC must beat 50 by the block's auc_margin, 5 by default)."""
+    spec = _spec(TWO, rows=("A", "B"), cols=("x", "y", "z"))
+    values = {("A", "x"): [(0.5, 49.0), (0.55, 53.0), (0.45, 51.5)],   # both classes, AUC at chance
+              ("A", "y"): [(0.5, 80.0), (0.55, 84.0), (0.45, 78.0)],   # AUC well above chance
+              ("A", "z"): [(0.5, 52.0), (0.55, 66.0), (0.45, 59.0)]}   # mean 59 > 55, spread too wide to tell
+    res = collect(spec, "paper", _store(tmp_path, spec, values, lambda v: _binary(*v)))
+    v = {x.col: x for x in regime_verdicts(res) if x.block.name == "PU methods"}
+    assert v["x"].near == 0 and v["x"].verdict == OUT and v["x"].separation == pytest.approx(51.1667, abs=1e-3)
+    assert "AUC 51.2 not > 50 + 5 (3 seeds" in v["x"].text
+    assert v["y"].verdict == IN and v["y"].p < 0.05 and "AUC 80.7 > 50 + 5" in v["y"].text
+    assert v["z"].verdict == POWER_LIMITED and v["z"].p > 0.05
+
+
+def test_two_classes_reads_balanced_accuracy_without_an_auc(tmp_path):
+    spec = _spec(TWO, rows=("A", "B"), cols=("x", "y", "z"))
+    res = collect(spec, "paper", _store(tmp_path, spec, {("A", "x"): [0.5, 0.6, 0.55]}, _binary))
+    (vx, *_) = regime_verdicts(res)
+    # recall 50-60%, specificity 90%: balanced accuracy 70-75
+    assert vx.separation_kind == "balanced accuracy" and vx.separation == pytest.approx(72.5) and vx.verdict == IN
 
 
 def test_two_classes_without_binary_metrics_is_not_testable(tmp_path):
@@ -198,7 +227,8 @@ def test_a_derived_column_follows_its_sources(tmp_path):
 
 def test_claims_in_an_out_of_regime_block_read_not_in_regime_and_keep_the_plain_result(tmp_path):
     spec = _spec(TRAINED + CLAIMS)
-    checks = {c.claim.text: c for c in claim_checks(collect(spec, "paper", _store(tmp_path, spec, VALUES)))}
+    res = collect(spec, "reduced", _store(tmp_path, spec, VALUES, tier="reduced"))
+    checks = {c.claim.text: c for c in claim_checks(res)}
     x, y = checks["B beats A on x"], checks["B beats A on y"]
     assert x.status == HOLDS == x.test_status and not x.regime_blocks
     # on y A is barely above the untrained encoder: B's loss there is not evidence
@@ -213,6 +243,50 @@ def test_claims_in_an_out_of_regime_block_read_not_in_regime_and_keep_the_plain_
     # z: the regime cannot be tested (no untrained results): the plain outcome stands
     z = checks["B beats A on z"]
     assert z.status == z.test_status == FAILS and not z.regime_blocks
+
+
+def test_at_the_paper_tier_no_claim_reads_not_in_regime(tmp_path):
+    """The paper's own configuration: a reference that does not beat its baseline is a finding
+    printed beside the claim, and the claim reads as it tests."""
+    spec = _spec(TRAINED + CLAIMS)
+    checks = {c.claim.text: c for c in claim_checks(collect(spec, "paper", _store(tmp_path, spec, VALUES)))}
+    assert not any(c.status == NOT_IN_REGIME for c in checks.values())
+    y = checks["B beats A on y"]
+    assert y.status == FAILS == y.test_status and y.finding_blocks == ["methods: y"]
+    assert "finding at the paper's own configuration, the reference does not beat its baseline in methods: y" in y.detail
+    assert checks["B beats A on x and y"].status == FAILS
+
+
+def test_a_power_limited_block_relabels_nothing_and_a_significant_failure_there_fails(tmp_path):
+    """Over the margin without significance: the pairs count as in regime, so a significant failure
+    there makes the claim fail (it never reads underpowered or not in regime)."""
+    spec = _spec(TRAINED + CLAIMS)
+    values = dict(VALUES) | {("A", "y"): [41.0, 47.0, 36.0],   # gain over U ~ 10.8 +- 5.5: power-limited
+                             ("B", "y"): [38.0, 44.5, 33.2]}   # B below A on every seed: significant
+    res = collect(spec, "reduced", _store(tmp_path, spec, values, tier="reduced"))
+    assert {v.col: v.verdict for v in regime_verdicts(res)}["y"] == POWER_LIMITED
+    checks = {c.claim.text: c for c in claim_checks(res)}
+    y = checks["B beats A on y"]
+    assert y.weakest_link.opposite_significant and y.status == FAILS and y.power_blocks == ["methods: y"]
+    assert "regime not established (power) in methods: y" in y.detail
+    assert checks["B beats A on x and y"].status == FAILS
+
+
+def test_a_significant_failure_out_of_regime_is_never_underpowered(tmp_path):
+    """A claim failing without significance where the block works, and significantly where it does
+    not, reads "fails", not "underpowered"."""
+    claims = textwrap.dedent("""\
+        claims:
+          - {kind: greater, rows: [B, A], cols: [x, y], text: "B beats A on x and y"}
+        """)
+    spec = _spec(TRAINED + claims)  # the paper's gap B - A on x: +1
+    values = dict(VALUES) | {("B", "x"): [49.0, 53.0, 50.5],   # B a little below A on x, noisy: n.s.
+                             ("B", "y"): [31.0, 33.0, 30.0]}   # 2 below A on every seed, out of regime
+    res = collect(spec, "reduced", _store(tmp_path, spec, values, tier="reduced"))
+    (c,) = claim_checks(res)
+    assert c.significant_out_of_regime and c.decisive_link.where == "x" and not c.decisive_link.opposite_significant
+    assert c.decisive_power.underpowered  # alone, the failure on x would read underpowered
+    assert c.status == FAILS
 
 
 def test_a_block_in_regime_leaves_claims_as_they_are(tmp_path):
@@ -276,14 +350,14 @@ def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
     from pubench.report.html import report_body
 
     spec = _spec(TRAINED + CLAIMS)
-    store = _store(tmp_path / "results", spec, VALUES)
-    res = collect(spec, "paper", store)
+    store = _store(tmp_path / "results", spec, VALUES, tier="reduced")
+    res = collect(spec, "reduced", store)
     md = " ".join(render_markdown(res).split())
     assert "## Regime" in md
     assert "| methods | trained: A beats U by > 10 | x | in regime | gain +20.50 > 10 (paired, 3 seeds, p" in md
     assert "| methods | trained: A beats U by > 10 | y | not in regime | gain +2.83 not > 10 (paired, 3 seeds, p=0.99) |" in md
-    assert md.count("the paper tier is the regime by construction") == 1
-    assert "- Why, at tier `paper`: methods: the paper tier is the regime by construction" in md
+    assert md.count("the reduced tier trains briefly") == 1 and "the paper tier is the regime" not in md
+    assert "- Why, at tier `reduced`: methods: the reduced tier trains briefly" in md
     assert "| z | not testable | no results for U |" in md
     assert ("| B beats A on y | B > A in y | not in regime (methods: y) | fails, opposite not significant (p="
             in md)
@@ -294,10 +368,10 @@ def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
     html = report_body(res, None, [], "spec.html")
     assert '<h2 id="regime">Regime</h2>' in html and 'class="badge o-not-in-regime">not in regime (methods: y)' in html
     assert '<span class="badge o-holds-ns">in regime</span>' in html
-    write_report(spec, "paper", store, tmp_path / "reports")
+    write_report(spec, "reduced", store, tmp_path / "reports")
     index = write_index({spec.id: spec}, store, tmp_path / "reports").read_text()
     header = next(line for line in index.splitlines() if line.startswith("| tier"))
-    row = next(line for line in index.splitlines() if line.startswith("| paper"))
+    row = next(line for line in index.splitlines() if line.startswith("| reduced"))
     cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
     assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"]) == ("5", "1", "2", "2")
     assert cells["regime"] == "methods: 1/3 in regime, 1 not testable"
@@ -322,7 +396,7 @@ def test_latex_with_regime_and_power_compiles(tmp_path):
     from tests.unit.test_latex_compile import compile_tex, overfull
 
     spec = _spec(TRAINED + CLAIMS)
-    tex = render_latex(collect(spec, "paper", _store(tmp_path / "results", spec, VALUES)))
+    tex = render_latex(collect(spec, "reduced", _store(tmp_path / "results", spec, VALUES, tier="reduced")))
     pdf, log = compile_tex(tex, tmp_path / "tex", "regime")
     assert pdf.exists() and not [w for w in overfull(log) if w > 1.0]
 
@@ -331,12 +405,12 @@ def test_site_index_shows_regime_and_order_per_tier(tmp_path):
     from pubench.report.site import write_site
 
     spec = _spec(TRAINED + CLAIMS)
-    store = _store(tmp_path / "results", spec, VALUES)
+    store = _store(tmp_path / "results", spec, VALUES, tier="reduced")
     index = write_site({spec.id: spec}, store, tmp_path / "site").read_text()
     assert "methods: 1/3 in regime, 1 not testable" in index and "<th>paper's order kept</th>" in index
-    assert '<span class="muted">paper</span> 100% of 1' in index  # B over A in x, as the paper orders them
+    assert '<span class="muted">reduced</span> 100% of 1' in index  # B over A in x, as the paper orders them
     assert "2 not in regime" in index  # the claims summary badge
-    page = (tmp_path / "site" / "paper" / f"{spec.id}.html").read_text()
+    page = (tmp_path / "site" / "reduced" / f"{spec.id}.html").read_text()
     assert 'id="regime"' in page and 'id="order"' in page
 
 
