@@ -5,7 +5,9 @@ PAN, with d = sigmoid(D(x)), c = sigmoid(C(x)) and Bernoulli divergences
 KL(a || b) = a log(a / b) + (1 - a) log((1 - a) / (1 - b)):
     V(D, C) = (1/|P|) sum_P log d + (1/|U|) sum_U log(1 - d)
               + lam (1/|U|) sum_U [KL(d || c) - KL(d || 1 - c)]
-(an empty P or U part contributes 0).
+(an empty P or U part contributes 0). With classifier_eps > 0 the KL term is the released
+code's loss2 per example (morning-dews/PAN, main.py, --model pan):
+    (log(1 - c + eps) - log(c + eps)) (2 d - 1).
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def pan_kl_term(d_logit: float, c_logit: float) -> float:
+def pan_kl_term(d_logit: float, c_logit: float, classifier_eps: float = 0.0) -> float:
     d, c = sigmoid(d_logit), sigmoid(c_logit)
-    return bernoulli_kl(d, c) - bernoulli_kl(d, 1 - c)
+    if classifier_eps == 0:
+        return bernoulli_kl(d, c) - bernoulli_kl(d, 1 - c)
+    return (math.log(1 - c + classifier_eps) - math.log(c + classifier_eps)) * (2 * d - 1)
 
 
-def pan_value(d_logits, c_logits, labeled, lam: float) -> float:
+def pan_value(d_logits, c_logits, labeled, lam: float, classifier_eps: float = 0.0) -> float:
     log_d_pos, log_not_d_unl, kl_unl = [], [], []
     for d_logit, c_logit, lab in zip(d_logits, c_logits, labeled):
         d = sigmoid(d_logit)
@@ -43,7 +47,7 @@ def pan_value(d_logits, c_logits, labeled, lam: float) -> float:
             log_d_pos.append(math.log(d))
         else:
             log_not_d_unl.append(math.log(1 - d))
-            kl_unl.append(pan_kl_term(d_logit, c_logit))
+            kl_unl.append(pan_kl_term(d_logit, c_logit, classifier_eps))
     return _mean(log_d_pos) + _mean(log_not_d_unl) + lam * _mean(kl_unl)
 
 
@@ -58,8 +62,8 @@ def pan_released_discriminator_term(d_logits, labeled, eps: float) -> float:
     return _mean([math.log(d + eps) for d in pos]) + _mean(hinge)
 
 
-def pan_value_released(d_logits, c_logits, labeled, lam: float, eps: float) -> float:
-    kl_unl = [pan_kl_term(dz, cz) for dz, cz, lab in zip(d_logits, c_logits, labeled) if not lab]
+def pan_value_released(d_logits, c_logits, labeled, lam: float, eps: float, classifier_eps: float = 0.0) -> float:
+    kl_unl = [pan_kl_term(dz, cz, classifier_eps) for dz, cz, lab in zip(d_logits, c_logits, labeled) if not lab]
     return pan_released_discriminator_term(d_logits, labeled, eps) + lam * _mean(kl_unl)
 
 

@@ -62,15 +62,58 @@ def test_pan_special_cases():
         pan_value(d, c[:-1], lab, 1.0)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lam", [0.0, 1e-4, 0.5, 3.0])
+@pytest.mark.parametrize("classifier_eps", [0.0, 0.01])
+def test_pan_kl_term_with_and_without_classifier_eps_matches_naive(seed, lam, classifier_eps):
+    """Both forms of the KL term against the naive loop: 0 (the formula, Bernoulli
+    divergences) and 0.01 (the released code's loss2, eps inside the logs of c), under
+    both discriminator forms."""
+    d, c, lab = _case(seed)   # logits up to about +-6: past log(1 / eps) = 4.6 the eps form saturates
+    terms = pan_kl_term(d, c, classifier_eps)
+    for i in range(len(d)):
+        assert float(terms[i]) == pytest.approx(naive.pan_kl_term(float(d[i]), float(c[i]), classifier_eps), abs=TOL)
+    got = float(pan_value(d, c, lab, lam, classifier_eps=classifier_eps))
+    assert got == pytest.approx(naive.pan_value(d.tolist(), c.tolist(), lab.tolist(), lam, classifier_eps), abs=TOL)
+    got = float(pan_value(d, c, lab, lam, "released", 0.01, classifier_eps))
+    want = naive.pan_value_released(d.tolist(), c.tolist(), lab.tolist(), lam, 0.01, classifier_eps)
+    assert got == pytest.approx(want, abs=TOL)
+
+
+def test_classifier_eps_bounds_the_kl_term_and_its_gradient():
+    """The released eps = 0.01 bounds the term by log(1.01 / 0.01) = 4.62 and stops pushing
+    the classifier's logit past about log(1 / eps); the formula (eps 0) is linear in the
+    logit, unbounded, with a constant push. eps 0 is the closed form bit for bit (the
+    committed records' runs)."""
+    bound = math.log(1.01 / 0.01)
+    assert bound == pytest.approx(4.6151, abs=1e-4)
+    d = torch.full((4,), 30.0, dtype=torch.float64)                 # d = 1: the term is -C's log-ratio
+    c = torch.tensor([-60.0, -20.0, 20.0, 60.0], dtype=torch.float64, requires_grad=True)
+    released = pan_kl_term(d, c, 0.01)
+    assert released.tolist() == pytest.approx([bound, bound, -bound, -bound], abs=1e-6)
+    released.sum().backward()
+    assert float(c.grad.abs().max()) < 1e-6                         # saturated: no push left
+    c.grad = None
+    formula = pan_kl_term(d, c)
+    assert formula.tolist() == pytest.approx([60.0, 20.0, -20.0, -60.0], abs=1e-9)
+    formula.sum().backward()
+    assert c.grad.tolist() == pytest.approx([-1.0] * 4, abs=1e-12)  # constant push at any logit
+    dd, cc, _ = _case(2)
+    assert torch.equal(pan_kl_term(dd, cc, 0.0), -(2.0 * torch.sigmoid(dd) - 1.0) * cc)
+    with pytest.raises(ValueError, match="classifier_eps"):
+        pan_kl_term(dd, cc, -0.1)
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("form", DISCRIMINATOR_FORMS)
-def test_pan_step_loss_gives_each_player_its_gradient(seed, form):
+@pytest.mark.parametrize("classifier_eps", [0.0, 0.01])
+def test_pan_step_loss_gives_each_player_its_gradient(seed, form, classifier_eps):
     d, c, lab = _case(seed)
     lam = 0.7
     d1, c1 = d.clone().requires_grad_(), c.clone().requires_grad_()
-    pan_step_loss(d1, c1, lab, lam, form).backward()
+    pan_step_loss(d1, c1, lab, lam, form, 0.01, classifier_eps).backward()
     d2, c2 = d.clone().requires_grad_(), c.clone().requires_grad_()
-    pan_value(d2, c2, lab, lam, form).backward()
+    pan_value(d2, c2, lab, lam, form, 0.01, classifier_eps).backward()
     assert torch.allclose(d1.grad, -d2.grad, atol=1e-12)      # D ascends V
     assert torch.allclose(c1.grad, c2.grad, atol=1e-12)       # C descends V
     assert bool((c1.grad[lab] == 0).all())                    # C sees only the unlabeled examples
@@ -123,9 +166,10 @@ def test_fresh_copy_reinitialises_from_its_seed():
     assert not torch.equal(a[0].weight, net[0].weight)
 
 
-def _run(data, lam=6e-3, epochs=20, seed=0, discriminator="expectation"):
+def _run(data, lam=6e-3, epochs=20, seed=0, discriminator="expectation", classifier_eps=0.0):
     unit = PU_METHODS.get("pan")
-    config = build_config(unit.config_cls, {"name": "pan", "lam": lam, "discriminator": discriminator})
+    config = build_config(unit.config_cls, {"name": "pan", "lam": lam, "discriminator": discriminator,
+                                            "classifier_eps": classifier_eps})
     train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 64,
                                        "optimizer": {"name": "adam", "lr": 0.01, "betas": [0.5, 0.999]}})
     return unit.run(config, RecordingEncoder(), train, data, seed=seed)
@@ -149,12 +193,22 @@ def test_pan_with_the_released_discriminator_learns():
     assert info["discriminator"] == "released"
 
 
+def test_pan_with_the_released_classifier_eps_learns():
+    data = _data(n=400)
+    m, _ = _run(data, classifier_eps=0.01)
+    assert m["auc"] > 95 and m["acc"] > 80, m
+    assert m != _run(data)[0]    # the option reaches the training
+
+
 def test_config_checks():
     unit = PU_METHODS.get("pan")
     with pytest.raises(ConfigError, match="discriminator"):
         unit.check(build_config(unit.config_cls, {"name": "pan", "lam": 0.1, "discriminator": "hinge"}))
     with pytest.raises(ConfigError, match="eps"):
         unit.check(build_config(unit.config_cls, {"name": "pan", "lam": 0.1, "eps": 0.0}))
+    with pytest.raises(ConfigError, match="classifier_eps"):
+        unit.check(build_config(unit.config_cls, {"name": "pan", "lam": 0.1, "classifier_eps": -0.01}))
+    assert build_config(unit.config_cls, {"name": "pan", "lam": 0.1}).classifier_eps == 0.0   # the formula
     with pytest.raises(ConfigError, match="lam"):
         build_config(unit.config_cls, {"name": "pan"})
     with pytest.raises(ConfigError, match="lam"):
