@@ -121,6 +121,9 @@ class TableResult:
     #: cell -> seed -> how well its test predictions separate the classes, in %: (the record's AUC or None, the
     #: balanced accuracy its acc/precision/recall give), for ``two_classes`` regime checks
     discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = field(default_factory=dict)
+    #: (row, col, metric) -> every run of the cell's config at the tier, in every spec that runs it
+    #: (:func:`pubench.report.pooled.pooled_spreads`; filled where a store is at hand: write_report, the site)
+    pooled: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
         """How many of the cell's seeds ended as a near-one-class classifier (recall or specificity

@@ -55,6 +55,7 @@ from pubench.report.stats import (
     delta_test,
     fmt_p,
 )
+from pubench.report.pooled import POOLED_HEADERS, POOLED_LEGEND, pooled_rows
 from pubench.report.templating import html_env
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
@@ -283,6 +284,7 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
         "tables": result_tables(res),
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
         "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
+        "pooled": {"legend": POOLED_LEGEND, "headers": POOLED_HEADERS, "rows": pooled_rows(res)} if res.pooled else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
         "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from pubench.registry.spec import Spec
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
+from pubench.report.pooled import POOLED_HEADERS, POOLED_LEGEND, pooled_rows
 from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
@@ -111,6 +112,10 @@ def render_markdown(res: TableResult, plot: str | None = "") -> str:
                   "of its curves."]
         lines += ["", tabulate(curves, headers=CURVES_HEADERS, tablefmt="github", disable_numparse=True)
                   if curves else "(no results)"]
+    pooled = pooled_rows(res)
+    if pooled:
+        lines += ["", "## Spread across specs", "", POOLED_LEGEND, "",
+                  tabulate(pooled, headers=POOLED_HEADERS, tablefmt="github", disable_numparse=True)]
     regime = _regime_md(res)
     lines += ([""] + regime if regime else []) + ["", _checks_md(res), "", _agreement_md(res), "", _status_md(res)]
     lines += _setup(spec, res.tier)

@@ -29,6 +29,7 @@ from pubench.report.collect import PIPELINE_CHECK_TIERS, TableResult, collect, v
 from pubench.report.compute import Compute, fmt_hours
 from pubench.report.crossref import CrossEntry, crossref, rank_in_table
 from pubench.report.evidence import regime_summary
+from pubench.report.pooled import pooled_spreads
 from pubench.report.html import delta_class, e, outcome_class, render, report_page, spec_context
 from pubench.report.layout import DASH, caption_parts, fmt_ours, fmt_reported, report_stem
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
@@ -216,6 +217,7 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
         for tier in TIERS:
             if tier in spec.tiers:
                 res = collect(spec, tier, store)
+                res.pooled = pooled_spreads(res, store)
                 if res.cells_done or res.failed:
                     results[(sid, tier)] = res
     _clear(out)

@@ -17,6 +17,7 @@ from pubench.report.latex import render_latex
 from pubench.report.layout import report_stem
 from pubench.report.markdown import render_markdown
 from pubench.report.plot import render_plot
+from pubench.report.pooled import pooled_spreads
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
 from pubench.utils.io import atomic_write, atomic_write_text
@@ -27,6 +28,7 @@ def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
     """``<id>.md``, ``<id>.tex`` (a whole document unless ``standalone`` is false: then a
     snippet to ``\\input``) and, for a figure, ``<id>.png``, which both embed."""
     res = collect(spec, tier, store)
+    res.pooled = pooled_spreads(res, store)
     folder, stem = Path(reports_root) / tier, report_stem(spec)
     plot = f"{stem}.png" if spec.kind == "figure" else None  # beside the .md and the .tex, which embed it
     paths = [
