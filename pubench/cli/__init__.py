@@ -18,6 +18,7 @@ import sys
 
 from pubench.cli import (
     agreement,
+    verdicts,
     cancel,
     compare,
     coverage,
@@ -45,7 +46,7 @@ SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.
                prepare.parser, run.parser, status.parser, failures.failures_parser,
                failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
                crossref.parser,
-               agreement.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
+               agreement.parser, verdicts.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
 
 
 def build_parser() -> Parser:

@@ -47,7 +47,7 @@ Orientation (which cluster is positive):
   names the purer cluster there. It maximizes balanced accuracy, not accuracy: when the
   clustering is near chance and U's prior is far from 1/2 the more accurate naming can be
   the other one, and choosing it would need the prior (measured on the 555 reduced 003
-  puPL jobs: docs/status.md "Open, puPL's orientation").
+  puPL jobs: docs/history.md "Open, puPL's orientation").
 
 ``orientation`` and ``normalize`` have no default: every spec states them.
 """
