@@ -245,10 +245,12 @@ class Spec:
         return any(match_cell(p, row, col) for p in self.exclude)
 
     def reported_cell(self, row: str, col: str, metric: str) -> ReportedCell | None:
-        for c in self.reported:
-            if c.row == row and c.col == col and c.metric == metric:
-                return c
-        return None
+        index = self.__dict__.get("_reported_index")
+        if index is None or index[0] is not self.reported:  # built once per list of reported cells
+            index = self.__dict__["_reported_index"] = (self.reported, {})
+            for c in reversed(self.reported):  # the first of duplicates wins, as a scan would find it
+                index[1][(c.row, c.col, c.metric)] = c
+        return index[1].get((row, col, metric))
 
     def unavailable_reason(self, tier: str, row: str, col: str) -> str | None:
         """Why ``tier`` does not run this cell (None if it does): the spec's sentence, or the

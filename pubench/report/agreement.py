@@ -170,6 +170,14 @@ def _regime(regimes, *cells) -> str:
 
 
 def agreement(res: TableResult) -> Agreement:
+    """The order agreement of one report (computed once per result: markdown, LaTeX, HTML and the
+    index all ask)."""
+    if "agreement" not in res.checks:
+        res.checks["agreement"] = _agreement(res)
+    return res.checks["agreement"]
+
+
+def _agreement(res: TableResult) -> Agreement:
     spec = res.spec
     regimes = RegimeMap(res)
     pairs = []

@@ -27,7 +27,7 @@ from pubench.registry.spec import Claim, Revision
 from pubench.report.collect import TableResult
 from pubench.report.power import PairPower, pair_power
 from pubench.report.regime import OUT, PAPER, POWER, RegimeMap, RegimeVerdict
-from pubench.report.stats import (FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
+from pubench.report.stats import (FAILS, kendall_tau, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
                                   outcome_text, weakest)
 
 NOT_IN_REGIME, UNDERPOWERED = "not in regime", "underpowered"
@@ -268,10 +268,8 @@ def _column_checks(res: TableResult) -> list[ColumnCheck]:
             both = [x for x in cands if x in ours and x in paper]
             tau = None
             if len(both) >= 3:
-                from scipy.stats import kendalltau  # loaded when needed (issue 34)
-
-                t = kendalltau([ours[x] for x in both], [paper[x] for x in both]).statistic
-                tau = None if t != t else float(t)  # nan when a side is constant
+                t = kendall_tau([ours[x] for x in both], [paper[x] for x in both])
+                tau = None if t != t else t  # nan when a side is constant
             out.append(ColumnCheck(group, key, metric, _best(ours, m.higher_is_better),
                                    _best(paper, m.higher_is_better), tau, len(both)))
     return out

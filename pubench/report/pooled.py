@@ -16,11 +16,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from pubench.report.collect import TableResult
+from pubench.report.collect import REPORT_FIELDS, TableResult, sample_std
 from pubench.store.store import ResultStore
-from pubench.utils.hashing import canonical_json
 
-_FIELDS = ("job", "metrics")
+_FIELDS = REPORT_FIELDS  # the fields a report scans: the folders a report of every table reads anyway
 
 
 @dataclass(frozen=True)
@@ -42,27 +41,40 @@ class PooledSpread:
 
     @property
     def std(self) -> float | None:
-        return statistics.stdev(self.values) if self.n > 1 else None
+        return sample_std(self.values) if self.n > 1 else None
 
 
 def _tier_index(store: ResultStore, tier: str) -> dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]]:
     """(task, canonical params) -> run (its seeds) -> (the specs holding its record, metrics), over
-    every spec folder of the tier (once per store that memoizes: ``report`` of every table reads it
-    once)."""
+    every spec folder of the tier whose spec is registered, each record under its cell's current
+    config (a stale record, made under another config, is left out, as reports leave it out);
+    once per store that memoizes: ``report`` of every table reads it once."""
+    from pubench.registry import load_all
+
     memo = getattr(store, "_memo", None)
     key = ("pooled-index", tier)
     if memo is not None and key in memo:
         return memo[key]
+    specs = load_all()
     index: dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]] = {}
     folder = store.root / tier
     for spec_dir in sorted(folder.iterdir()) if folder.is_dir() else ():
-        if not spec_dir.is_dir() or spec_dir.name.startswith("."):
+        spec = specs.get(spec_dir.name)
+        if spec is None or tier not in spec.tiers:
             continue
+        current: dict[tuple[str, str], tuple | None] = {}
+        runnable = set(spec.cells())
         for rec in store.scan(tier, spec_dir.name, fields=_FIELDS).records:
             job = rec["job"]
-            config = (job["task"], canonical_json(job["params"]))
+            cell = (job["row"], job["col"])
+            if cell not in current:
+                cfg, params_json = spec.resolve_with_json(tier, *cell) if cell in runnable else (None, None)
+                current[cell] = None if cfg is None else (cfg["task"], cfg["params"], params_json)
+            config = current[cell]
+            if config is None or job["task"] != config[0] or job["params"] != config[1]:
+                continue
             run = tuple(sorted((job.get("seeds") or {}).items()))
-            index.setdefault(config, {}).setdefault(run, (set(), rec["metrics"]))[0].add(job["spec_id"])
+            index.setdefault((config[0], config[2]), {}).setdefault(run, (set(), rec["metrics"]))[0].add(spec.id)
     if memo is not None:
         memo[key] = index
     return index

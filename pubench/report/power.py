@@ -28,19 +28,16 @@ import math
 import statistics
 from dataclasses import dataclass
 
-import numpy as np
-
-from pubench.report.collect import CellStats
+from pubench.report.collect import CellStats, sample_std
 from pubench.report.stats import ALPHA, paired_values, welch_df
+from pubench.utils.student_t import t_ppf
 
 POWER = 0.8
 MAX_SEEDS = 1000
 
 
-def _quantiles(df):
-    from scipy.special import stdtrit  # Student's t quantile; scipy.stats takes 0.8 s to import (issue 34)
-
-    return stdtrit(df, 1.0 - ALPHA) + stdtrit(df, POWER)
+def _quantiles(df: float) -> float:
+    return t_ppf(1.0 - ALPHA, df) + t_ppf(POWER, df)
 
 
 def mdd_paired(sd_d: float, n: int) -> float | None:
@@ -60,27 +57,37 @@ def mdd_welch(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float | None:
     return float(_quantiles(welch_df(sd_a, sd_b, n_a, n_b)) * se)
 
 
+def _first(ok) -> int:
+    """The smallest n in 2 ... MAX_SEEDS with ``ok(n)`` (``ok`` turns true once and stays so: the
+    detectable difference only shrinks as seeds grow), ``MAX_SEEDS + 1`` when none: a bisection,
+    ten quantiles instead of a thousand."""
+    lo, hi = 2, MAX_SEEDS + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def seeds_needed_paired(sd_d: float, gap: float) -> int | None:
     """The smallest n (2 ... MAX_SEEDS) of paired seeds with ``mdd_paired(sd_d, n) <= gap``;
     ``MAX_SEEDS + 1`` when none; ``None`` when the gap is not positive."""
     if not gap > 0:
         return None
-    ns = np.arange(2, MAX_SEEDS + 1)
-    ok = _quantiles(ns - 1) * sd_d / np.sqrt(ns) <= gap
-    return int(ns[ok.argmax()]) if ok.any() else MAX_SEEDS + 1
+    return _first(lambda n: _quantiles(n - 1) * sd_d / math.sqrt(n) <= gap)
 
 
 def seeds_needed_welch(sd_a: float, sd_b: float, gap: float) -> int | None:
     """The same for two independent cells of n seeds each, with the observed stds."""
     if not gap > 0:
         return None
-    ns = np.arange(2, MAX_SEEDS + 1)
     va, vb = sd_a ** 2, sd_b ** 2
     if va + vb == 0.0:
         return 2
-    df = (va + vb) ** 2 * (ns - 1) / (va ** 2 + vb ** 2)
-    ok = _quantiles(df) * np.sqrt((va + vb) / ns) <= gap
-    return int(ns[ok.argmax()]) if ok.any() else MAX_SEEDS + 1
+    return _first(lambda n: _quantiles((va + vb) ** 2 * (n - 1) / (va ** 2 + vb ** 2)) * math.sqrt((va + vb) / n)
+                  <= gap)
 
 
 def fmt_seeds(n: int | None) -> str:
@@ -130,14 +137,14 @@ def pair_power(better: CellStats, worse: CellStats, paper_gap: float | None) -> 
     a, b, paired = paired_values(better, worse)
     if paired:
         n = len(a)
-        sd = statistics.stdev([x - y for x, y in zip(a, b)]) if n > 1 else None
+        sd = sample_std([x - y for x, y in zip(a, b)]) if n > 1 else None
         mdd = None if sd is None else mdd_paired(sd, n)
         need = None if sd is None or paper_gap is None else seeds_needed_paired(sd, paper_gap)
         return PairPower(True, n, sd, mdd, paper_gap, need)
     n = min(len(a), len(b))
     if n < 2:
         return PairPower(False, n, None, None, paper_gap, None)
-    sa, sb = statistics.stdev(a), statistics.stdev(b)
+    sa, sb = sample_std(a), sample_std(b)
     mdd = mdd_welch(sa, sb, len(a), len(b))
     need = None if paper_gap is None else seeds_needed_welch(sa, sb, paper_gap)
     return PairPower(False, n, math.sqrt((sa ** 2 + sb ** 2) / 2), mdd, paper_gap, need)

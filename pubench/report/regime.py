@@ -44,7 +44,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from pubench.registry.spec import RegimeBlock
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, sample_std
 from pubench.report.oneclass import AUC, BALANCED_ACCURACY, CHANCE
 from pubench.report.stats import ALPHA, _one_sided_p, _t_sf, fmt_p, paired_values
 
@@ -152,7 +152,7 @@ def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     gain = mean - CHANCE - b.auc_margin
     p = None
     if len(values) >= 2:
-        sd = statistics.stdev(values)
+        sd = sample_std(values)
         p = (0.0 if gain > 0 else 1.0) if sd == 0 else _t_sf(gain / (sd / math.sqrt(len(values))), len(values) - 1)
     if near > b.max_share * seeds + 1e-9 or gain <= 0:
         verdict = OUT

@@ -31,23 +31,21 @@ import statistics
 import warnings
 from dataclasses import dataclass
 
-from pubench.report.collect import CellStats
+from pubench.report.collect import CellStats, sample_std
+from pubench.utils.student_t import t_sf
 
 
 def _t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom (scipy's C ufunc: a report runs
-    thousands of tests, and scipy.stats' wrappers cost ~1 ms each; scipy loads when a test
-    runs, not when a command starts, issue 34)."""
-    from scipy.special import stdtr
-
-    return float(stdtr(df, -t))
+    """P(T > t) for Student's t with ``df`` degrees of freedom (:mod:`pubench.utils.student_t`:
+    scipy's numbers without importing scipy, issue 54)."""
+    return t_sf(t, df)
 
 
 def _paired_p(a: list[float], b: list[float], alternative: str) -> float:
     """``scipy.stats.ttest_rel(a, b, alternative=...)``'s p-value."""
     d = [x - y for x, y in zip(a, b)]
     n = len(d)
-    t = statistics.fmean(d) / (statistics.stdev(d) / math.sqrt(n))
+    t = statistics.fmean(d) / (sample_std(d) / math.sqrt(n))
     return _t_sf(t if alternative == "greater" else -t, n - 1)
 
 
@@ -62,15 +60,36 @@ def welch_df(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float:
 
 def _welch_p(a: list[float], b: list[float], alternative: str) -> float:
     """``scipy.stats.ttest_ind_from_stats(..., equal_var=False, alternative=...)``'s p-value."""
-    sd_a, sd_b = statistics.stdev(a), statistics.stdev(b)
+    sd_a, sd_b = sample_std(a), sample_std(b)
     t = (statistics.fmean(a) - statistics.fmean(b)) / math.sqrt(sd_a ** 2 / len(a) + sd_b ** 2 / len(b))
     return _t_sf(t if alternative == "greater" else -t, welch_df(sd_a, sd_b, len(a), len(b)))
 
 
-def ttest_1samp(*args, **kwargs):
-    from scipy.stats import ttest_1samp as test
+def one_sample_p(values: list[float], mu: float) -> float:
+    """``scipy.stats.ttest_1samp(values, mu).pvalue`` (two-sided), without importing scipy.stats
+    (1.9 s, issue 54): the same t statistic and Student-t tail."""
+    n = len(values)
+    t = (statistics.fmean(values) - mu) / (sample_std(values) / math.sqrt(n))
+    return min(1.0, 2.0 * _t_sf(abs(t), n - 1))
 
-    return test(*args, **kwargs)
+
+def kendall_tau(x: list[float], y: list[float]) -> float:
+    """Kendall's tau-b of two equally long sequences, as ``scipy.stats.kendalltau`` computes it
+    (ties counted per variable; nan when either is constant), without importing scipy.stats."""
+    n = len(x)
+    con_minus_dis = xtie = ytie = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            xtie += dx == 0
+            ytie += dy == 0
+            if dx and dy:
+                con_minus_dis += 1 if (dx > 0) == (dy > 0) else -1
+    tot = n * (n - 1) // 2
+    if xtie == tot or ytie == tot:
+        return float("nan")
+    tau = con_minus_dis / math.sqrt(tot - xtie) / math.sqrt(tot - ytie)
+    return min(1.0, max(-1.0, tau))
 
 
 ALPHA = 0.05
@@ -210,7 +229,7 @@ def delta_test(ours: CellStats, reported_mean: float, *, higher_is_better: bool,
     if _constant(values):
         return DeltaTest(direction, 0.0)
     with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
-        return DeltaTest(direction, float(ttest_1samp(values, reported_mean).pvalue))
+        return DeltaTest(direction, one_sample_p(values, reported_mean))
 
 
 def significance_mark(res, row: str, col: str, metric: str) -> str:

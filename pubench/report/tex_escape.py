@@ -48,5 +48,18 @@ def escape_tex(text: object) -> str:
     return "".join(r"\texttt{%s}" % _escape(p) if i % 2 else _escape(p) for i, p in enumerate(parts))
 
 
+class _Table(dict):
+    """str.translate's table: the special characters, and every other non-ASCII character
+    looked up once (a report escapes half a million characters)."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        out = self[code] = _TEX_SPECIAL.get(ch) or (_unicode(ch) if code > 127 else ch)
+        return out
+
+
+_TABLE = _Table({ord(k): v for k, v in _TEX_SPECIAL.items()})
+
+
 def _escape(text: str) -> str:
-    return "".join(_TEX_SPECIAL.get(ch) or (_unicode(ch) if ord(ch) > 127 else ch) for ch in text)
+    return text.translate(_TABLE)

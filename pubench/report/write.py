@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from tabulate import tabulate
@@ -20,7 +21,7 @@ from pubench.report.plot import render_plot
 from pubench.report.pooled import pooled_spreads
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE
 from pubench.store.store import ResultStore
-from pubench.utils.io import atomic_write, atomic_write_text
+from pubench.utils.io import atomic_write, write_text_if_changed
 
 
 def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
@@ -32,12 +33,23 @@ def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
     folder, stem = Path(reports_root) / tier, report_stem(spec)
     plot = f"{stem}.png" if spec.kind == "figure" else None  # beside the .md and the .tex, which embed it
     paths = [
-        atomic_write_text(folder / f"{stem}.md", render_markdown(res, plot=plot)),
-        atomic_write_text(folder / f"{stem}.tex", render_latex(res, standalone=standalone, plot=plot)),
+        write_text_if_changed(folder / f"{stem}.md", render_markdown(res, plot=plot)),
+        write_text_if_changed(folder / f"{stem}.tex", render_latex(res, standalone=standalone, plot=plot)),
     ]
     if plot:
         paths.append(_plot(res, folder / plot))
     return res, paths
+
+
+@functools.lru_cache(maxsize=1)
+def _matplotlib_version() -> str:
+    """Read once per process: importlib.metadata parses the package's METADATA on every call."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("matplotlib")
+    except metadata.PackageNotFoundError:
+        return "none"
 
 
 def _plot(res: TableResult, path: Path) -> Path:
@@ -45,21 +57,19 @@ def _plot(res: TableResult, path: Path) -> Path:
     spec, the tier, each cell's mean and std) and its code are those of an earlier call:
     matplotlib takes most of a report's time and draws the same bytes for the same inputs."""
     import json
-    from importlib import metadata
 
     from pubench.registry import cache
 
     here = Path(__file__).resolve().parent
-    try:
-        mpl = metadata.version("matplotlib")
-    except metadata.PackageNotFoundError:
-        mpl = "none"
+    mpl = _matplotlib_version()
     stats = sorted((k, s.mean, s.std) for k, s in res.stats.items())
     curves = sorted((k, sorted(c.by_seed.items())) for k, c in res.curves.items())
     key = cache.key_of(cache.files_fingerprint([here / "plot.py", here / "layout.py"], salt="plot"), mpl, res.tier,
                        json.dumps(res.spec.raw, sort_keys=True, default=str), repr(stats), repr(curves))
     png = cache.get("plots", key)
     if png is not None:
+        if path.is_file() and path.read_bytes() == png:
+            return path
         path.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write(path, lambda f: f.write(png), binary=True)
     out = render_plot(res, path)
@@ -111,4 +121,4 @@ def write_index(specs: dict[str, Spec], store: ResultStore, reports_root: Path) 
                                 "regime", "paper's order kept", "CPU core-h"],
                  tablefmt="github", disable_numparse=True) if rows else "(no reports yet)", "",
     ])
-    return atomic_write_text(Path(reports_root) / "README.md", text)
+    return write_text_if_changed(Path(reports_root) / "README.md", text)

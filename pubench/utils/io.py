@@ -64,6 +64,18 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda f: f.write(text))
 
 
+def write_text_if_changed(path: str | Path, text: str) -> Path:
+    """:func:`atomic_write_text`, unless ``path`` already holds exactly ``text`` (a derived file
+    such as a report, rewritten each time the same: no fsync, and its mtime says when it changed)."""
+    path = Path(path)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    return atomic_write_text(path, text)
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True, allow_nan=True) + "\n")
 
