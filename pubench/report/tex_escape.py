@@ -45,7 +45,7 @@ _CODE = re.compile(r"`([^`\n]+)`")  # a markdown code span: `pubench run ...`
 def escape_tex(text: object) -> str:
     """``text`` escaped; a markdown code span (`x`) becomes \\texttt{x} rather than TeX's quotes."""
     parts = _CODE.split(str(text))  # even indices: prose, odd: code spans
-    return "".join(r"\texttt{%s}" % _escape(p) if i % 2 else _escape(p) for i, p in enumerate(parts))
+    return "".join(r"\texttt{%s}" % p.translate(_CODE_TABLE) if i % 2 else _escape(p) for i, p in enumerate(parts))
 
 
 class _Table(dict):
@@ -59,6 +59,11 @@ class _Table(dict):
 
 
 _TABLE = _Table({ord(k): v for k, v in _TEX_SPECIAL.items()})
+# In a code span the typewriter font's own glyphs: with the default OT1 encoding \textbar, \{ and
+# the like fall back to a math font in \texttt ("Font shape OMS/cmtt/m/n undefined"); cmtt has
+# every ASCII character at its code point.
+_CODE_TABLE = _Table({ord(k): v for k, v in _TEX_SPECIAL.items()}
+                     | {ord(ch): r"\char%d{}" % ord(ch) for ch in "|<>{}\\~^"})
 
 
 def _escape(text: str) -> str:
