@@ -8,8 +8,8 @@ Where the files are looked for, under the data root (``$PUBENCH_DATA``, default 
 
 1. ``<root>/tu/<NAME>/<NAME>_A.txt``, ``_graph_indicator.txt``, ``_graph_labels.txt``
    (``_node_labels.txt`` where the data set has node labels): the TU raw format, read
-   with torch-geometric's ``TUDataset`` (raw folder = that folder, processed cache =
-   ``<root>/processed/tu/<NAME>/<hash>/``);
+   with torch-geometric's TU reader as its ``TUDataset`` reads it (processed cache, written
+   and read by pubench with ``weights_only=True``: ``<root>/processed/tu/<NAME>/<hash>/``);
 2. else ``<root>/gin/<GIN_NAME>/<GIN_NAME>.txt``: the GIN / DGCNN text format (first line
    the number of graphs; per graph a line ``n label`` then ``n`` lines
    ``tag degree nbr_1 ... nbr_degree [attributes]``, 0-based neighbours), read by
@@ -52,7 +52,7 @@ from pubench.utils.lazy import lazy
 
 torch = lazy("torch")  # loaded on first use: importing this module stays cheap (issue 34)
 
-LOADER_VERSION = 1  # bump when the cached processed data would change
+LOADER_VERSION = 2  # bump when the cached processed data would change (2: TU sets cached by pubench, not PyG)
 ONE_HOT_DEGREE_MAX = 1000  # HCL's rule: one-hot degree below this max degree, else standardized
 FEATURES = ("auto", "degree", "constant")
 PREPARE_HINT = "pubench prepare --from ../shared/data"
@@ -164,31 +164,56 @@ def find_source(spec: GraphDatasetSpec, root: Path) -> tuple[str, Path]:
 
 
 # ------------------------------------------------------------------ readers
-def _tu_dataset_class():
-    from torch_geometric.datasets import TUDataset
+def _tu_processed(spec: GraphDatasetSpec, folder: Path, cache: Path) -> tuple[list, bool]:
+    """The graphs of TU raw files in ``folder`` as torch-geometric's ``TUDataset`` gives them
+    (its reader; continuous node and edge attributes dropped, as with ``use_node_attr=False``)
+    and whether they have node labels. Cached by pubench, not by ``TUDataset``: its processed
+    folder is read with ``torch.load(weights_only=False)`` (``pre_transform.pt``) and falls back
+    to it for a file ``weights_only`` refuses, so a planted file there would run code."""
+    from torch_geometric.io import read_tu_data
 
-    class OfflineTUDataset(TUDataset):
-        """``TUDataset`` reading raw files from a given folder, caching under another; no download."""
+    cached = _read_processed(cache)
+    if cached is not None and isinstance(cached[1].get("num_node_labels"), int):
+        graphs, sizes = cached
+        return graphs, sizes["num_node_labels"] > 0
+    data, slices, sizes = read_tu_data(str(folder), spec.tu_name)
+    if data.x is not None:  # attributes come before the one-hot labels
+        data.x = data.x[:, sizes["num_node_attributes"]:]
+    if data.edge_attr is not None:
+        data.edge_attr = data.edge_attr[:, sizes["num_edge_attributes"]:]
+    _write_processed(cache, data, slices, sizes)
+    return _separate(data, slices), sizes["num_node_labels"] > 0
 
-        def __init__(self, raw_folder: Path, processed_folder: Path, name: str):
-            self._raw_folder = str(raw_folder)
-            self._processed_folder = str(processed_folder)
-            super().__init__(str(processed_folder), name)
 
-        @property
-        def raw_dir(self) -> str:
-            return self._raw_folder
+def _separate(data, slices: dict) -> list:
+    from torch_geometric.data import InMemoryDataset
 
-        @property
-        def processed_dir(self) -> str:
-            return self._processed_folder
+    ds = InMemoryDataset()
+    ds.data, ds.slices = data, slices
+    return [ds[i] for i in range(len(ds))]
 
-        def download(self) -> None:
-            raise FileNotFoundError(
-                f"TU raw files of {self.name} missing in {self._raw_folder}; run `{PREPARE_HINT}`"
-            )
 
-    return OfflineTUDataset
+def _read_processed(cache: Path) -> tuple[list, dict[str, int]] | None:
+    """The graphs and sizes :func:`_write_processed` stored under ``cache``, or None."""
+    from torch_geometric.data import Data
+
+    target = cache / "data.pt"
+    if not target.is_file():
+        return None
+    try:  # tensors and plain containers only: a file in a shared data root never runs code
+        blob = torch.load(target, weights_only=True)
+        return _separate(Data.from_dict(blob["data"]), blob["slices"]), dict(blob.get("sizes") or {})
+    except Exception:  # noqa: BLE001 - an old (pickled Data), corrupt or unsafe cache is rebuilt
+        return None
+
+
+def _write_processed(cache: Path, data, slices: dict, sizes: dict[str, int] | None = None) -> None:
+    blob = {"data": data.to_dict(), "slices": dict(slices), **({"sizes": dict(sizes)} if sizes else {})}
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache / "data.pt", lambda f: torch.save(blob, f), binary=True)
+    except OSError:  # a read-only data root only costs the cache
+        pass
 
 
 def read_gin_txt(path: str | Path) -> list:
@@ -256,25 +281,13 @@ def relabel(graphs: list) -> list[int]:
 def _gin_processed(spec: GraphDatasetSpec, txt: Path, cache: Path) -> list:
     from torch_geometric.data import InMemoryDataset
 
-    from torch_geometric.data import Data
-
-    target = cache / "data.pt"
-    if target.is_file():
-        try:  # tensors and plain containers only: a file in a shared data root never runs code
-            blob = torch.load(target, weights_only=True)
-            ds = InMemoryDataset()
-            ds.data, ds.slices = Data.from_dict(blob["data"]), blob["slices"]
-            return [ds[i] for i in range(len(ds))]
-        except Exception:  # noqa: BLE001 - an old (pickled Data), corrupt or unsafe cache is rebuilt
-            pass
+    cached = _read_processed(cache)
+    if cached is not None:
+        return cached[0]
     graphs = read_gin_txt(txt)
     relabel(graphs)
     data, slices = InMemoryDataset.collate(graphs)
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, lambda f: torch.save({"data": data.to_dict(), "slices": dict(slices)}, f), binary=True)
-    except OSError:  # a read-only data root only costs the cache
-        pass
+    _write_processed(cache, data, slices)
     return graphs
 
 
@@ -315,9 +328,7 @@ def load_graphs(name: str, root: str | Path | None = None, *, features: str = "a
     key = config_hash({"format": kind, "name": spec.tu_name, "loader_version": LOADER_VERSION})
     cache = root / "processed" / kind / spec.tu_name / key
     if kind == "tu":
-        ds = _tu_dataset_class()(where, cache, spec.tu_name)
-        graphs = [ds[i] for i in range(len(ds))]
-        has_labels = ds.num_node_labels > 0
+        graphs, has_labels = _tu_processed(spec, where, cache)
     else:
         graphs = _gin_processed(spec, where, cache)
         has_labels = spec.node_labels

@@ -196,9 +196,38 @@ def _mnist_reader(folder: str, classes: list[str]):
     return read
 
 
+#: The globals a CIFAR batch may name: NumPy's array and dtype rebuilders (``numpy.core`` in files
+#: NumPy 1 wrote, ``numpy._core`` in NumPy 2's; ``_frombuffer`` for protocol 5) and ``_codecs.encode``
+#: (bytes in a protocol-2 pickle Python 3 wrote). Lists, dicts, strings and numbers need none.
+CIFAR_GLOBALS = frozenset({
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"), ("numpy._core.numeric", "_frombuffer"), ("_codecs", "encode"),
+})
+
+
+class CifarUnpickler(pickle.Unpickler):
+    """Reads the pickled batches of CIFAR-10 / CIFAR-100 and refuses any global they do not
+    hold, so a planted file in the data root cannot run code (:data:`CIFAR_GLOBALS`)."""
+
+    def find_class(self, module: str, name: str):
+        numpy2 = "numpy._core" + module[len("numpy.core"):] if module.split(".")[:2] == ["numpy", "core"] else module
+        if (numpy2, name) not in CIFAR_GLOBALS:
+            raise pickle.UnpicklingError(f"refused {module}.{name}: a CIFAR batch holds only NumPy arrays, lists, "
+                                         "numbers and strings")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
+    """A CIFAR batch (its keys as strings, however the file was written); ValueError in one line
+    for a file that is not one."""
     with open(path, "rb") as f:
-        return pickle.load(f, encoding="latin1")
+        try:
+            data = CifarUnpickler(f, encoding="latin1").load()
+        except Exception as e:  # noqa: BLE001 - whatever a damaged or foreign file raises: one line naming it
+            raise ValueError(f"{path}: not a CIFAR batch ({type(e).__name__}: {e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a CIFAR batch (a {type(data).__name__}, not a dict)")
+    return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in data.items()}
 
 
 def _cifar_reader(folder: str, batches: dict[str, list[str]], meta: str, label_key: str, names_key: str):

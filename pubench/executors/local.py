@@ -8,10 +8,12 @@ one machine and store neither repeat a job nor oversubscribe the cores.
 Worker processes die with their runner, SIGKILL included (``PR_SET_PDEATHSIG`` on Linux,
 and a parent watchdog elsewhere). SIGINT / SIGTERM / SIGHUP stop the run cleanly: jobs in
 flight get an "interrupted" failure record (retried by the next run) and the runner raises
-:class:`~pubench.executors.worker.JobInterrupted`. ``--jobs N`` starts at most as many
-workers as the core slots can run at once, and a worker loads torch only once it holds a
-slot: memory stays bounded whatever N is. A write that fails (disk full) stops the run
-with :class:`~pubench.errors.StorageError`: finished jobs are kept, a rerun continues.
+:class:`~pubench.executors.worker.JobInterrupted`. A SIGHUP ignored when the runner started
+(``nohup``) stays ignored in the runner and its workers: the run goes on to its end.
+``--jobs N`` starts at most as many workers as the core slots can run at once, and a worker
+loads torch only once it holds a slot: memory stays bounded whatever N is. A write that
+fails (disk full) stops the run with :class:`~pubench.errors.StorageError`: finished jobs
+are kept, a rerun continues.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tqdm import tqdm
 from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
 from pubench.errors import StorageError, install_warning_format
 from pubench.executors.cores import hold_cores, usable_cores
-from pubench.executors.worker import FAILED, JobInterrupted, execute_job
+from pubench.executors.worker import FAILED, JobInterrupted, execute_job, stop_signals
 from pubench.jobs.plan import Job
 from pubench.numerics import Numerics
 from pubench.utils.threads import start_helper_thread, stop_signals_blocked
@@ -162,7 +164,8 @@ class LocalExecutor(Executor):
     def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()
         bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not self.progress, dynamic_ncols=True)
-        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        stops = stop_signals(signal.SIGTERM, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in stops}
         try:
             if self.n_jobs == 1 or len(jobs) <= 1:
                 for job in jobs:
@@ -184,7 +187,11 @@ class LocalExecutor(Executor):
 
     def _run_pool(self, jobs: list[Job], counts: Counter, bar, on_done) -> None:
         ctx = mp.get_context("spawn")  # fork after torch has threads is unsafe
-        tasks, results = ctx.Queue(), ctx.Queue()
+        # The first queue starts multiprocessing's resource tracker, which inherits this mask: a
+        # SIGHUP to the process group (a closed terminal) would kill it, and the stopping runner
+        # would print its replacement's tracebacks. The runner takes the signal after the block.
+        with stop_signals_blocked():
+            tasks, results = ctx.Queue(), ctx.Queue()
         for i, job in enumerate(jobs):
             tasks.put((i, job.to_dict(), Numerics.from_dict(job.numerics).threads))
         n_workers = worker_count(self.n_jobs, len(jobs), max(Numerics.from_dict(j.numerics).threads for j in jobs))

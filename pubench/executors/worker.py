@@ -60,10 +60,21 @@ def check_output(out: Any) -> tuple[dict[str, float], dict[str, Any]]:
     return metrics, dict(info)
 
 
-#: SIGHUP (a closed terminal, the end of a `setsid` session) stops a job like SIGTERM does
+#: SIGHUP (a closed terminal, the end of a `setsid` session) stops a job like SIGTERM does,
+#: unless it was ignored when the process started (:data:`HUP_IGNORED`)
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
                      if hasattr(signal, name))
+#: ``nohup`` (or a shell, ``setsid``, tmux) set SIGHUP to ignored for a run meant to outlive its
+#: terminal: it stays ignored, as Python leaves an ignored SIGINT. Read when this module is first
+#: imported, before pubench installs any handler; a worker process starts with its runner's
+#: ignored signals still ignored (they survive exec), so it reads the same.
+HUP_IGNORED = hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
 DEFAULT_CHECKPOINT_EVERY = 10   # epochs; also the stage ends and stop signals (pubench.train.checkpoint)
+
+
+def stop_signals(*signals: int) -> tuple[int, ...]:
+    """``signals`` (default :data:`STOP_SIGNALS`) less SIGHUP where it is to stay ignored."""
+    return tuple(sig for sig in signals or STOP_SIGNALS if not (HUP_IGNORED and sig == signal.SIGHUP))
 
 
 def _raise_interrupted(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -107,7 +118,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     start, t0, machine = _now(), time.perf_counter(), None
     previous, held, finished = {}, None, False
     try:
-        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in STOP_SIGNALS} if in_main else {}
+        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in stop_signals()} if in_main else {}
         # A stop signal from the moment the claim file exists is the job's: recorded, claim released.
         if claim:
             with _signals_deferred(in_main):

@@ -152,4 +152,4 @@ def cached(job) -> dict[str, Any] | None:
         entry = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return entry if isinstance(entry.get("job_s"), (int, float)) else None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("job_s"), (int, float)) else None

@@ -5,23 +5,35 @@ registries (:mod:`pubench.registry.units`) and task config verdicts (``pubench c
 Every entry is keyed by the SHA-256 of everything its value depends on (the file's content,
 the presets and PU data set catalogue it expands, the source of the code that builds it),
 so an edit of any of them misses and rebuilds: nothing is ever invalidated by hand. Entries
-live in ``$PUBENCH_CACHE/meta/<kind>/<key>.pickle`` (default ``<home>/.cache``); a writer
+live in ``$PUBENCH_CACHE/meta/<kind>/<key>.json`` (default ``<home>/.cache``); a writer
 writes a temp file and renames it over the entry, so two processes writing one entry at
 once (they write the same bytes) leave a whole file, and a reader never sees half of one.
 An entry that cannot be read is rebuilt. ``PUBENCH_META_CACHE=0`` turns the cache off.
+
+Entries are JSON, never pickles: the cache folder is often on a shared file system, and
+reading a file there must not run code. What JSON cannot say (tuples, bytes, sets, dates,
+dict keys that are not strings, the dataclasses of a parsed spec) is written as an object
+tagged ``"!"`` and rebuilt on load; a dataclass is rebuilt only when it is one of those
+:func:`register` admitted, from its fields, so a planted file can at most be a wrong entry
+of plain data (an unknown tag or a file that is not JSON is a miss).
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime
 import hashlib
+import json
 import os
-import pickle
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-FORMAT = 1  # bump when what an entry holds changes shape
+FORMAT = 2  # bump when what an entry holds changes shape (2: JSON instead of pickles)
+TAG = "!"  # the key that marks an encoded value that is not plain JSON
+_TAG_JSON = json.dumps(TAG).encode()
 
 
 def enabled() -> bool:
@@ -35,8 +47,17 @@ def cache_root() -> Path:
 
 
 _ROOT = Path(__file__).resolve().parents[2]  # the checkout: fingerprints name files relative to it
-_memo: dict[tuple[str, str], bytes] = {}  # this process's entries (pickled: every get is a fresh object)
+_memo: dict[tuple[str, str], bytes] = {}  # this process's entries (encoded: every get is a fresh object)
 _stamps: dict[tuple, str] = {}
+_classes: dict[str, type] = {}  # the dataclasses an entry may hold, by name
+
+
+def register(*classes: type) -> None:
+    """Admit these dataclasses in entries (rebuilt from their fields on load)."""
+    for cls in classes:
+        if not dataclasses.is_dataclass(cls) or _classes.get(cls.__name__, cls) is not cls:
+            raise TypeError(f"cannot register {cls!r} in the cache")
+        _classes[cls.__name__] = cls
 
 
 def files_fingerprint(files: Iterable[Path], salt: str = "") -> str:
@@ -79,19 +100,22 @@ def key_of(*parts: str | bytes) -> str:
     return h.hexdigest()[:32]
 
 
-def get(kind: str, key: str) -> Any | None:
-    """The value stored under ``(kind, key)``, or None (missing, unreadable, cache off)."""
+def get(kind: str, key: str, expect: type | tuple[type, ...] = object) -> Any | None:
+    """The value stored under ``(kind, key)``, or None (missing, unreadable, not an ``expect``,
+    cache off)."""
     if not enabled():
         return None
     blob = _memo.get((kind, key))
     if blob is None:
         try:
-            blob = (cache_root() / kind / f"{key}.pickle").read_bytes()
+            blob = (cache_root() / kind / f"{key}.json").read_bytes()
         except OSError:
             return None
     try:
-        value = pickle.loads(blob)  # noqa: S301 - our own files, in our own cache folder
+        value = loads(blob)
     except Exception:  # noqa: BLE001 - a torn or foreign file is a miss
+        return None
+    if not isinstance(value, expect):
         return None
     _memo[(kind, key)] = blob
     return value
@@ -101,7 +125,7 @@ def put(kind: str, key: str, value: Any) -> None:
     """Store ``value``; a cache folder that cannot be written is no error (the next call recomputes)."""
     if not enabled():
         return
-    blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    blob = dumps(value)
     _memo[(kind, key)] = blob
     folder = cache_root() / kind
     try:
@@ -110,9 +134,67 @@ def put(kind: str, key: str, value: Any) -> None:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
-            os.replace(tmp, folder / f"{key}.pickle")
+            os.replace(tmp, folder / f"{key}.json")
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError:
         pass
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as the JSON of an entry; TypeError for what an entry cannot hold."""
+    return json.dumps(_encode(value), separators=(",", ":")).encode()
+
+
+def loads(blob: bytes) -> Any:
+    """The value :func:`dumps` wrote; ValueError for a tag it does not know."""
+    if _TAG_JSON not in blob:  # no tagged value: plain JSON, parsed at C speed without a hook per object
+        return json.loads(blob)
+    return json.loads(blob, object_hook=_decode)
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        if TAG not in value and all(type(k) is str for k in value):
+            return {k: _encode(v) for k, v in value.items()}
+        return {TAG: "dict", "items": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        return {TAG: "tuple", "items": [_encode(v) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        return {TAG: type(value).__name__, "items": [_encode(v) for v in value]}
+    if isinstance(value, bytes):
+        return {TAG: "bytes", "base64": base64.b64encode(value).decode()}
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return {TAG: type(value).__name__, "iso": value.isoformat()}
+    cls = type(value)
+    if _classes.get(cls.__name__) is cls:
+        return {TAG: cls.__name__, "fields": {f.name: _encode(getattr(value, f.name))
+                                              for f in dataclasses.fields(value) if f.init}}
+    raise TypeError(f"a cache entry cannot hold a {cls.__name__}")
+
+
+_DECODERS = {
+    "dict": lambda d: {k: v for k, v in d["items"]},
+    "tuple": lambda d: tuple(d["items"]),
+    "set": lambda d: set(d["items"]),
+    "frozenset": lambda d: frozenset(d["items"]),
+    "bytes": lambda d: base64.b64decode(d["base64"], validate=True),
+    "datetime": lambda d: datetime.datetime.fromisoformat(d["iso"]),
+    "date": lambda d: datetime.date.fromisoformat(d["iso"]),
+}
+
+
+def _decode(d: dict[str, Any]) -> Any:
+    tag = d.get(TAG)
+    if tag is None:
+        return d
+    if tag in _DECODERS:
+        return _DECODERS[tag](d)
+    if tag in _classes:
+        return _classes[tag](**d["fields"])
+    raise ValueError(f"unknown tag {tag!r} in a cache entry")

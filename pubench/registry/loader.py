@@ -10,12 +10,13 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pubench.paths import experiments_root as experiments_root  # where the specs are (re-exported)
 from pubench.registry import cache
+from pubench.registry import spec as spec_module
 from pubench.registry.catalogue import class_counts, expand_pu_datasets
 from pubench.registry.shared import expand_shared, expand_shared_list
 from pubench.registry.presets import expand_presets
@@ -37,6 +38,10 @@ from pubench.registry.spec import (
     match_cell,
 )
 from pubench.utils.yamlio import parse_mapping, read_text
+
+# every dataclass of a parsed spec (Claim, Tier, Revision, ...), one added later included
+cache.register(*(c for c in vars(spec_module).values()
+                 if isinstance(c, type) and is_dataclass(c) and c.__module__ == spec_module.__name__))
 
 if TYPE_CHECKING:
     from pubench.registry.schema import SpecFile
@@ -68,18 +73,32 @@ def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
     path = Path(path)
     text = read_text(path)
     key = cache.key_of("spec", str(path), _spec_inputs(), text)
-    spec = cache.get("specs", key)
+    spec = cache.get("specs", key, Spec)
     if spec is None:
         spec = parse_spec(parse_mapping(text, path), str(path))
         spec.precompute()
         spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
-        cache.put("specs", key, spec)
+        # the resolved cells apart, one entry per tier: most commands read one tier, `list` none
+        cache.put("specs", key, replace(spec, designed=None, _resolved={}))
+        for tier, cells in spec._resolved.items():
+            cache.put("resolved", cache.key_of(key, tier), [[*cell, *texts] for cell, texts in cells.items()])
+    else:
+        spec.precomputed = functools.partial(_precomputed, key)
     spec.designed = designed_tiers
     if check_unit_names:
         from pubench.registry.units import check_names
 
         check_names(spec.raw, str(path))
     return spec
+
+
+def _precomputed(key: str, tier: str) -> dict[tuple[str, str], tuple[str, str]] | None:
+    """The resolved cells at ``tier`` of the cached spec under ``key`` (:meth:`Spec.precompute`)."""
+    rows = cache.get("resolved", cache.key_of(key, tier), list)
+    if rows is None or not all(isinstance(r, list) and len(r) == 4 and all(isinstance(x, str) for x in r)
+                               for r in rows):
+        return None  # missing, or a foreign entry: the cells are resolved again
+    return {(row, col): (text, canonical) for row, col, text, canonical in rows}
 
 
 def expand_layer(layer: dict[str, Any], file: str, where: str) -> dict[str, Any]:
@@ -531,7 +550,7 @@ def _designed_in(path: Path) -> list[str]:
     except SpecError:
         return []
     key = cache.key_of("designed", text)
-    hit = cache.get("designed", key)
+    hit = cache.get("designed", key, list)
     if hit is not None:
         return hit
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import pickle
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -199,10 +199,14 @@ class Spec:
     _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
     #: (base tier, overrides) of the variant this view is (:meth:`with_variant`); None for the spec itself
     variant: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
-    #: (tier, row, col) -> (task, the resolved params pickled, their canonical JSON): filled by
-    #: :meth:`precompute` (the spec cache stores it), read back by :meth:`resolve`
-    _resolved: dict[tuple[str, str, str], tuple[str, bytes, str]] = field(default_factory=dict, repr=False,
-                                                                         compare=False)
+    #: tier -> {(row, col): (the resolved params as JSON, their canonical JSON)}: filled by
+    #: :meth:`precompute` or, for a spec from the cache, by :attr:`precomputed`; read by :meth:`resolve`
+    _resolved: dict[str, dict[tuple[str, str], tuple[str, str]]] = field(default_factory=dict, repr=False,
+                                                                        compare=False)
+    #: ``tier -> {(row, col): (JSON, canonical JSON)}`` as :meth:`precompute` made it, read on the
+    #: first :meth:`resolve` at that tier (the loader sets it for a cached spec; None: computed)
+    precomputed: Callable[[str], dict[tuple[str, str], tuple[str, str]] | None] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def seed_spec(self) -> str:
@@ -279,30 +283,40 @@ class Spec:
         config, those of the tier on the tier's config, from :attr:`class_counts`: no file is
         read.
         """
-        hit = self._resolved.get((tier, row, col))
+        hit = self._precomputed(tier, row, col)
         if hit is not None:
-            return {"task": hit[0], "params": pickle.loads(hit[1])}  # a fresh copy, faster than deepcopy
+            return {"task": self.experiment["task"], "params": json.loads(hit[0])}  # a fresh copy, faster than deepcopy
         return self._resolve(tier, row, col)
 
     def resolve_with_json(self, tier: str, row: str, col: str) -> tuple[dict[str, Any], str]:
         """:meth:`resolve` and the canonical JSON of the resolved params."""
-        hit = self._resolved.get((tier, row, col))
+        hit = self._precomputed(tier, row, col)
         if hit is not None:
-            return {"task": hit[0], "params": pickle.loads(hit[1])}, hit[2]
+            return {"task": self.experiment["task"], "params": json.loads(hit[0])}, hit[1]
         cfg = self._resolve(tier, row, col)
         return cfg, canonical_json(cfg["params"])
 
     def precompute(self) -> None:
-        """Resolve every cell at every tier once (kept pickled, with its canonical JSON), so that
-        :meth:`resolve` only unpickles a copy."""
+        """Resolve every cell at every tier once (kept as JSON, and its canonical JSON), so that
+        :meth:`resolve` only parses a copy. Params that JSON would change (a tuple, a date, a key
+        that is not a string) are resolved on each call instead."""
         for tier in self.tiers:
             for row, col in self.cells():
                 try:
-                    cfg = self._resolve(tier, row, col)
+                    params = self._resolve(tier, row, col)["params"]
+                    text = json.dumps(params, allow_nan=False)
                 except PubenchError:
                     continue  # raised again when the cell is resolved
-                self._resolved[(tier, row, col)] = (cfg["task"], pickle.dumps(cfg["params"], pickle.HIGHEST_PROTOCOL),
-                                                    canonical_json(cfg["params"]))
+                except (TypeError, ValueError):
+                    continue  # no JSON for it (a date, a NaN)
+                if json.loads(text) == params:
+                    self._resolved.setdefault(tier, {})[(row, col)] = (text, canonical_json(params))
+
+    def _precomputed(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        cells = self._resolved.get(tier)
+        if cells is None:
+            cells = self._resolved[tier] = (self.precomputed(tier) if self.precomputed else None) or {}
+        return cells.get((row, col))
 
     def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
         if tier == CUSTOM and self.variant is not None:

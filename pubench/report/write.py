@@ -66,7 +66,7 @@ def _plot(res: TableResult, path: Path) -> Path:
     curves = sorted((k, sorted(c.by_seed.items())) for k, c in res.curves.items())
     key = cache.key_of(cache.files_fingerprint([here / "plot.py", here / "layout.py"], salt="plot"), mpl, res.tier,
                        json.dumps(res.spec.raw, sort_keys=True, default=str), repr(stats), repr(curves))
-    png = cache.get("plots", key)
+    png = cache.get("plots", key, bytes)
     if png is not None:
         if path.is_file() and path.read_bytes() == png:
             return path

@@ -41,6 +41,17 @@ _FAILURE_FIELDS = ("job", "error", "timing", "machine", "info")
 _RACY_NS = 3_000_000_000  # a file modified this recently may change within its mtime tick: never remembered
 
 
+def _remembered_shape(entry: Any) -> bool:
+    """Whether a scan cache entry reads ``[[mtime_ns, size], record or None, why or None]``:
+    one of another shape (a foreign file in the cache folder) is read from its record again."""
+    if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], list)):
+        return False
+    rec, why = entry[1], entry[2]
+    if rec is None:
+        return isinstance(why, str)
+    return isinstance(rec, dict) and isinstance(rec.get("job"), dict) and isinstance(rec["job"].get("id"), str)
+
+
 def _project(rec: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     """The top-level keys ``fields`` names of a record; ``"info.encoder_cache"`` keeps one key
     of a mapping."""
@@ -195,7 +206,7 @@ class ResultStore:
                         st = p.stat()
                     except FileNotFoundError:
                         continue
-                    stamp = (st.st_mtime_ns, st.st_size)
+                    stamp = [st.st_mtime_ns, st.st_size]  # lists, not tuples: JSON in the cache, read without tags
                     entry = old.get(p.name)
                     if entry is None or entry[0] != stamp:
                         entry = None
@@ -204,7 +215,7 @@ class ResultStore:
                     if rec is not None and fields is not None:
                         rec = _project(rec, _FAILURE_FIELDS if failed else fields)
                     if new is not None and now_ns - stamp[0] > _RACY_NS:
-                        entry = (stamp, rec, why)
+                        entry = [stamp, rec, why]
                 else:
                     _, rec, why = entry
                 if entry is not None:
@@ -230,10 +241,11 @@ class ResultStore:
 
         return cache.key_of("scan", str(self.folder(tier, spec_id).resolve()), repr(fields), str(SCHEMA_VERSION))
 
-    def _remembered(self, tier: str, spec_id: str, fields: tuple[str, ...]) -> dict[str, tuple]:
+    def _remembered(self, tier: str, spec_id: str, fields: tuple[str, ...]) -> dict[str, list]:
         from pubench.registry import cache
 
-        return cache.get("scans", self._scan_key(tier, spec_id, fields)) or {}
+        entries = cache.get("scans", self._scan_key(tier, spec_id, fields), dict) or {}
+        return {name: e for name, e in entries.items() if _remembered_shape(e)}
 
     def done_ids(self, tier: str, spec_id: str) -> set[str]:
         return set(self.scan(tier, spec_id).done)

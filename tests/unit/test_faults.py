@@ -424,6 +424,63 @@ def test_sighup_is_treated_as_sigterm(tmp_registry):
         "exit": proc.returncode, "in_flight_recorded_interrupted": len(failed), "left": 0})
 
 
+def _hup_group(ignored: bool, jobs: int, tmp_registry) -> tuple[subprocess.Popen, list[int], Path]:
+    """A runner in its own process group (as a shell's job), started with SIGHUP ignored as
+    ``nohup`` starts it or with the default; SIGHUP to the whole group once its jobs run, as a
+    closed terminal sends it. Returns the runner, its children and the store folder."""
+    tmp_registry(_sleepy_spec(0.3))
+    folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
+
+    def dispositions() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN if ignored else signal.SIG_DFL)
+
+    proc = subprocess.Popen(_cmd("--jobs", str(jobs), "--no-progress"), env=os.environ, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=dispositions)
+    deadline = time.time() + 120
+    while len(list((folder / ".claims").glob("*.claim"))) < jobs and time.time() < deadline:
+        time.sleep(0.05)
+    kids = list(_children(proc.pid))
+    os.killpg(proc.pid, signal.SIGHUP)
+    return proc, kids, folder
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_ignored_sighup_stays_ignored(tmp_registry, jobs):
+    """`nohup pubench run ... &`, then the terminal closes: SIGHUP to the job's process group
+    (twice) reaches the runner and its workers, which keep it ignored and finish every job."""
+    proc, kids, folder = _hup_group(True, jobs, tmp_registry)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGHUP)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0 and "interrupted" not in err and "Traceback" not in err, err
+    recs = _records(folder)
+    assert len(recs) == 24 and all(r["status"] == "ok" for r in recs), [r["status"] for r in recs]
+    assert not list(folder.glob("*.failed.json")) and not list((folder / ".claims").glob("*.claim"))
+    deadline = time.time() + 5  # the resource tracker ends once it sees its runner's pipe close
+    while time.time() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)]
+    record_reliability("signals", f"SIGHUP to the process group of a nohup'd --jobs {jobs} runner (a closed "
+                                  "terminal)", {"exit": proc.returncode, "records": len(recs), "interrupted": 0})
+
+
+def test_sighup_to_the_group_stops_a_runner_that_did_not_ignore_it(tmp_registry):
+    """The same SIGHUP without nohup: the runner and its workers stop cleanly, as for SIGTERM."""
+    proc, kids, folder = _hup_group(False, 2, tmp_registry)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGHUP and "interrupted (SIGHUP)" in err and "Traceback" not in err, err
+    failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
+    assert len(failed) == 2 and all("interrupted by" in f["error"]["message"] for f in failed)
+    assert 2 + len(failed) + len([p for p in folder.glob("*.json") if ".failed" not in p.name]) <= 2 + 24
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)] and not list((folder / ".claims").glob("*.claim"))
+    record_reliability("signals", "SIGHUP to the process group of a --jobs 2 runner without nohup", {
+        "exit": proc.returncode, "in_flight_recorded_interrupted": len(failed), "left": 0, "tracebacks": 0})
+
+
 def test_long_user_input_is_shortened_in_messages(tmp_registry):
     tmp_registry(selftest_spec())
     out = _pubench("run", "table1-bcl", "--tier", "smoke", "--only", "x" * 100_000)

@@ -32,6 +32,6 @@ def test_a_changed_source_rebuilds_the_index(tmp_path, monkeypatch):
     units._index.cache_clear()
     try:
         assert set(units._index()) == set(units.KINDS)
-        assert list((tmp_path / "meta" / "units").glob("*.pickle")), "the rebuilt index is cached"
+        assert list((tmp_path / "meta" / "units").glob("*.json")), "the rebuilt index is cached"
     finally:
         units._index.cache_clear()
