@@ -138,7 +138,7 @@ def _capture_classes(cap: Capture, box: dict) -> None:
 
 def _capture_batches(cap: Capture, box: dict) -> None:
     """box['idx']: the image indices of the pre-training step in flight."""
-    import pubench.train.pretrain as pre
+    import pubench.frameworks.pretrain as pre
 
     original = pre.pretrain_step
 
@@ -159,7 +159,7 @@ def _wrap_loss(cap: Capture, observe, relabel=None) -> None:
     ``relabel(observed)`` replaces what the loss sees."""
     import torch
 
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     original = LossCall.__call__
 

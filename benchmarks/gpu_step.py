@@ -12,7 +12,7 @@ there, conv nets and views in channels_last, the forward under the precision's a
 
 * ``model``: the framework's network work alone on views augmented beforehand: its forward
   (``Framework.projections``) and the backward of a stand-in objective;
-* ``step``: the whole step (:func:`pubench.train.pretrain.pretrain_step` +
+* ``step``: the whole step (:func:`pubench.frameworks.pretrain.pretrain_step` +
   ``Trainer.optimize``): indexing, augmentations, forward, queue / bank logits, loss,
   backward, Adam, ``after_step``;
 * ``ratio`` = step / model (target <= 1.10: everything around the network costs at most 10 %).
@@ -37,13 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 
 from framework_step import framework_block  # noqa: E402  the CPU benchmark's framework settings
+from pubench.frameworks.pretrain import LossCall, build_framework, build_models, pretrain_step
 from pubench.models import build_backbone
 from pubench.models.heads import projection_head
 from pubench.train import accel
 from pubench.train.augment import build_augment
 from pubench.train.loop import Trainer
 from pubench.train.optim import build_optimizer
-from pubench.train.pretrain import LossCall, build_framework, build_models, pretrain_step
 
 MEAN, STD = [0.49, 0.48, 0.45], [0.25, 0.24, 0.26]
 TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}

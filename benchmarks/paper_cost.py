@@ -88,8 +88,8 @@ def pretrain_flops(params: dict, shape: tuple[int, ...], framework: str) -> floa
     ``framework`` (the JSON of ``params.pretrain.framework``)."""
     import torch
 
+    from pubench.frameworks.pretrain import build_framework, build_models
     from pubench.tasks._image_common import build_encoder, build_projector, model_config
-    from pubench.train.pretrain import build_framework, build_models
 
     model = model_config(params["model"])
     fw = json.loads(framework)

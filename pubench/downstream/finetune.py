@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM
 from pubench.downstream.linear_probe import ProbeConfig, RiskClassifier
 from pubench.pu.objective import train_and_evaluate
-from pubench.train import DOWNSTREAM
 from pubench.train.classifier import DownstreamData, seeded_head
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result

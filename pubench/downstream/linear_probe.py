@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.objective import RiskSettings, Targets, fit_head, make_targets, resolve_prior
 from pubench.pu.risks import RISKS
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.augment import build_augment
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
 from pubench.train.loop import check_loop_config

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pubench.downstream.base import DOWNSTREAM
 from pubench.downstream.linear_probe import LinearProbe, ProbeConfig
 from pubench.pu.nnpu_mixup import MIX_MODES, MixupConfig, NNPUMixup
-from pubench.train import DOWNSTREAM
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 

@@ -60,8 +60,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.objective import RiskSettings, Targets, fit_head
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError

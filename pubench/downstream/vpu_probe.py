@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.vpu import paired_batches, vpu_objective, vpu_rows, vpu_scores
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, feature_standardizer, seeded_head
 from pubench.train.loop import Step, Trainer
 from pubench.train.metrics import evaluate_scores

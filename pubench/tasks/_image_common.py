@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.train.augment import channel_stats, images_per_chunk
+from pubench.data.pixels import channel_stats, images_per_chunk
 from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 

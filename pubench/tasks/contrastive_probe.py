@@ -15,6 +15,14 @@ from typing import Any
 
 import torch
 
+from pubench.downstream import DOWNSTREAM
+from pubench.frameworks.pretrain import (
+    LossCall,
+    PretrainConfig,
+    build_models,
+    check_pretrain_config,
+    pretrain,
+)
 from pubench.tasks._image_common import (
     build_encoder,
     build_projector,
@@ -26,14 +34,7 @@ from pubench.tasks._image_common import (
     run_info_common,
 )
 from pubench.tasks.base import TASKS, Task
-from pubench.train import DOWNSTREAM, accel, checkpoint, encoder_cache
-from pubench.train.pretrain import (
-    LossCall,
-    PretrainConfig,
-    build_models,
-    check_pretrain_config,
-    pretrain,
-)
+from pubench.train import accel, checkpoint, encoder_cache
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds

@@ -6,7 +6,7 @@
                features: auto,                     # auto | degree | constant (pubench.data.graphs)
                subset: null}                       # smoke: a stratified sample of this many graphs
     model:    {backbone: {name: gin, hidden: 32, layers: 3}}
-    pretrain: {score: dot | cosine,                # local-global score (pubench.train.infograph)
+    pretrain: {score: dot | cosine,                # local-global score (pubench.frameworks.infograph)
                measure: JSD,                       # InfoGraph's objective, or instead:
                loss: {name: <pubench loss with a logits form>, <its hyperparameters>},
                epochs: 20, batch_size: 128, optimizer: {name: adam, lr: 1.0e-3, weight_decay: 0.0}}
@@ -100,7 +100,7 @@ def parse_params(params: dict) -> tuple[InfographParams, Any]:
     """Validate ``params``; returns the config and the local-global objective (None at 0 epochs)."""
     from pubench.data import DATASETS
     from pubench.data.graphs import FEATURES, GraphDatasetSpec
-    from pubench.train.infograph import LocalGlobalObjective
+    from pubench.frameworks.infograph import LocalGlobalObjective
 
     cfg = build_config(InfographParams, params, "params")
     if cfg.data.dataset not in DATASETS or not isinstance(DATASETS.get(cfg.data.dataset), GraphDatasetSpec):
@@ -163,9 +163,9 @@ class Infograph(Task):
 
 def infograph(params: dict, seeds: dict[str, int]) -> Result:
     """One job of :class:`Infograph`."""
+    from pubench.frameworks.infograph import InfoGraph, embed, pretrain
     from pubench.models import BACKBONES
     from pubench.paths import data_root
-    from pubench.train.infograph import InfoGraph, embed, pretrain
     from pubench.train.svm_eval import svm_cv
 
     cfg, objective = parse_params(params)

@@ -91,7 +91,7 @@ class ObjectiveConfig:
 
 
 def _objective(cfg: dict, where: str):
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     c = build_config(ObjectiveConfig, cfg, where)
     if c.name not in OBJECTIVES:

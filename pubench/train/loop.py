@@ -1,5 +1,5 @@
-"""The one training loop: contrastive pre-training (:mod:`pubench.train.pretrain`), the
-graph trainer (:mod:`pubench.train.infograph`), the risk-trained classifiers (linear
+"""The one training loop: contrastive pre-training (:mod:`pubench.frameworks.pretrain`), the
+graph trainer (:mod:`pubench.frameworks.infograph`), the risk-trained classifiers (linear
 probe, fine-tuning, end-to-end PU methods: :mod:`pubench.pu.objective`) and vPU
 (:mod:`pubench.pu.vpu`) all run through :class:`Trainer`.
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch import nn
 
+from pubench.frameworks.pretrain import PretrainConfig, check_pretrain_config, pretrain
 from pubench.models._common import GlobalAvgPool
 from pubench.numerics import cpu_model
 from pubench.tasks import TASKS
 from pubench.train import accel
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, check_loop_config
-from pubench.train.pretrain import PretrainConfig, check_pretrain_config, pretrain
 from pubench.utils.config import ConfigError
 from tests.conftest import load_benchmark
 from tests.unit.test_contracts import SEEDS, generated_data  # noqa: F401 - a fixture

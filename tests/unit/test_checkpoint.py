@@ -409,8 +409,9 @@ def _same_after_resume(run, folder, monkeypatch):
 
 
 def _units(registry_name: str) -> list[str]:
+    from pubench.downstream import DOWNSTREAM
+    from pubench.frameworks import FRAMEWORKS
     from pubench.pu import PU_METHODS
-    from pubench.train import DOWNSTREAM, FRAMEWORKS
 
     return {"pu": PU_METHODS, "downstream": DOWNSTREAM, "framework": FRAMEWORKS}[registry_name].names()
 
@@ -444,7 +445,7 @@ def test_every_pu_method_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
 
 @pytest.mark.parametrize("name", _units("downstream"))
 def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
-    from pubench.train import DOWNSTREAM
+    from pubench.downstream import DOWNSTREAM
 
     unit = DOWNSTREAM.get(name)
     block = {"name": name, **unit.test_config, "epochs": 3}
@@ -465,9 +466,9 @@ def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeyp
 def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
     """Queues, banks, momentum encoders and the framework's generator are in the checkpoint:
     MoCo / CMC stopped after an epoch resume to the same weights and losses."""
+    from pubench.frameworks import FRAMEWORKS
+    from pubench.frameworks.pretrain import PretrainConfig, build_models, pretrain
     from pubench.models.heads import projection_head
-    from pubench.train import FRAMEWORKS
-    from pubench.train.pretrain import PretrainConfig, build_models, pretrain
     from tests.unit.test_contracts import TinyEncoder as ContractEncoder
     from tests.unit.test_contracts import images
 

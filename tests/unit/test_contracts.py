@@ -17,13 +17,14 @@ import torch
 from torch import nn
 
 from pubench.data import DATASETS
+from pubench.downstream import DOWNSTREAM
+from pubench.frameworks import FRAMEWORKS
 from pubench.losses import LOSSES
 from pubench.losses.base import label_argument
 from pubench.models import BACKBONES, build_backbone, count_parameters
 from pubench.models.base import check_module
 from pubench.pu import PU_METHODS, PUMethod
 from pubench.tasks import TASKS
-from pubench.train import DOWNSTREAM, FRAMEWORKS
 from pubench.train.classifier import DownstreamData
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
@@ -176,7 +177,7 @@ def _label_kwargs(fn, b: int, g: torch.Generator) -> dict:
 
 @pytest.mark.parametrize("name", LOSSES.names())
 def test_loss(name):
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     fn = LOSSES.get(name)
     hyper = dict(fn.test_config)
@@ -214,8 +215,8 @@ def test_loss(name):
 # ------------------------------------------------------------------ frameworks
 @pytest.mark.parametrize("name", FRAMEWORKS.names())
 def test_framework(name):
+    from pubench.frameworks.pretrain import PretrainConfig, build_framework, build_models, pretrain
     from pubench.models.heads import projection_head
-    from pubench.train.pretrain import PretrainConfig, build_framework, build_models, pretrain
 
     cls = FRAMEWORKS.get(name)
     block = {"name": name, **cls.test_config}
@@ -532,7 +533,7 @@ REFUSED = [
 @pytest.mark.parametrize("registry,what,obj,match", REFUSED, ids=[f"{r.kind}-{w}" for r, w, _, _ in REFUSED])
 def test_registries_refuse_what_does_not_implement_their_interface(registry, what, obj, match):
     if obj is None:  # a downstream class without test_config
-        from pubench.train import Downstream
+        from pubench.downstream import Downstream
 
         obj = type("NoTestConfig", (Downstream,), {"config_cls": dict, "run": classmethod(lambda cls, *a: ({}, {}))})
     with pytest.raises(TypeError, match=match):

@@ -159,7 +159,7 @@ def test_resize_in_chunks_equals_one_resize_of_all(monkeypatch):
     image is resized on its own, so the chunks change no value."""
     import torch.nn.functional as F
 
-    import pubench.train.augment as A
+    import pubench.data.pixels as A
 
     x = torch.randint(0, 256, (7, 1, 10, 9), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
     whole = F.interpolate(x.float(), size=(12, 12), mode="bilinear", antialias=True, align_corners=False)

@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import pubench.data.graphs as G
+from pubench.frameworks import infograph as IG
 from pubench.losses import logits_form
 from pubench.models import BACKBONES
 from pubench.models.gin import GINEncoder
-from pubench.train import infograph as IG
 from pubench.train.svm_eval import svm_cv
 from pubench.utils.config import ConfigError
 

@@ -10,8 +10,8 @@ from torch import nn
 
 import torch.nn.functional as F
 
+from pubench.downstream import DOWNSTREAM
 from pubench.downstream.pupl import PuPL, pseudo_labels, pu_two_means
-from pubench.train import DOWNSTREAM
 from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 

@@ -1,7 +1,7 @@
 """Contrastive pre-training: two augmented views per image, any ``pubench.losses`` loss.
 
-Framework ``simclr`` (Chen et al. 2020, registered in ``FRAMEWORKS``; interface
-:class:`pubench.train.base.Framework`): a batch of ``b``
+Framework ``simclr`` (Chen et al. 2020, :mod:`pubench.frameworks.simclr`; interface
+:class:`pubench.frameworks.base.Framework`): a batch of ``b``
 source images gives ``2b`` views (two independent draws of the augmentation); both go
 through encoder + projector in one forward pass (so BatchNorm sees the ``2b`` views), and
 the loss gets the projections ``z1, z2`` (``(b, d)`` each). Every other view is a negative.
@@ -20,8 +20,8 @@ the value used in epoch ``e`` (counted from 0) is
 * ``{kind: linear, start: s, per_epoch: d, update_every: k}``: ``s + d * (k * floor(e / k))``
   (``update_every`` defaults to 1).
 
-Frameworks ``moco`` (:mod:`pubench.train.moco`, key queue) and ``cmc``
-(:mod:`pubench.train.cmc`, memory bank) contrast against negatives that are not the other
+Frameworks ``moco`` (:mod:`pubench.frameworks.moco`, key queue) and ``cmc``
+(:mod:`pubench.frameworks.cmc`, memory bank) contrast against negatives that are not the other
 views of the batch: the loss must declare a logits form (``from_logits``; the losses with a
 label argument have none) and gets ``(pos_logits, neg_logits, neg_mask)`` from the
 framework, with its hyperparameters (scheduled ones included) as in the two-view form.
@@ -46,10 +46,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.losses import LOSSES, logits_form
 from pubench.train import accel
 from pubench.train.augment import build_augment
-from pubench.train.base import FRAMEWORKS, Framework
 from pubench.train.loop import Step, Trainer, batches
 from pubench.train.optim import (
     build_optimizer,
@@ -180,26 +180,6 @@ class LossCall:
 
 
 # ------------------------------------------------------------------ frameworks
-@dataclass(frozen=True)
-class SimCLRConfig:
-    name: str = "simclr"
-
-
-@FRAMEWORKS.register("simclr")
-class SimCLR(Framework):
-    """Two views through one encoder + projector (Chen et al. 2020)."""
-
-    config_cls = SimCLRConfig
-    test_config: dict = {}
-
-    def modules(self) -> list[nn.Module]:
-        return [self.encoder, self.projector]
-
-    def projections(self, v1: torch.Tensor, v2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        z = self.projector(self.encoder(torch.cat([v1, v2])))
-        return z[: v1.shape[0]], z[v1.shape[0]:]
-
-
 def framework_class(cfg: dict, where: str = "pretrain.framework") -> type[Framework]:
     return FRAMEWORKS.named(cfg, where)
 
