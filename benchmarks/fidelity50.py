@@ -70,6 +70,7 @@ def _run(record: dict, changes: dict | None = None):
     from pubench import numerics
     from pubench.jobs.plan import Job
     from pubench.tasks import TASKS
+    from pubench.train.context import JobContext
 
     os.environ["PUBENCH_ENCODER_CACHE"] = "0"
     job = Job.from_dict(record["job"])
@@ -83,8 +84,7 @@ def _run(record: dict, changes: dict | None = None):
     num = numerics.Numerics.from_dict(job.numerics)
     numerics.check_process(num)
     numerics.apply(num)
-    with numerics.active(num):
-        return TASKS.get(job.task).run(params, dict(job.seeds))
+    return TASKS.get(job.task).run(params, dict(job.seeds), JobContext(numerics=num))
 
 
 def _head(record: dict, out, changes: dict | None) -> dict:
@@ -121,15 +121,16 @@ def logit_summary(scores) -> dict:
             "max": round(scores.max().item(), 3), "share_positive": round((scores > 0).double().mean().item(), 4)}
 
 
-def test_logits(model, data, device):
+def test_logits(model, data, ctx):
     import torch
 
     from pubench.train.classifier import predict, to_float
 
     model.eval()
+    device = ctx.device
     with torch.no_grad():
         return predict(lambda idx: model(to_float(data.x_test[idx].to(device), data.mean, data.std)),
-                       data.x_test.shape[0]).reshape(-1)
+                       data.x_test.shape[0], ctx).reshape(-1)
 
 
 # ------------------------------------------------------------------ rp
@@ -152,9 +153,9 @@ def rp(col: str, seed: int) -> list[dict]:
             box["prune"] = (prob.clone(), observed.clone(), pi0, keep.clone())
             return keep
 
-        def evaluate(model, data, device):
-            box["data"], box["test_logits"] = data, test_logits(model, data, device)
-            return rpm_eval(model, data, device)
+        def evaluate(model, data, ctx):
+            box["data"], box["test_logits"] = data, test_logits(model, data, ctx)
+            return rpm_eval(model, data, ctx)
 
         rpm_folds, rpm_rate, rpm_prune, rpm_eval = (rpm.stratified_folds, rpm.confident_noise_rate, rpm.prune_mask,
                                                     rpm.evaluate_network)
@@ -285,9 +286,9 @@ def pan(col: str, seed: int, variants: list[str]) -> list[dict]:
         with Capture() as cap:
             original = panm.evaluate_network
 
-            def evaluate(model, data, device):
-                box["logits"], box["y"] = test_logits(model, data, device), data.y_test
-                return original(model, data, device)
+            def evaluate(model, data, ctx):
+                box["logits"], box["y"] = test_logits(model, data, ctx), data.y_test
+                return original(model, data, ctx)
 
             cap.patch(panm, "evaluate_network", evaluate)
             out = _run(record, changes)

@@ -81,8 +81,7 @@ def run_job(device: str, quick: bool, store: Path, stop_after_first_epoch: bool 
     from pubench.errors import JobInterrupted
     from pubench.executors.worker import execute_job
     from pubench.jobs.plan import Job
-    from pubench.preflight.standins import installed, plan
-    from pubench.train import checkpoint
+    from pubench.preflight.standins import StandIns, plan
     from pubench.train.loop import Progress
 
     params = job_params(quick)
@@ -94,12 +93,11 @@ def run_job(device: str, quick: bool, store: Path, stop_after_first_epoch: bool 
         original(self, trainer, stats, epochs)
         if stop_after_first_epoch and not asked:
             asked.append(stats.epoch)
-            checkpoint.request_stop(15)
+            trainer.ctx.session.request_stop(15)
 
     Progress.epoch_end = epoch_end
     try:
-        with installed(plan(job.task, params).synthetic):
-            status = execute_job(job, store, checkpoint_every=1)
+        status = execute_job(job, store, checkpoint_every=1, data_source=StandIns(plan(job.task, params).synthetic))
     except JobInterrupted:
         status = "interrupted"
     finally:

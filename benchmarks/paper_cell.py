@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.registry import get_spec
     from pubench.tasks import TASKS
     from pubench.train import accel
+    from pubench.train.context import JobContext
 
     if args.synthetic:
         os.environ["PUBENCH_DATA"] = str(synthetic_root(args.synthetic))
@@ -159,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = StageTimer(args.epochs)
     t0 = time.perf_counter()
     try:
-        with numerics.active(num):
-            out = TASKS.get(job.task).run(params, dict(job.seeds))
+        out = TASKS.get(job.task).run(params, dict(job.seeds), JobContext(numerics=num))
     finally:
         timer.restore()
     wall = time.perf_counter() - t0

@@ -32,7 +32,6 @@ CPU-hours from the committed records' median wall per cell.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import statistics
@@ -127,35 +126,26 @@ def backbone_flops(params: dict, shape: tuple[int, ...]) -> float:
 
 
 # ------------------------------------------------------------------ examples per epoch
-@contextlib.contextmanager
-def labels_only():
-    """The data pipeline on 1 x 1 images: split sizes without the pixels."""
-    import torch
+class LabelsOnly:
+    """A data source of 1 x 1 images with each data set's labels: the data pipeline's split
+    sizes without the pixels (the images are never resized: they have no ``input_size``)."""
 
-    from pubench.data import images
-    from pubench.data.images import ImageSet
-    from pubench.preflight.standins import IMAGE_SETS, synthetic_labels
-    from pubench.tasks import _image_common
+    def images(self, name: str, split: str):
+        import torch
 
-    real_load, real_resize = images.load_images, _image_common._resize
+        from pubench.data.images import ImageSet
+        from pubench.preflight.standins import IMAGE_SETS, synthetic_labels
 
-    def load(name, split="train", root=None):
         y, classes = synthetic_labels(name, split)
         return ImageSet(torch.zeros((len(y), IMAGE_SETS[name].shape[0], 1, 1), dtype=torch.uint8), y, classes, name)
-
-    images.load_images, _image_common._resize = load, lambda imgs, size: (imgs, None)
-    try:
-        yield
-    finally:
-        images.load_images, _image_common._resize = real_load, real_resize
 
 
 @_cached("data")
 def sizes(params: dict, data_seed: int) -> dict[str, int]:
     from pubench.tasks._image_common import data_config, prepare_data
 
-    with labels_only():
-        p = prepare_data(data_config(params["data"]), data_seed)
+    data = dict(params["data"], input_size=None)  # 1 x 1 images: the sizes do not depend on the pixels
+    p = prepare_data(data_config(data), data_seed, LabelsOnly())
     return {"train": int(p.data.x_train.shape[0]), "test": int(p.data.x_test.shape[0]),
             "pretrain": int(p.pretrain_x.shape[0])}
 

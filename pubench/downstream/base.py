@@ -2,10 +2,11 @@
 
 A **downstream classifier** (``params.downstream``) is a class registered in
 :data:`DOWNSTREAM` (one module of this package each, found automatically) that subclasses
-:class:`Downstream`; ``run(cfg, encoder, data, seed, device) -> Result(metrics, info)``
+:class:`Downstream`; ``run(cfg, encoder, data, seed, ctx) -> Result(metrics, info)``
 (:class:`pubench.utils.result.Result`) trains a classifier on the pre-trained ``encoder``
-from ``data`` (:class:`pubench.train.classifier.DownstreamData`) and evaluates it on the
-test split. It is a :class:`pubench.utils.registry.Unit` class: ``config_cls``,
+from ``data`` (:class:`pubench.train.classifier.DownstreamData`) in the job's context
+``ctx`` (:class:`pubench.train.context.JobContext`: device, checkpoints, ...; pass it to
+every trainer) and evaluates it on the test split. It is a :class:`pubench.utils.registry.Unit` class: ``config_cls``,
 ``check(cfg, where)``, ``test_config`` (a small valid config for
 ``tests/unit/test_contracts.py``).
 """
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 from torch import nn
 
 from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN, JobContext
 from pubench.utils.registry import Registry, Unit, subclass_check
 from pubench.utils.result import Result
 
@@ -29,7 +31,7 @@ class Downstream(Unit):
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, encoder: nn.Module, data: DownstreamData, seed: int,
-            device: Any = "cpu") -> Result:
+            ctx: JobContext = PLAIN) -> Result:
         ...
 
 

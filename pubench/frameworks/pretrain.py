@@ -50,6 +50,7 @@ from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.losses import LOSSES, logits_form
 from pubench.train import accel
 from pubench.train.augment import build_augment
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, batches
 from pubench.train.optim import (
     build_optimizer,
@@ -240,8 +241,9 @@ def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, ob
 
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
              cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
-             device: torch.device | str = "cpu", prefix_key: str | None = None) -> dict[str, Any]:
-    """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W).
+             ctx: JobContext = PLAIN, prefix_key: str | None = None) -> dict[str, Any]:
+    """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W), in the
+    job's context ``ctx`` (its device; the stage's precision and compile from ``cfg``).
 
     ``observed``: per-image labels the loss may use (1 labeled positive, 0 / -1 as in the
     Split), or None. ``seed`` drives data order and augmentations. ``prefix_key``: the run's
@@ -267,13 +269,13 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
 
+    device = ctx.device
     step = pretrain_step(framework, loss, aug, accel.data_on_device(x, device), observed, aug_gen, device)
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
-    with accel.stage_scope(cfg.precision, cfg.compile, "pretrain"):
-        trainer = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state,
-                          prefix_key=prefix_key)
-        epochs = trainer.run(run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
+    trainer = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state, prefix_key=prefix_key,
+                      ctx=accel.stage(ctx, cfg.precision, cfg.compile, "pretrain"))
+    epochs = trainer.run(run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
     history["loss"] = [e.mean for e in epochs]
     history["steps"] = sum(e.steps for e in epochs)
     history["epochs_run"] = len(epochs)

@@ -48,6 +48,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.p3mix import ema_update, pu_batches
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -169,7 +170,8 @@ class MixPUL(PUMethod):
 
     @classmethod
     def run(cls, cfg: MixPULConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         init_seed, order_seed, aug_seed, mix_seed, mine_seed = sub_seeds(seed, 5)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         labeled_all = data.observed == 1
@@ -208,7 +210,7 @@ class MixPUL(PUMethod):
         t_positions = torch.arange(len(t_rows))
         steps1 = max(1, len(batches(len(t_rows), train.batch_size, torch_generator(0), min_size=min_size)))
         Trainer([model], opt, build_scheduler(train.schedule, opt, steps1, cfg.pretrain_epochs), "mixpul pre-training",
-                state=state).run(
+                state=state, ctx=ctx).run(
             cfg.pretrain_epochs, lambda epoch: batches(len(t_rows), train.batch_size, gen, min_size=min_size),
             lambda pos, epoch: Step(supervised(t_positions[pos])), end_epoch=end_epoch)
 
@@ -244,11 +246,11 @@ class MixPUL(PUMethod):
             counter["in_epoch"] = 0
 
         Trainer([model], opt, build_scheduler(train.schedule, opt, steps2, epochs2), "mixpul consistency",
-                state={**state, "teacher": teacher, "counter": counter}).run(
+                state={**state, "teacher": teacher, "counter": counter}, ctx=ctx).run(
             epochs2, lambda epoch: pu_batches(t_positions, unlabeled_rows, train.batch_size, gen, min_size),
             consistency_step, start_epoch=start_epoch, end_epoch=end_epoch)
 
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {"risk": "MixPUL: supervised MixUp on P + mined negatives, interpolation consistency on U",
                 "prior_used": None, "prior_source": "not used", "reliable_negatives": len(negatives),
                 "supervised_positives": len(t_rows) - len(negatives), "pretrain_epochs": cfg.pretrain_epochs,

@@ -52,6 +52,7 @@ from torch import nn
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
@@ -224,7 +225,8 @@ class P3Mix(PUMethod):
 
     @classmethod
     def run(cls, cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         teacher = cls.make_teacher(cfg, model)
@@ -298,10 +300,10 @@ class P3Mix(PUMethod):
         state = {"order": gen, "augment": aug_gen, "partners": pair_gen, "mixup": mix_rng, "history": hist}
         if teacher is not None:
             state["teacher"] = teacher
-        Trainer([model], opt, sched, cfg.name, state=state).run(
+        Trainer([model], opt, sched, cfg.name, state=state, ctx=ctx).run(
             train.epochs, lambda epoch: pu_batches(labeled_rows, unlabeled_rows, train.batch_size, gen, min_size),
             step, start_epoch=refresh_pool, end_epoch=end_epoch)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {"risk": f"P3Mix-{cls.variant}: heuristic mixup, cross-entropy with U as negative + entropy",
                 "prior_used": None, "prior_source": "not used", "variant": cls.variant,
                 "loss_per_epoch": hist["loss"], "marginal_fraction_per_epoch": hist["marginal_fraction"],

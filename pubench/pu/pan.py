@@ -64,6 +64,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -191,7 +192,8 @@ class PAN(PUMethod):
 
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         c_head_seed, d_seed, d_head_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         discriminator = nn.Sequential(fresh_copy(backbone, d_seed), seeded_head(backbone.out_dim, 1, d_head_seed))
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, c_head_seed))
@@ -215,9 +217,9 @@ class PAN(PUMethod):
         opt = build_optimizer(train.optimizer, list(model.parameters()) + list(discriminator.parameters()))
         steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
         trainer = Trainer([model, discriminator], opt, build_scheduler(train.schedule, opt, steps, train.epochs),
-                          "pan", state={"order": gen, "augment": aug_gen})
+                          "pan", state={"order": gen, "augment": aug_gen}, ctx=ctx)
         hist = trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, gen, min_size=min_size), step)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {
             "risk": "PAN: classifier vs discriminator, KL-based value (prior-free)", "prior_used": None,
             "prior_source": "none", "lam": cfg.lam, "discriminator": cfg.discriminator,

@@ -54,6 +54,7 @@ from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -181,15 +182,17 @@ class PiCO(PUMethod):
 
     @classmethod
     def run(cls, cfg: PiCOConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
+        device = ctx.device
         use_dis = cfg.dist_loss["name"] == "dist_pu"
         prior, source = resolve_prior(cfg.prior, data.prior, use_dis, "pu_method")
         head_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         head = seeded_head(backbone.out_dim, 2, head_seed)
         hist = _train(cfg, backbone, projector, head, train, data, prior if use_dis else None, order_seed, aug_seed,
-                      device)
+                      ctx)
         net = nn.Sequential(backbone, head).eval()
-        logits = predict(lambda k: net(to_float(data.x_test[k].to(device), data.mean, data.std)), data.x_test.shape[0])
+        logits = predict(lambda k: net(to_float(data.x_test[k].to(device), data.mean, data.std)), data.x_test.shape[0],
+                         ctx)
         metrics = evaluate_scores(logits[:, 1] - logits[:, 0], data.y_test, 2)
         info = {
             "risk": "PiCO: L_cls + lambda L_cont (+ w L_dis of 004 Eq. 27)",
@@ -204,7 +207,8 @@ class PiCO(PUMethod):
 
 
 def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
-           data: DownstreamData, prior: float | None, order_seed: int, aug_seed: int, device) -> dict:
+           data: DownstreamData, prior: float | None, order_seed: int, aug_seed: int, ctx: JobContext) -> dict:
+    device = ctx.device
     query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
         backbone, projector, head, cfg.augment, data, device)
     gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
@@ -224,7 +228,7 @@ def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.
     hist: dict[str, list] = {"loss": [], "l_cls": [], "l_cont": [], "l_dis": [], "phi": [], "pseudo_label_acc": []}
     trainer = Trainer([query_net], opt, sched, "pico",
                       state={"order": gen, "augment": aug_gen, "key_backbone": key_backbone,
-                             "key_projector": key_projector, "pico": state, "history": hist})
+                             "key_projector": key_projector, "pico": state, "history": hist}, ctx=ctx)
     start, end = (float(v) for v in cfg.pseudo_target_momentum)
     dis_weight = float(cfg.dist_loss["weight"])
 

@@ -44,6 +44,7 @@ from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -182,7 +183,7 @@ class WConPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
         head = seeded_head(backbone.out_dim, 2, head_seed)
@@ -206,13 +207,13 @@ class WConPU(PUMethod):
             head.load_state_dict(initial["head"])
             gammas = {"gamma0": point.get("gamma0", 0.0), "gamma1": point["gamma1"]}
             out = _train_one(cfg, backbone, projector, head, train, data, prior, gammas, con, order_seed, aug_seed,
-                             device)
+                             ctx)
             net = nn.Sequential(backbone, head).eval()
             val_acc = None
             if val_rows is not None:
-                logits = _logits(net, data.x_train, val_rows, data, device)
+                logits = _logits(net, data.x_train, val_rows, data, ctx)
                 val_acc = 100.0 * float((logits.argmax(1) == data.y_true[val_rows]).float().mean())
-            test_logits = _logits(net, data.x_test, torch.arange(data.x_test.shape[0]), data, device)
+            test_logits = _logits(net, data.x_test, torch.arange(data.x_test.shape[0]), data, ctx)
             metrics = evaluate_scores(test_logits[:, 1] - test_logits[:, 0], data.y_test, 2)
             metrics["time"] = out["minutes_per_epoch"]
             runs.append({"gammas": point, "val_acc": val_acc, "metrics": metrics, "history": out})
@@ -252,14 +253,16 @@ def clean_validation_rows(y_true: torch.Tensor, fraction: float, rng: np.random.
     return torch.from_numpy(np.sort(np.concatenate(rows))).long()
 
 
-def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, device) -> torch.Tensor:
-    return predict(lambda k: net(to_float(x[rows[k]].to(device), data.mean, data.std)), len(rows))
+def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, ctx: JobContext) -> torch.Tensor:
+    device = ctx.device
+    return predict(lambda k: net(to_float(x[rows[k]].to(device), data.mean, data.std)), len(rows), ctx)
 
 
 def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
                data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int, aug_seed: int,
-               device) -> dict:
+               ctx: JobContext) -> dict:
     """One WConPU training run (Algorithm 1) with fixed gamma0 / gamma1; trains the modules in place."""
+    device = ctx.device
     query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
         backbone, projector, head, cfg.augment, data, device)
     gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
@@ -287,7 +290,7 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
     # prototypes, thresholds and pseudo labels (read through `state`), the generators
     trainer = Trainer([query_net], opt, sched, "wconpu",
                       state={"order": gen, "augment": aug_gen, "key_backbone": key_backbone,
-                             "key_projector": key_projector, "wconpu": state, "history": hist})
+                             "key_projector": key_projector, "wconpu": state, "history": hist}, ctx=ctx)
     t_epoch = {"t0": 0.0}
 
     def batch_iter(epoch: int):
@@ -356,7 +359,7 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
     def recompute_prototypes() -> None:
         query_net.eval()
         rows = torch.arange(n)
-        feats = predict(lambda kk: backbone(to_float(data.x_train[rows[kk]].to(device), data.mean, data.std)), n)
+        feats = predict(lambda kk: backbone(to_float(data.x_train[rows[kk]].to(device), data.mean, data.std)), n, ctx)
         emb = F.normalize(projector(feats.to(device)), dim=1)
         pred = head(feats.to(device)).argmax(1)
         for c in (0, 1):

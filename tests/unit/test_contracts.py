@@ -26,6 +26,7 @@ from pubench.models.base import check_module
 from pubench.pu import PU_METHODS, PUMethod
 from pubench.tasks import TASKS
 from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -132,8 +133,8 @@ def generated_data(tmp_path, monkeypatch):
     """Image data sets read generated images; graph data sets find generated GIN files and
     text data sets generated GLUE tsv files under a temporary data root."""
     import pubench.data.images as images_mod
+    from pubench.data import source
     from pubench.data.graphs import GraphDatasetSpec
-    from pubench.tasks import infograph
 
     monkeypatch.setattr(images_mod, "load_images", synthetic_image_set)
     for name in DATASETS.names():
@@ -143,9 +144,9 @@ def generated_data(tmp_path, monkeypatch):
         elif ds.modality == "text":
             write_glue_tsv(tmp_path, ds.folder)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
-    infograph._load.cache_clear()
+    source._graphs.cache_clear()
     yield tmp_path
-    infograph._load.cache_clear()
+    source._graphs.cache_clear()
 
 
 # ------------------------------------------------------------------ tasks
@@ -311,12 +312,12 @@ def test_a_minimal_pu_method_needs_no_check_of_its_own(generated_data):
         test_config = {}
 
         @classmethod
-        def run(cls, cfg, backbone, train, data, seed, device="cpu", classifier=None):
+        def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
             model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, seed))
             metrics, risks = train_and_evaluate(
                 model, train.optimizer, train.schedule, train.augment, make_targets("upu", "pu", data.observed,
                 data.y_true, 2), RiskSettings("upu", data.prior), train.epochs, train.batch_size, data, seed, seed,
-                device, cls.name)
+                ctx, cls.name)
             return Result(metrics, {"risk": "upu", "prior_used": data.prior, "prior_source": "run"})
 
     task = TASKS.get("pu_benchmark")
@@ -349,9 +350,9 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
         classifier_config = HeadConfig
 
         @classmethod
-        def run(cls, cfg, backbone, train, data, seed, device="cpu", classifier=None):
+        def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
             seen["classifier"] = classifier
-            return super().run(cfg, backbone, train, data, seed, device)
+            return super().run(cfg, backbone, train, data, seed, ctx)
 
     task = TASKS.get("pu_benchmark")
     params = copy.deepcopy(task.test_config)

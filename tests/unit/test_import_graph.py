@@ -26,7 +26,7 @@ ALLOWED = {
     "models": set(),
     "data": set(),
     "sim": set(),
-    "train": {"losses", "models"},
+    "train": {"losses", "models", "data"},  # data: the job context holds the data source
     "frameworks": {"train", "losses", "models"},
     "pu": {"train", "models"},
     "downstream": {"pu", "train", "models"},
@@ -139,6 +139,17 @@ def test_layers(package):
     assert not got & PIPELINE, f"{package} imports the pipeline: {sorted(got & PIPELINE)}"
     extra = got - BASE - ALLOWED[package]
     assert not extra, f"{package} may not import {sorted(extra)}"
+
+
+def test_no_arrow_from_the_training_loop_to_preflight():
+    """Preflight's step cap reaches every trainer in the job's context
+    (:class:`pubench.train.context.JobContext`), not by an import, nor by a module-level stack
+    the loop would call up through (tests/unit/test_job_context.py): no module of ``train``
+    imports ``preflight``."""
+    assert "preflight" not in package_graph().get("train", set())
+    up = sorted((m, t) for m, targets in module_graph().items() if m.startswith("pubench.train")
+                for t in targets if t.startswith("pubench.preflight"))
+    assert not up, up
 
 
 def test_the_graph_sees_function_level_imports():

@@ -446,8 +446,7 @@ def task_params(**over):
 @pytest.fixture
 def toy_root(tmp_path, monkeypatch):
     """A GIN-format toy data set registered as ``tiny_toy`` under a temporary data root."""
-    from pubench.data import DATASETS
-    from pubench.tasks import infograph as task_mod
+    from pubench.data import DATASETS, source
 
     graphs = toy_graphs(12)
     lines = [str(len(graphs))]
@@ -465,9 +464,9 @@ def toy_root(tmp_path, monkeypatch):
     monkeypatch.setitem(G.SPECS, "tiny_toy", spec)
     monkeypatch.setitem(DATASETS._items, "tiny_toy", spec)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
-    task_mod._load.cache_clear()
+    source._graphs.cache_clear()
     yield tmp_path
-    task_mod._load.cache_clear()
+    source._graphs.cache_clear()
 
 
 def test_task_end_to_end_and_deterministic(toy_root):

@@ -12,10 +12,10 @@ import pytest
 from pubench.numerics import resolve
 from pubench.preflight.meter import Meter
 from pubench.preflight.plan import _input_shape, select
-from pubench.preflight.standins import installed, plan
+from pubench.preflight.standins import StandIns, plan
 from pubench.registry import get_spec
 from pubench.tasks import TASKS
-from pubench.train.loop import capped
+from pubench.train.context import JobContext
 from tests.conftest import load_benchmark
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -29,8 +29,8 @@ def paper_job(cell: str):
 def counted_step_flops(job) -> float:
     """FLOPs PyTorch counts on the first step of the job's first stage (capped, in-process)."""
     meter = Meter(1)
-    with installed(plan(job.task, job.params).synthetic), capped(meter):
-        TASKS.get(job.task).run(job.params, dict(job.seeds))
+    TASKS.get(job.task).run(job.params, dict(job.seeds),
+                            JobContext(cap=meter, data=StandIns(plan(job.task, job.params).synthetic)))
     return meter.stages[0].step_flops
 
 

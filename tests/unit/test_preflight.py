@@ -25,7 +25,8 @@ from pubench.preflight.meter import Meter, Stage
 from pubench.preflight.plan import cost_key, kind, sample, select, step_flops
 from pubench.preflight.report import cached, render, table_costs
 from pubench.registry import get_spec
-from pubench.train.loop import Step, Trainer, batches, capped, predict
+from pubench.train.context import JobContext
+from pubench.train.loop import Step, Trainer, batches, predict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -43,9 +44,11 @@ def scratch(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the meter
-def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8):
+def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8, cap: Meter | None = None):
+    """A toy stage and a predict, in a job context with ``cap`` as its step cap."""
+    ctx = JobContext(cap=cap)
     net = torch.nn.Linear(3, 1)
-    trainer = Trainer([net], torch.optim.SGD(net.parameters(), lr=0.1), desc="toy")
+    trainer = Trainer([net], torch.optim.SGD(net.parameters(), lr=0.1), desc="toy", ctx=ctx)
     gen = torch.Generator().manual_seed(0)
     seen = []
 
@@ -54,15 +57,14 @@ def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8):
         return Step(net(torch.ones(len(idx), 3)).square().mean(), weight=len(idx))
 
     hist = trainer.run(epochs, lambda e: batches(n, bs, gen), step,
-                       end_epoch=lambda s: predict(lambda i: net(torch.ones(len(i), 3)), n, chunk))
-    out = predict(lambda i: net(torch.ones(len(i), 3)) + i.view(-1, 1), n, chunk)
+                       end_epoch=lambda s: predict(lambda i: net(torch.ones(len(i), 3)), n, ctx, chunk))
+    out = predict(lambda i: net(torch.ones(len(i), 3)) + i.view(-1, 1), n, ctx, chunk)
     return hist, seen, out
 
 
 def test_the_meter_runs_the_first_and_last_epoch_for_k_steps_and_counts_the_batches():
     meter = Meter(2)
-    with capped(meter):
-        hist, seen, out = toy_run(epochs=50)
+    hist, seen, out = toy_run(epochs=50, cap=meter)
     assert seen == [0, 0, 49, 49] and [h.epoch for h in hist] == [0, 49]
     (stage,) = meter.stages
     assert stage.desc == "toy" and stage.epochs == 50 and stage.batches_per_epoch == 10 and stage.steps == 500
@@ -85,8 +87,7 @@ def test_the_projection_counts_the_warm_up_once_and_every_epoch_of_hooks():
     assert s.projected_s() == pytest.approx(5.0 + statistics.median([1.0, 1.2, 1.4]) * 1999 + 0.5 * 100)
     assert s.projected_flops() == pytest.approx(3.0 * 2000 + 7.0 * 100)
     meter = Meter(1)
-    with capped(meter):
-        toy_run(epochs=10, n=40, chunk=8)
+    toy_run(epochs=10, n=40, chunk=8, cap=meter)
     fig = meter.figures(wall_s=10.0)
     (st,) = fig["stages"]
     assert st["steps"] == 100 and st["projected_s"] > 0 and fig["job_s"] >= st["projected_s"]
@@ -520,8 +521,7 @@ def test_a_stopped_check_says_in_which_stage_from_the_workers_stage_lines():
 
 def test_each_stage_records_the_memory_it_began_with_and_its_peak(capsys):
     meter = Meter(1)
-    with capped(meter):
-        toy_run(epochs=3)
+    toy_run(epochs=3, cap=meter)
     (stage,) = meter.stages
     assert 0 < stage.resident_begin <= stage.peak_end
     out = capsys.readouterr().out.splitlines()
@@ -556,10 +556,8 @@ def test_an_evaluation_divisor_computes_part_of_each_chunk_and_counts_the_whole(
         return idx.float().view(-1, 1)
 
     whole, part = Meter(1), Meter(1, eval_divisor=4)
-    with capped(whole):
-        full = predict(fn, 40, 8)
-    with capped(part):
-        quarter = predict(fn, 40, 8)
+    full = predict(fn, 40, JobContext(cap=whole), 8)
+    quarter = predict(fn, 40, JobContext(cap=part), 8)
     assert rows == [8, 2] and full.shape == quarter.shape == (40, 1)
     # 5 chunks of 8 rows; the part (2 rows) stands for a quarter of a chunk: counted 20 times
     assert whole.top.full_s == pytest.approx(whole.top.actual_s * 5)
