@@ -4,7 +4,7 @@ one-class when given a misspecified class prior.
 Usage: python benchmarks/fig6_one_class.py [--out FILE.jsonl]
 
 Reruns committed reduced-tier jobs of fig6-wconpu (and one of its true-prior cells, taken from
-table2-wconpu) in this process with the canonical numerics, as benchmarks/findings36.py does,
+table2-wconpu) in this process with the canonical numerics, as benchmarks/reduced_internals.py does,
 checks that each job's metrics reproduce its record bit for bit (``reproduced``) and prints,
 one JSON line per job, what the record does not hold:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from findings36 import RECORDS, Capture, _record, _reexec, _run
+from reduced_internals import RECORDS, Capture, _record, _reexec, _run
 
 JOBS = [("nnPU", "pi_P=0.2", 0), ("nnPU", "pi_P=0.3", 0), ("nnPU", "pi_P=0.3", 1), ("nnPU", "pi_P=0.3", 2),
         ("Dist-PU", "pi_P=0.2", 1), ("Dist-PU", "pi_P=0.6", 0)]

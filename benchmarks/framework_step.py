@@ -44,20 +44,10 @@ import torch
 from pubench.frameworks.pretrain import LossCall, build_framework, build_models, pretrain_step
 from pubench.models import build_backbone
 from pubench.models.heads import projection_head
+from pubench.tools.gpu_step import MEAN, STD, TEMPERATURE, framework_block
 from pubench.train.augment import build_augment
 from pubench.train.loop import Trainer
 from pubench.train.optim import build_optimizer
-
-MEAN, STD = [0.49, 0.48, 0.45], [0.25, 0.24, 0.26]
-TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}
-
-
-def framework_block(name: str, negatives: int) -> dict:
-    if name == "moco":
-        return {"name": "moco", "queue": negatives, "momentum": 0.99, "bn_splits": 8}
-    if name == "cmc":
-        return {"name": "cmc", "negatives": negatives, "bank_momentum": 0.5}
-    return {"name": "simclr"}
 
 
 class Case:

@@ -93,7 +93,7 @@ def stop_handler(session):
 
 
 def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool = True, force: bool = False,
-                checkpoint_every: int | None = None, data_source: Any = None) -> str:
+                checkpoint_every: int | None = None, context: Any = None) -> str:
     """Run ``job``; write an ok record or a failure record. Returns ``"ok"``, ``"failed"``
     or ``"skipped"`` (done already, unless ``force``, or claimed by another live runner).
 
@@ -101,9 +101,10 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     ``checkpoint_every`` epochs (default :data:`DEFAULT_CHECKPOINT_EVERY`; 0: only at the
     end of each training stage and on a stop signal), resumed from when they exist,
     deleted when the record is written (kept when the job is interrupted). The record's
-    ``info.checkpoint`` says what was saved and resumed. ``data_source``: where the job's
-    data comes from (:class:`pubench.data.source.DataSource`; default: the files under the
-    data root).
+    ``info.checkpoint`` says what was saved and resumed. ``context``: a
+    :class:`pubench.train.context.JobContext` to run the job in, with its own numerics and
+    checkpoint session put in (default: the plain one: the files under the data root, no
+    step cap; the GPU check passes stand-in data and a loop callback).
 
     Never raises for an error of the task itself (that becomes a failure record), so a
     failed job never stops its siblings. Interruptions are recorded and propagate, and so
@@ -113,8 +114,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     from pubench import numerics
     from pubench.tasks import TASKS
     from pubench.train import checkpoint
-    from pubench.data.source import REAL
-    from pubench.train.context import JobContext
+    from pubench.train.context import PLAIN
 
     job = Job.from_dict(job) if isinstance(job, dict) else job
     store = ResultStore(results_root)
@@ -150,7 +150,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
                 numerics.apply(num)
                 machine = numerics.machine()
                 task = TASKS.get(job.task)
-            ctx = JobContext(numerics=num, session=session, data=data_source or REAL)
+            ctx = (context or PLAIN).replace(numerics=num, session=session)
             metrics, info = check_output(task.run(job.params, dict(job.seeds), ctx))
             info["checkpoint"] = session.record()
         except StorageError:

@@ -30,7 +30,7 @@ copied). Where that code differs, and what we keep (docs/tasks.md, the spec's de
   weight decay stops it). ``classifier_eps: 0.0`` (the default: the formula, exact
   closed form) or ``0.01`` (the released code; :func:`pan_kl_term`). Every spec keeps
   the default (its records were made with it). Measured at the reduced tier, table3-pupl
-  PAN (1), seed 0 (benchmarks/fidelity50.py pan): F-MNIST-I acc 82.65 -> 80.10, AUC 92.0
+  PAN (1), seed 0 (benchmarks/baseline_fidelity.py pan): F-MNIST-I acc 82.65 -> 80.10, AUC 92.0
   -> 90.7, recall 43.3 -> 34.7% with 0.01, the classifier's test logits -201..28 -> -6.3..2.9;
   F-MNIST-II stays all-negative (recall 0; AUC 64.3 -> 75.4), so the eps does not explain
   that cell (the discriminator form does: ``PAN released D (1)``);

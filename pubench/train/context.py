@@ -14,7 +14,10 @@ the pre-training, and from those to every :class:`pubench.train.loop.Trainer` an
 * ``cap``: the step cap of ``pubench preflight`` (:class:`StepCap`; ``None``: every epoch
   and step runs);
 * ``data``: where the data sets come from (:class:`pubench.data.source.DataSource`: the
-  files under the data root, or preflight's stand-ins).
+  files under the data root, or preflight's stand-ins);
+* ``callbacks``: loop callbacks every trainer of the job runs after its progress line and
+  before its own (:class:`pubench.train.loop.LoopCallback`: observers that draw no random
+  numbers, e.g. the GPU check's stop request at the first epoch boundary).
 
 :data:`PLAIN` is the context outside a job (library use, tests): canonical CPU numerics,
 fp32, nothing recorded, no checkpoints, no cap, the real data. A context is immutable: a
@@ -97,6 +100,7 @@ class JobContext:
     session: Session | None = None
     cap: StepCap | None = None
     data: DataSource = REAL
+    callbacks: tuple = ()
 
     @property
     def profile(self) -> Numerics:

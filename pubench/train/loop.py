@@ -166,7 +166,8 @@ class Trainer:
         # modules the steps run without training them (MoCo's key encoder): the same memory format
         accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=False)
         examples, seconds = 0.0, 0.0
-        callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]
+        callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.ctx.callbacks,
+                     *self.callbacks]
         for cb in callbacks:
             cb.begin(self, epochs, first)
         if session is not None:

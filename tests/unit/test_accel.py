@@ -20,7 +20,6 @@ from pubench.train import accel
 from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, check_loop_config
 from pubench.utils.config import ConfigError
-from tests.conftest import load_benchmark
 from tests.unit.test_contracts import SEEDS, generated_data  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -213,9 +212,11 @@ def test_on_cuda_bf16_pretraining_runs_and_records_gpu_figures():
     assert info["channels_last"] is True
 
 
-# ------------------------------------------------------------------ benchmarks/gpu_step.py
+# ------------------------------------------------------------------ pubench.tools.gpu_step
 def load_gpu_step():
-    return load_benchmark("gpu_step")
+    from pubench.tools import gpu_step
+
+    return gpu_step
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")

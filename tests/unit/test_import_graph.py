@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "pubench"
-PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__", "preflight"}
+PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__",
+            "preflight", "tools"}
 SCIENCE = {"losses", "models", "data", "sim", "train", "frameworks", "pu", "downstream"}
 #: package -> the pubench packages it may import (besides utils, errors, paths, numerics)
 ALLOWED = {
@@ -139,6 +140,12 @@ def test_layers(package):
     assert not got & PIPELINE, f"{package} imports the pipeline: {sorted(got & PIPELINE)}"
     extra = got - BASE - ALLOWED[package]
     assert not extra, f"{package} may not import {sorted(extra)}"
+
+
+def test_nothing_in_the_package_imports_its_tools():
+    """``pubench/tools`` (the GPU check and the cost tools) sits above the whole package."""
+    users = sorted(src for src, targets in package_graph().items() if "tools" in targets and src != "tools")
+    assert not users, users
 
 
 def test_no_arrow_from_the_training_loop_to_preflight():

@@ -1,9 +1,11 @@
-"""Measurements behind issue 50 item 7 (fidelity follow-ups of four baselines).
+"""How three baselines behave where their papers or released code leave room: Rank Pruning's
+confident counts, PULNS's selector, PAN's classifier eps (the fidelity follow-ups of issue 50
+item 7).
 
-Usage: python benchmarks/fidelity50.py {rp,pulns,pan} [--col COL] [--seed N] [--out FILE.jsonl]
+Usage: python benchmarks/baseline_fidelity.py {rp,pulns,pan} [--col COL] [--seed N] [--out FILE.jsonl]
 
 Each subcommand reruns committed reduced-tier jobs of table3-pupl (their records' params and
-seeds) in this process with the canonical numerics, as benchmarks/findings36.py does; a run
+seeds) in this process with the canonical numerics, as benchmarks/reduced_internals.py does; a run
 of the record's own config checks that its metrics reproduce the record bit for bit
 (``reproduced``), a variant says which key it changed. One JSON line per run; nothing is
 written to a store. Needs PUBENCH_DATA.
@@ -28,7 +30,7 @@ written to a store. Needs PUBENCH_DATA.
   (``--set pu_method.classifier_eps=0.01``): metrics, the final value and the classifier's
   test logits (mean, min, max, share above 0). About 1 core-minute a run.
 
-The lines behind the spec's and the docs' sentences: benchmarks/results/fidelity50-2026-11-29.jsonl.
+The lines behind the spec's and the docs' sentences: benchmarks/results/baseline-fidelity-2026-11-29.jsonl.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from findings36 import Capture, _reexec  # noqa: E402
+from reduced_internals import Capture, _reexec  # noqa: E402
 
 SPEC = "table3-pupl"
 DEFAULT_COL = {"rp": "F-MNIST-II", "pulns": "CIFAR-I", "pan": "F-MNIST-I"}

@@ -1,6 +1,8 @@
-"""Measurements behind issue 36 item 6: four findings of the committed reduced results.
+"""What four committed reduced-tier jobs do inside, which their records do not hold: puNCE's
+weights by label share, Ring's band, puPL's 2-means clusters (the measurements behind issue
+36 item 6's four findings).
 
-Usage: python benchmarks/findings36.py {punce,ring,pupl-fmnist,sscl-mnist} [--variant NAME]
+Usage: python benchmarks/reduced_internals.py {punce,ring,pupl-fmnist,sscl-mnist} [--variant NAME]
 
 Each subcommand reruns one committed reduced-tier job (its record's params and seeds) in
 this process, with the canonical numerics (the script restarts itself once with the pins,
