@@ -12,6 +12,8 @@ failed, 128 + the signal number when the run was interrupted.
 from __future__ import annotations
 
 import json
+import math
+import signal
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -19,8 +21,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from pubench import paths
-from pubench.errors import UsageError
+from pubench import numerics, paths
+from pubench.coverage import data_missing
+from pubench.errors import JobInterrupted, UsageError
+from pubench.executors import EXECUTORS, ExecutorContext
+from pubench.executors.cores import slots_folder
+from pubench.jobs import PlanError, expand
+from pubench.numerics import Numerics
+from pubench.registry import get_spec
+from pubench.registry.overrides import parse_override
+from pubench.registry.spec import CUSTOM
+from pubench.registry.units import implemented, units
+from pubench.report.compute import estimate, past_walls, render_estimate
+from pubench.store import ResultStore
+from pubench.store.provenance import code_changes
+from pubench.tasks import TASKS
 from pubench.utils.io import check_writable
 
 
@@ -51,8 +66,6 @@ class RunRequest:
 def executor_context(spec_id: str, tier: str, **fields: Any):
     """The :class:`~pubench.executors.base.ExecutorContext` of a run of ``spec_id`` at ``tier``
     over this project's folders (``fields``: the run's own settings)."""
-    from pubench.executors import ExecutorContext
-
     profile = fields.pop("profile", None)
     return ExecutorContext(results_root=paths.results_root(), logs_root=paths.logs_root(), spec_id=spec_id,
                            tier=tier, profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
@@ -61,11 +74,6 @@ def executor_context(spec_id: str, tier: str, **fields: Any):
 
 def run(req: RunRequest) -> int:
     """Plan and run (or submit) the jobs of ``req``; the exit status."""
-    from pubench.registry import get_spec
-    from pubench.store import ResultStore
-
-    from pubench.registry.spec import CUSTOM
-
     spec = get_spec(req.spec_id)
     if req.tier not in spec.tiers:
         raise UsageError(f"unknown tier {req.tier!r}")
@@ -73,8 +81,6 @@ def run(req: RunRequest) -> int:
         raise UsageError("--set runs a variant with --executor local only (a SLURM profile has no 'custom' tier yet)")
     tier = CUSTOM if req.overrides else req.tier  # where the jobs are stored and claimed
     executor, context = _executor(req, spec.id, tier)
-    from pubench.jobs import expand
-
     plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
     store = ResultStore(context.results_root)
     if not req.dry_run:
@@ -117,8 +123,6 @@ def missing_data(jobs: list) -> dict[str, str]:
     """Data set name -> what to place where, for every data set ``jobs`` read that is not under
     the data root ($PUBENCH_DATA) here (:func:`pubench.coverage.data_missing`; a data set no
     loader checks, e.g. a simulation's, counts as present)."""
-    from pubench.registry.units import units
-
     names, seen = set(), set()
     for j in jobs:
         if id(j.params) not in seen:  # the seeds of a cell share their params
@@ -126,8 +130,6 @@ def missing_data(jobs: list) -> dict[str, str]:
             names |= {n for k, n in units(j.task, j.params) if k == "dataset"}
     if not names:
         return {}
-    from pubench.coverage import data_missing
-
     out = {}
     for n in sorted(names):
         why = data_missing(n)
@@ -140,8 +142,6 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
     """One line: the jobs that need missing data (``ran=False``: and that nothing was run,
     said before the file names, which a long data root may shorten away), and per data set
     the files to place."""
-    from pubench.registry.units import units
-
     n = sum(any(k == "dataset" and name in lacking for k, name in units(j.task, j.params)) for j in jobs)
     parts = []
     for name, why in lacking.items():
@@ -154,8 +154,6 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
 def variant_config_error(jobs: list) -> str | None:
     """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
     checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
-    from pubench.tasks import TASKS
-
     seen = set()
     for j in jobs:
         if (j.row, j.col) in seen:
@@ -171,8 +169,6 @@ def variant_config_error(jobs: list) -> str | None:
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
     """The overrides whose key no cell's config at ``tier`` has (a typo makes every job fail
     on its config; a new key may be meant): one sentence each."""
-    from pubench.registry.overrides import parse_override
-
     configs = [spec.resolve(tier, r, c)["params"] for r, c in spec.cells()
                if spec.unavailable_reason(tier, r, c) is None]
     out = []
@@ -194,9 +190,6 @@ def _has_path(node, path: list[str]) -> bool:
 
 def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
     """The executor of the run, and its context (with the numerics of the run's jobs)."""
-    from pubench import numerics
-    from pubench.executors import EXECUTORS
-
     kind = EXECUTORS.get(req.executor)
     context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
                                profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
@@ -207,8 +200,6 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
 
 def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
     """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
-    from pubench.store.provenance import code_changes
-
     committed = (paths.project_root() / "results").resolve()
     if store_root.resolve() != committed:
         return
@@ -248,8 +239,6 @@ def describe_numerics(num) -> str:
 def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
     """The jobs to run: neither done (unless --force) nor in flight under any executor; a
     corrupt record is quarantined (its job runs again)."""
-    from pubench.executors import EXECUTORS
-
     tier = context.tier
     if not req.dry_run:
         store.clean_temps(tier, spec_id)
@@ -279,10 +268,6 @@ def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
     its own record, with ``info.shared_from`` naming it, and does not run. One experiment in two
     tables then shows one set of numbers and is computed once; ``pubench verify`` reruns such a
     record from scratch like any other (and samples them first)."""
-    from pubench.jobs import PlanError, expand
-    from pubench.numerics import Numerics
-    from pubench.registry import get_spec
-
     source_cell = {j.id: shared[1:] for j in todo if (shared := spec.shared_cell(j.row, j.col))}
     if not source_cell:
         return todo
@@ -321,9 +306,6 @@ def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
 
 
 def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
-    from pubench.executors.cores import slots_folder
-    from pubench.executors.worker import JobInterrupted
-
     if executor.runs_here and slots_folder() is not None:
         check_writable(slots_folder(), "core slots ($PUBENCH_CORE_SLOTS)")
     if not executor.runs_here:
@@ -332,8 +314,6 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
         sub = executor.submit(todo, on_done=_log_line(len(todo)) if req.log_lines else None)
     except (JobInterrupted, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", 2)
-        import signal
-
         print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, the ones in flight "
               "are recorded as interrupted (with a checkpoint when they were training); rerun to continue",
               file=sys.stderr)
@@ -353,9 +333,7 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
 def _estimate(store, todo, parallel: int | None) -> str:
     """The run's time from past records of the same cells: this store's, then the committed one's;
     for jobs without any, from ``pubench preflight``'s figures."""
-    from pubench.preflight.report import cached
-    from pubench.report.compute import estimate, past_walls, render_estimate
-    from pubench.store import ResultStore
+    from pubench.preflight.report import cached  # here: the preflight package costs every `status` 30 ms
 
     committed = paths.project_root() / "results"
     stores = [store] + ([ResultStore(committed)] if committed.resolve() != store.root.resolve() else [])
@@ -371,8 +349,6 @@ def _log_line(total: int) -> Callable:
     """Progress lines when stderr is not a terminal (logs, CI, ``make demo``): one per finished
     job for up to :data:`LOG_EVERY_JOB` jobs; for more, one per twentieth of the run (and one
     for every job that did not end ok), each with the counts so far."""
-    import math
-
     n = Counter()
     every = 1 if total <= LOG_EVERY_JOB else math.ceil(total / 20)
 
@@ -419,8 +395,6 @@ def _failure_records(store, tier: str, spec_id: str):
 def split_unimplemented(jobs):
     """``(runnable jobs, {(row, col): missing units})``: a job naming a planned unit the
     code lacks could only fail, so it is neither run nor counted as pending."""
-    from pubench.registry.units import implemented, units
-
     have, keep, lacking, seen = implemented(), [], {}, {}
     for j in jobs:
         if id(j.params) not in seen:  # the seeds of a cell share their params: walk them once

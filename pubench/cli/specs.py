@@ -27,11 +27,12 @@ def expand_parser(sub) -> None:
         "expand", help="each cell's resolved config at a tier (presets, PU data sets and priors filled in) and the "
                        "job id of seed 0, for review", formatter_class=FMT,
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
-               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json\n"
+               "  pubench expand table2-pupl --tier paper --only 'puCL*|CIFAR-I' --json\n"
                "  pubench expand fig5-bcl --tier smoke --set data.M=100")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
-    s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
+    s.add_argument("--only", "--cell", dest="only", action="append", metavar="ROW|COL",
+                   help="only cells matching this glob (repeatable; as in run and preflight; --cell: the same)")
     s.add_argument("--json", action="store_true", help="machine-readable")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
                    help="a variant: set this key of every cell's config at --tier (repeatable; the value is YAML; "
@@ -78,7 +79,7 @@ def cmd_expand(args) -> int:
     one = spec(args.id)
     num = local_numerics(args)
     overrides = getattr(args, "overrides", None)
-    plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides)
+    plan = expand(one, args.tier, 1, only=args.only, numerics=num, overrides=overrides)
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
              for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]

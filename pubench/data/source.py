@@ -2,14 +2,14 @@
 root, and leaves a backbone's pretrained weights to its factory. A job gets its source in
 its context (:class:`pubench.train.context.JobContext`): this one, or ``pubench
 preflight``'s stand-ins for what the machine lacks (:class:`pubench.preflight.standins.StandIns`,
-a subclass). Tasks read data through it only, so nothing swaps a loader."""
+a subclass). Tasks read data through it only, so nothing swaps a loader. The loaders are
+imported when first used: the task registry imports this module (through the job context)
+and stays light."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable
-
-from pubench.data import graphs, images
 
 
 class DataSource:
@@ -17,6 +17,8 @@ class DataSource:
 
     def images(self, name: str, split: str):
         """The ``split`` of image data set ``name`` (:func:`pubench.data.images.load_images`)."""
+        from pubench.data import images
+
         return images.load_images(name, split)
 
     def graphs(self, name: str, features: str):
@@ -38,6 +40,8 @@ class DataSource:
 
 @functools.lru_cache(maxsize=4)
 def _graphs(name: str, features: str, root: str):
+    from pubench.data import graphs
+
     return graphs.load_graphs(name, root, features=features)
 
 

@@ -14,7 +14,7 @@ pushed to call positive the unlabeled examples that ``D`` finds positive-like (`
 and negative the others, while ``D`` is pushed away from ``C``'s calls. Prediction:
 positive iff ``C(x) > 0``. Prior-free.
 
-The paper is not among this project's papers (``/work/shared/papers``): the value above,
+The paper is not among the five papers this project reproduces (README): the value above,
 with Bernoulli divergences and no ``eps`` (so its KL term is the unbounded ``-(2 d - 1)
 C(x)``), is the KL-based value the paper proposes as we read it, and the authors'
 released code (morning-dews/PAN, ``main.py``, ``--model pan``) optimises it up to the

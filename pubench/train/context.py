@@ -22,7 +22,8 @@ the pre-training, and from those to every :class:`pubench.train.loop.Trainer` an
 :data:`PLAIN` is the context outside a job (library use, tests): canonical CPU numerics,
 fp32, nothing recorded, no checkpoints, no cap, the real data. A context is immutable: a
 stage with other accelerator settings is a new one (:func:`pubench.train.accel.stage`).
-This module imports neither torch nor numpy (the task registry imports it).
+This module imports neither torch nor numpy, nor anything heavy (the task registry imports
+it).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pubench.data.source import REAL, DataSource
-from pubench.numerics import Numerics, resolve
 
 if TYPE_CHECKING:
     import torch
 
+    from pubench.numerics import Numerics
     from pubench.train.checkpoint import Session
 
 
@@ -105,6 +106,8 @@ class JobContext:
     @property
     def profile(self) -> Numerics:
         """The job's numerics profile (outside a job: the canonical CPU one)."""
+        from pubench.numerics import resolve
+
         return self.numerics if self.numerics is not None else resolve()
 
     @property

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import record_reliability, selftest_spec
+from tests.unit.test_checkpoint import smoke_variant
 
 DEBIAN_PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo")
@@ -255,12 +256,7 @@ def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
     # after the start), short enough that the requeued jobs finish within the deadline on a
     # loaded one (~15 epochs/s: about 9 minutes of epochs, 3 requeues).
     epochs = 8000
-    repo = Path(__file__).resolve().parents[2]
-    shutil.copytree(repo / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
-    shutil.copy(repo / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
-    text = (repo / "experiments" / "punce" / "table1-punce.yaml").read_text()
-    tmp_registry(text.replace("pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}",
-                              f"pretrain: {{epochs: {epochs}, batch_size: 64, loss: {{prior: null}}}}"))
+    smoke_variant(tmp_registry, "punce/table1-punce", pretrain=epochs)
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "default.yaml").write_text(textwrap.dedent("""\

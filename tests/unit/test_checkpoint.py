@@ -298,15 +298,25 @@ def test_callbacks_see_every_epoch_and_change_no_number(monkeypatch):
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _long_smoke_spec(tmp_registry) -> None:
-    """table1-punce with a smoke tier long enough to be killed mid pre-training."""
+def smoke_variant(tmp_registry, spec: str, **epochs: int) -> None:
+    """The committed spec ``experiments/<spec>.yaml`` (its presets and shared texts with it) in
+    ``tmp_registry``, its smoke tier's ``<block>.epochs`` set to ``epochs[block]``: built as
+    data, so a reworded spec changes nothing here."""
+    import yaml
+
     shutil.copytree(REPO / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
     shutil.copy(REPO / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
-    text = (REPO / "experiments" / "punce" / "table1-punce.yaml").read_text()
-    short = "pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}"
-    assert short in text
-    tmp_registry(text.replace(short, "pretrain: {epochs: 150, batch_size: 64, loss: {prior: null}}")
-                 .replace("downstream: {prior: null, epochs: 1}", "downstream: {prior: null, epochs: 20}"))
+    raw = yaml.safe_load((REPO / "experiments" / f"{spec}.yaml").read_text(encoding="utf-8"))
+    params = raw["tiers"]["smoke"]["params"]
+    for block, n in epochs.items():
+        assert isinstance(params[block].get("epochs"), int), (spec, block)
+        params[block]["epochs"] = n
+    tmp_registry(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=1000))
+
+
+def _long_smoke_spec(tmp_registry) -> None:
+    """table1-punce with a smoke tier long enough to be killed mid pre-training."""
+    smoke_variant(tmp_registry, "punce/table1-punce", pretrain=150, downstream=20)
 
 
 def _run(env, store: Path, *extra, wait=True, progress=False):

@@ -342,13 +342,15 @@ def test_each_checks_line_comes_as_it_ends_and_the_report_keeps_the_cells_order(
     assert [c.cell.row for c in partial[0].cells] == [CHEAP[1].split("|")[0]] and not partial[0].complete
 
 
-def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
-    """The project's experiments/ in tmp_path with one text replacement in table3-pupl."""
+def broken_registry(tmp_path, monkeypatch, edit) -> None:
+    """The project's experiments/ in tmp_path, table3-pupl changed by ``edit(spec as data)``."""
+    import yaml
+
     shutil.copytree(EXPERIMENTS, tmp_path / "experiments")
     path = tmp_path / "experiments" / "pupl" / "table3-pupl.yaml"
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(raw)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
     monkeypatch.setenv("PUBENCH_EXPERIMENTS", str(tmp_path / "experiments"))
 
 
@@ -356,7 +358,7 @@ def test_a_broken_paper_config_fails_in_seconds_with_one_line(scratch, monkeypat
     spec = get_spec("table3-pupl")
     params = spec.resolve("paper", "uPU† (1)", "F-MNIST-I")["params"]
     assert "epochs" in params["train"]
-    broken_registry(scratch, monkeypatch, "    train: {epochs: 200,", "    train: {epochz: 3, epochs: 200,")
+    broken_registry(scratch, monkeypatch, lambda raw: raw["experiment"]["params"]["train"].update(epochz=3))
     t0 = time.perf_counter()
     assert main(["preflight", "table3-pupl", "--only", CHEAP[0]]) == 1
     took = time.perf_counter() - t0
