@@ -141,6 +141,12 @@ class Tier:
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
     #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
     more_seeds: tuple[dict[str, Any], ...] = ()
+    #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
+    inherits: dict[str, str] = field(default_factory=dict)
+
+    def matched_as(self, row: str) -> str:
+        """The row name this tier's ``rows`` and ``cells`` overrides are matched against for ``row``."""
+        return self.inherits.get(row, row)
 
     def seeds_of(self, row: str, col: str) -> int:
         """The seeds a cell runs at this tier: the tier's, or more where a ``more_seeds`` entry says so."""
@@ -231,7 +237,8 @@ class Spec:
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
         # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
-        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable))
+        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable),
+                      inherits=dict(base.inherits))
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
 
     @property
@@ -325,12 +332,13 @@ class Spec:
             cfg = self._resolve(self.variant[0], row, col)
             return {"task": cfg["task"], "params": apply_overrides(cfg["params"], self.variant[1])}
         params: dict[str, Any] = {}
-        for layer in (self.experiment, self.tiers[tier].layer):
+        t = self.tiers[tier]
+        for layer, name in ((self.experiment, row), (t.layer, t.matched_as(row))):
             params = deep_merge(params, layer.get("params") or {})
-            params = deep_merge(params, (layer.get("rows") or {}).get(row) or {})
+            params = deep_merge(params, (layer.get("rows") or {}).get(name) or {})
             params = deep_merge(params, (layer.get("cols") or {}).get(col) or {})
             for pattern, over in (layer.get("cells") or {}).items():  # exact keys or globs, in file order
-                if match_cell(pattern, row, col):
+                if match_cell(pattern, name, col):
                     params = deep_merge(params, over)
             params = evaluate_priors(params, self.class_counts)
         return {"task": self.experiment["task"], "params": copy.deepcopy(params)}
