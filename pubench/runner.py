@@ -90,12 +90,11 @@ def run(req: RunRequest) -> int:
         for warning in override_warnings(spec, req.tier, req.overrides):
             print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
-    if req.overrides:
-        rejected = variant_config_error(plan.jobs)
-        if rejected and not req.dry_run:
-            raise UsageError(f"--set: {rejected} (nothing was run)")
-        if rejected:
-            print(f"  warning: --set: {rejected}")
+    rejected = config_rejection(spec, req, plan.jobs)
+    if rejected and not req.dry_run:
+        raise UsageError(f"{rejected} (nothing was run)")
+    if rejected:
+        print(f"  warning: {rejected}")
     todo = _pending(req, spec.id, plan.jobs, store, context)
     if not req.overrides:
         todo = take_shared(spec, todo, store, dry_run=req.dry_run)
@@ -149,6 +148,21 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
         parts.append(f"{name}: place {where}")
     return (f"data missing for {n} job(s) of {spec_id}{'' if ran else ' (nothing was run)'}: " + "; ".join(parts)
             + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
+
+
+def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
+    """The first cell config among ``jobs`` that its task rejects (its ``validate``, no data loaded),
+    as one line: a spec's own cell at the spec file's line that sets the key
+    (:mod:`pubench.registry.task_check`), a variant's (``--set``) naming the cell; None when the
+    task accepts every one."""
+    if req.overrides:
+        rejected = variant_config_error(jobs)
+        return rejected and f"--set: {rejected}"
+    from pubench.registry.task_check import jobs_rejection
+    from pubench.utils.yamlio import problem_line
+
+    rejection = jobs_rejection(spec, req.tier, jobs)
+    return None if rejection is None else problem_line(rejection)
 
 
 def variant_config_error(jobs: list) -> str | None:

@@ -515,8 +515,13 @@ def validate_file(path: str | Path) -> Spec:
     the registry yet (nothing cached, nothing run): the schema, the reported-cell layout and the
     references across fields (:func:`parse_spec`), the unit names (registered or planned), the
     paper folder and id where the file lives under ``experiments/``, another spec with the same
-    id, and every cell's config resolved at every tier. Raises the first :class:`SpecError`."""
-    from pubench.errors import PubenchError
+    id, every cell's config resolved at every tier and checked by its task (unknown, missing and
+    mistyped keys, at the line that sets them: :mod:`pubench.registry.task_check`). Raises the
+    first :class:`SpecError`."""
+    import warnings
+
+    from pubench.errors import PubenchError, PubenchWarning
+    from pubench.registry.task_check import first_rejection
     from pubench.registry.units import check_names
 
     path = Path(path)
@@ -539,6 +544,13 @@ def validate_file(path: str | Path) -> Spec:
                 spec.resolve(tier, row, col)
             except PubenchError as e:
                 raise SpecError(file, f"cell {row}|{col} at tier {tier}", str(e)) from None
+    try:
+        rejection = first_rejection(spec)
+    except ImportError as e:  # the tasks' checks import torch: the file's own checks passed
+        warnings.warn(PubenchWarning(f"{file}: the tasks' parameter checks did not run ({e})"), stacklevel=2)
+        rejection = None
+    if rejection is not None:
+        raise rejection
     return spec
 
 
