@@ -73,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.errors import JobInterrupted, StorageError, install_warning_format
 
     install_warning_format()
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # names from the registries: an installed unit package may fail to load here
+    except PubenchError as e:
+        print(f"pubench: error: {one_line(e)}", file=sys.stderr)
+        return e.exit_code
+    args = parser.parse_args(argv)
     try:
         return args.fn(args)
     except PubenchError as e:
