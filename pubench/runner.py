@@ -46,6 +46,7 @@ class RunRequest:
     progress: bool = False              # a progress bar
     log_lines: bool = False             # progress lines, no bar (logs, CI): runner._log_line
     overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
+    added: list | None = None           # --add-row / --overlay: rows added to the table (AddedRow), tier "custom"
 
 
 def executor_context(spec_id: str, tier: str, **fields: Any):
@@ -71,11 +72,21 @@ def run(req: RunRequest) -> int:
         raise UsageError(f"unknown tier {req.tier!r}")
     if req.overrides and req.executor != "local":
         raise UsageError("--set runs a variant with --executor local only (a SLURM profile has no 'custom' tier yet)")
-    tier = CUSTOM if req.overrides else req.tier  # where the jobs are stored and claimed
+    if req.overrides and req.added:
+        raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
+    tier = CUSTOM if req.overrides or req.added else req.tier  # where the jobs are stored and claimed
     executor, context = _executor(req, spec.id, tier)
     from pubench.jobs import expand
 
-    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
+    view = None
+    if req.added:
+        from pubench.registry.added_rows import check_added
+
+        check_added(spec, req.added)
+        view = spec.with_added_rows(req.tier, tuple(req.added))
+        plan = expand(view, CUSTOM, req.seeds, req.only, numerics=context.numerics)
+    else:
+        plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
     store = ResultStore(context.results_root)
     if not req.dry_run:
         why = executor.unavailable_reason()
@@ -84,6 +95,8 @@ def run(req: RunRequest) -> int:
         check_writable(store.folder(tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(req, store.root)
     _say_plan(spec, req.tier, plan, context.numerics)
+    if view is not None:
+        say_added(spec, view, req.tier, store, context.numerics)
     if req.overrides:
         print(f"  custom variant: tier '{req.tier}' with --set {' --set '.join(req.overrides)}; stored under "
               f"{store.folder(tier, spec.id)} (job ids differ from every tier's)")
@@ -96,7 +109,7 @@ def run(req: RunRequest) -> int:
     if rejected:
         print(f"  warning: {rejected}")
     todo = _pending(req, spec.id, plan.jobs, store, context)
-    if not req.overrides:
+    if not req.overrides and not req.added:
         todo = take_shared(spec, todo, store, dry_run=req.dry_run)
     lacking = missing_data(todo)
     if lacking and not req.dry_run and executor.runs_here:
@@ -155,9 +168,9 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
     as one line: a spec's own cell at the spec file's line that sets the key
     (:mod:`pubench.registry.task_check`), a variant's (``--set``) naming the cell; None when the
     task accepts every one."""
-    if req.overrides:
+    if req.overrides or req.added:
         rejected = variant_config_error(jobs)
-        return rejected and f"--set: {rejected}"
+        return rejected and f"{'--set' if req.overrides else '--add-row'}: {rejected}"
     from pubench.registry.task_check import jobs_rejection
     from pubench.utils.yamlio import problem_line
 
@@ -180,6 +193,36 @@ def variant_config_error(jobs: list) -> str | None:
         except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
             return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {' '.join(str(e).split())[:300]}"
     return None
+
+
+def say_added(spec, view, tier: str, store, numerics) -> None:
+    """What each row added to ``spec`` (``view``: :meth:`Spec.with_added_rows`) inherits from its
+    baseline at ``tier`` and what it sets, where its jobs are stored, and how many cells of the
+    rows it is compared with (its block) have records at ``tier``."""
+    from pubench.jobs import expand
+    from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
+    from pubench.registry.spec import CUSTOM
+
+    block: set[str] = set()
+    for row in view.added:
+        inherited, replaced = inheritance(view, tier, row)
+        print(f"  added row '{row.name}': runs like '{row.like}' at tier '{tier}', with the budget the tier gives it "
+              f"({budget_text(inherited, settings_run(view, tier, row))}), and sets {flow(row.sets) or 'nothing'}"
+              + (f"; its {', '.join(replaced)} replaces {row.like}'s (the baseline's hyperparameters belong to its "
+                 "unit)" if replaced else ""))
+        block |= set(block_of(spec, row.like))
+    print(f"  stored under {store.folder(CUSTOM, spec.id)} (each record's job.variant.row says what the row inherits "
+          "and sets); `pubench report` sets the rows beside the paper's, tested against their block's")
+    only = [("*|" + m) if spec.methods_in == "cols" else (m + "|*") for m in sorted(block)]
+    jobs = expand(spec, tier, None, only, numerics=numerics).jobs
+    done = set(store.scan(tier, spec.id).done)
+    cells, missing = {(j.row, j.col) for j in jobs}, {(j.row, j.col) for j in jobs if j.id not in done}
+    if missing:
+        print(f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have all "
+              f"their records at tier '{tier}'; `pubench run {spec.id} --tier {tier}"
+              + "".join(f" --only '{p}'" for p in only) + "` runs the others")
+    else:
+        print(f"  baselines: all {len(cells)} cells of the rows compared with have their records at tier '{tier}'")
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
@@ -213,7 +256,8 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
 
     kind = EXECUTORS.get(req.executor)
     context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
-                               profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
+                               profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every,
+                               profile_tier=req.tier)
     device = req.device if req.device != "auto" else kind.default_device(context)
     context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
     return kind.from_context(context), context

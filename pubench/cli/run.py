@@ -9,6 +9,8 @@ import sys
 from pubench.cli._common import (
     DEFAULT_TIER,
     FMT,
+    added_row_options,
+    added_rows,
     TIER_CHOICES,
     bounded_int,
     ensure_process_env,
@@ -30,7 +32,9 @@ def parser(sub) -> None:
                "  pubench run table1-punce --tier reduced --seeds 3 --jobs 2\n"
                "  pubench run table1-punce --tier paper --executor slurm --dry-run\n"
                "  pubench run table1-punce --only '*|puNCE'\n"
-               "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'")
+               "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'\n"
+               "  pubench run table2-punce --tier reduced --add-row 'uPU again=pu_method: {name: upu, loss: sigmoid}' "
+               "--like 'MLP nnPU' --only '*|n_P=1k'   # your row beside the paper's")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
@@ -42,6 +46,7 @@ def parser(sub) -> None:
                    help="run a variant: set this key of every selected cell's config at --tier (repeatable; the "
                         "value is YAML; KEY=~ deletes). The jobs go to the tier 'custom' (results/custom/<id>/) with "
                         "ids that differ from every tier's; `pubench expand ID --set ...` shows the configs")
+    added_row_options(s)
     s.add_argument("--executor", default="local", choices=sorted(known("executor")),  # the registered executors
                    help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=bounded_int("--jobs", 1, 64), default=1,
@@ -77,4 +82,4 @@ def cmd_run(args) -> int:
         device=args.device, threads=args.threads, isa=args.numerics, profile=args.profile, cluster=args.cluster,
         dry_run=args.dry_run, force=args.force, allow_dirty=args.allow_dirty, checkpoint_every=args.checkpoint_every,
         progress=not args.no_progress and terminal, log_lines=not args.no_progress and not terminal,
-        overrides=args.overrides))
+        overrides=args.overrides, added=added_rows(args)))

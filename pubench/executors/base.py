@@ -54,6 +54,7 @@ class ExecutorContext:
     cluster: str = "slurm"           # submitit backend (tests use local / debug)
     numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
     checkpoint_every: int | None = None  # epochs between training checkpoints (None: the executor's default)
+    profile_tier: str | None = None  # the tier whose SLURM resources the jobs take (rows added: their base tier)
 
 
 @dataclass

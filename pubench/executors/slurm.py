@@ -175,7 +175,8 @@ class SlurmExecutor(Executor):
         """submitit parameters: the profile's for the tier."""
         if context.profile is None:
             raise ProfileError("no SLURM profile given")
-        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier)}
+        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile,
+                                                                     context.profile_tier or context.tier)}
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":
