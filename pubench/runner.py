@@ -94,7 +94,7 @@ def run(req: RunRequest) -> int:
             raise UsageError(why)
         check_writable(store.folder(tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(req, store.root)
-    _say_plan(spec, req.tier, plan, context.numerics)
+    _say_plan(spec, req.tier, plan, context.numerics, req.overrides)
     if view is not None:
         say_added(spec, view, req.tier, store, context.numerics)
     if req.overrides:
@@ -278,13 +278,15 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
                          "(records and reports are then marked)")
 
 
-def _say_plan(spec, tier: str, plan, num) -> None:
+def _say_plan(spec, tier: str, plan, num, overrides: list[str] | None = None) -> None:
     more = "".join(f" ({m['seeds']} in {m['cells']}, decided {m['date']})" for m in
                    (spec.tiers[tier].more_seeds if tier in spec.tiers and len({j.seed_index for j in plan.jobs}) >
                     plan.seeds else ()))
     print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
-    for d in spec.tiers[tier].deviations:
+    from pubench.registry.overrides import overridden_deviations
+
+    for d in overridden_deviations(spec.tiers[tier].deviations, overrides or []):
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:
         print(f"  not runnable at this tier: {r}|{c}: {why}")

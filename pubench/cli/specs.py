@@ -91,10 +91,10 @@ def cmd_expand(args) -> int:
 
         check_added(one, added)
         view = one.with_added_rows(args.tier, tuple(added))
-        plan = expand(view, CUSTOM, 1, only=args.cell, numerics=num)
+        plan = expand(view, CUSTOM, 1, only=args.cell, numerics=num, only_option="--cell")
         one = view
     else:
-        plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides)
+        plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides, only_option="--cell")
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
              | ({"added_row": j.variant["row"]} if added else {}) for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]

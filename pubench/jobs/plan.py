@@ -132,11 +132,12 @@ class PlanError(PubenchError, ValueError):
 
 
 def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None,
-           numerics: Numerics | None = None, overrides: list[str] | None = None) -> Plan:
+           numerics: Numerics | None = None, overrides: list[str] | None = None, only_option: str = "--only") -> Plan:
     """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1`` (default: the tier's
     seeds, more in the cells its ``more_seeds`` entries name).
 
-    ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error).
+    ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error naming
+    ``only_option``, the flag the command took them with: ``--only``, ``expand``'s ``--cell``).
     Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
     instead. ``numerics`` defaults to the canonical profile (``pubench.numerics``).
 
@@ -164,7 +165,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if not cells:
             shown = " ".join(repr(shorten(p, 60)) for p in only[:5]) + (f" (and {len(only) - 5} more)" if len(only) > 5
                                                                           else "")
-            raise PlanError(f"--only {shown} selects no cell of {spec.id}; patterns read "
+            raise PlanError(f"{only_option} {shown} selects no cell of {spec.id}; patterns read "
                             f"'ROW|COL' with * wildcards; rows: {', '.join(spec.rows)}; cols: {', '.join(spec.cols)}")
     for row, col in cells:
         added = spec.added_row(row, col) if spec.added else None

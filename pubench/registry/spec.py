@@ -241,8 +241,10 @@ class Spec:
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
         # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
-        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable),
-                      inherits=dict(base.inherits))
+        from pubench.registry.overrides import overridden_deviations
+
+        custom = Tier(CUSTOM, base.seeds, [*overridden_deviations(base.deviations, sets), said], base.layer,
+                      dict(base.unavailable), inherits=dict(base.inherits))
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
 
     def with_added_rows(self, base_tier: str, rows: tuple) -> Spec:
