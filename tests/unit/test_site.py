@@ -217,3 +217,27 @@ def test_the_browser_check_sees_broken_pages(tmp_path):
     assert "boom" in text and "undefinedFunction" in text and "load failed" in text
     assert visit.images == [{"src": (tmp_path / "missing.png").as_uri(), "ok": False}]
     assert missing.errors and "ERR_FILE_NOT_FOUND" in missing.errors[0]
+
+
+def test_legends_show_code_spans_not_backticks():
+    """Issue 54: the HTML legends printed markdown backticks literally; they are <code> now."""
+    from pubench import paths
+    from pubench.registry import get_spec
+    from pubench.report.collect import collect
+    from pubench.report.html import report_body
+
+    res = collect(get_spec("table2-punce"), "reduced", ResultStore(paths.project_root() / "results"))
+    legends = re.findall(r'<p class="legend">(.*?)</p>', report_body(res, None, [], "spec.html"), flags=re.S)
+    assert len(legends) >= 5 and any("<code>" in text for text in legends)
+    assert not [text for text in legends if "`" in text]
+
+
+def test_the_site_folder_is_not_tracked_by_git():
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (Path(__file__).resolve().parents[2] / ".git").exists():
+        pytest.skip("not a git checkout")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(["git", "check-ignore", "-q", "reports/site/index.html"], cwd=root)
+    assert out.returncode == 0, "reports/site/ is not ignored (.gitignore)"
