@@ -96,7 +96,7 @@ def run(req: RunRequest) -> int:
         _check_clean_tree(req, store.root)
     _say_plan(spec, req.tier, plan, context.numerics, req.overrides)
     if view is not None:
-        say_added(spec, view, req.tier, store, context.numerics)
+        say_added(spec, view, req.tier, store, context.numerics, plan.jobs)
     if req.overrides:
         print(f"  custom variant: tier '{req.tier}' with --set {' --set '.join(req.overrides)}; stored under "
               f"{store.folder(tier, spec.id)} (job ids differ from every tier's)")
@@ -195,10 +195,11 @@ def variant_config_error(jobs: list) -> str | None:
     return None
 
 
-def say_added(spec, view, tier: str, store, numerics) -> None:
+def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:
     """What each row added to ``spec`` (``view``: :meth:`Spec.with_added_rows`) inherits from its
     baseline at ``tier`` and what it sets, where its jobs are stored, and how many cells of the
-    rows it is compared with (its block) have records at ``tier``."""
+    rows it is compared with (its block, in the settings and seeds of ``jobs``, the added rows'
+    jobs) have records at ``tier``."""
     from pubench.jobs import expand
     from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
     from pubench.registry.spec import CUSTOM
@@ -213,14 +214,19 @@ def say_added(spec, view, tier: str, store, numerics) -> None:
         block |= set(block_of(spec, row.like))
     print(f"  stored under {store.folder(CUSTOM, spec.id)} (each record's job.variant.row says what the row inherits "
           "and sets); `pubench report` sets the rows beside the paper's, tested against their block's")
-    only = [("*|" + m) if spec.methods_in == "cols" else (m + "|*") for m in sorted(block)]
-    jobs = expand(spec, tier, None, only, numerics=numerics).jobs
+    settings = sorted({j.row if spec.methods_in == "cols" else j.col for j in jobs})
+    seeds = {j.seed_index for j in jobs}
+    only = ["|".join(spec.cell_of(m, s)) for m in sorted(block) for s in settings]
+    base = [j for j in expand(spec, tier, max(seeds) + 1, only, numerics=numerics).jobs
+            if j.seed_index in seeds] if jobs else []
     done = set(store.scan(tier, spec.id).done)
-    cells, missing = {(j.row, j.col) for j in jobs}, {(j.row, j.col) for j in jobs if j.id not in done}
+    cells, missing = {(j.row, j.col) for j in base}, {(j.row, j.col) for j in base if j.id not in done}
     if missing:
-        print(f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have all "
-              f"their records at tier '{tier}'; `pubench run {spec.id} --tier {tier}"
-              + "".join(f" --only '{p}'" for p in only) + "` runs the others")
+        methods = sorted({c[1] if spec.methods_in == "cols" else c[0] for c in missing})
+        pattern = [(f"*|{m}" if spec.methods_in == "cols" else f"{m}|*") for m in methods]
+        print(f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have "
+              f"their records (seeds {min(seeds)}-{max(seeds)}) at tier '{tier}'; `pubench run {spec.id} --tier "
+              f"{tier} --seeds {max(seeds) + 1}" + "".join(f" --only '{p}'" for p in pattern) + "` runs the others")
     else:
         print(f"  baselines: all {len(cells)} cells of the rows compared with have their records at tier '{tier}'")
 
