@@ -150,6 +150,15 @@ class LocalExecutor(Executor):
     def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
         return Submission(self.run(jobs, desc=self.desc, on_done=on_done))
 
+    def concurrency(self, jobs: list[Job]) -> tuple[int, int, str] | None:
+        """The workers ``run`` starts; on CUDA they share this machine's one GPU."""
+        if not jobs:
+            return None
+        n = worker_count(self.n_jobs, len(jobs), max(Numerics.from_dict(j.numerics).threads for j in jobs))
+        if jobs[0].numerics.get("device") == "cuda":
+            return n, n, f"{n} local worker(s) on one GPU"
+        return n, 1, f"{n} local worker(s)"
+
     def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False,
                  checkpoint_every: int | None = None, desc: str = "jobs"):
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import yaml
 
 from pubench.errors import PubenchError
-from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
+from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission, job_summary
 from pubench.errors import JobInterrupted
 from pubench.executors.worker import DEFAULT_CHECKPOINT_EVERY, execute_job
 from pubench.jobs.plan import Job
@@ -204,13 +204,22 @@ class SlurmExecutor(Executor):
                 "nothing was submitted. Run from a SLURM login node, or run here with --executor local (the default); "
                 "--dry-run prints the plan without SLURM")
 
-    def plan(self, jobs: list[Job]) -> str:
+    def plan(self, jobs: list[Job], every_job: bool = True) -> str:
+        if not every_job:
+            return "\n".join([job_summary(jobs, config=True), self.dry_run(jobs, self.spec_id, self.tier)])
         lines = []
         for j in jobs:
             lines.append(f"  {j.id}  {j.name}")
             lines.append(f"      {json.dumps(j.params, sort_keys=True)}")
         return "\n".join(lines + [self.dry_run(jobs, self.spec_id, self.tier)])
 
+    def concurrency(self, jobs: list[Job]) -> tuple[int, int, str] | None:
+        """Array tasks at once (``slurm_array_parallelism``, at most the tasks), one job each at a time."""
+        if not jobs:
+            return None
+        tasks = len(self.chunks(jobs, self.tier, self.spec_id))
+        at_once = min(tasks, int(self.params.get("slurm_array_parallelism") or tasks))
+        return at_once, 1, f"{at_once} array task(s) at once (slurm_array_parallelism)"
     def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
         """Submit ``jobs`` as one array and write the manifest; returns at once (the jobs
         finish on the cluster: ``on_done`` is never called)."""
