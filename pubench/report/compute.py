@@ -44,6 +44,7 @@ class Compute:
     cache_hits: int = 0  # records that reused a cached encoder or another spec's record: another job spent it
     cpus: Counter = field(default_factory=Counter)  # CPU model -> jobs
     gpus: Counter = field(default_factory=Counter)  # GPU model -> jobs
+    devices: Counter = field(default_factory=Counter)  # "cuda (NVIDIA H200)" / "cpu (AMD EPYC)" -> jobs
 
     def add(self, rec: dict[str, Any], failed: bool = False) -> None:
         wall = (rec.get("timing") or {}).get("wall_s")
@@ -62,6 +63,7 @@ class Compute:
         machine = rec.get("machine") or {}
         if machine.get("cpu_model"):
             self.cpus[machine["cpu_model"]] += 1
+        self.devices[device_label(rec)] += 1
         if record_device(rec) == "cuda":
             self.gpu_s += wall
             self.gpus[machine.get("gpu") or "unrecorded GPU"] += 1
@@ -82,7 +84,8 @@ class Compute:
         return Compute(self.jobs + other.jobs, self.failed + other.failed, self.wall_s + other.wall_s,
                        self.core_s + other.core_s, self.gpu_s + other.gpu_s,
                        self.threads_unrecorded + other.threads_unrecorded, self.untimed + other.untimed,
-                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus)
+                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus,
+                       self.devices + other.devices)
 
 
 def record_threads(rec: dict[str, Any]) -> int | None:
@@ -98,6 +101,16 @@ def _cache_hit(rec: dict[str, Any]) -> bool:
 
 def record_device(rec: dict[str, Any]) -> str:
     return ((rec.get("job") or {}).get("numerics") or {}).get("device") or "cpu"
+
+
+def device_label(rec: dict[str, Any]) -> str:
+    """The device a record ran on, as its numerics profile and its machine name it:
+    ``cuda (NVIDIA H200)``, ``cpu (AMD EPYC 7B13)``."""
+    device = record_device(rec)
+    machine = rec.get("machine") or {}
+    model = machine.get("gpu") if device == "cuda" else machine.get("cpu_model")
+    model = model or ((rec.get("info") or {}).get("accelerator") or {}).get("device_name")
+    return f"{device} ({model})" if model else device
 
 
 def of_records(ok: Iterable[dict[str, Any]], failed: Iterable[dict[str, Any]] = ()) -> Compute:
@@ -139,7 +152,9 @@ def describe(c: Compute) -> str:
     text += f", {c.failed} failed)" if c.failed else ")"
     if c.gpu_s:
         text += f", {fmt_hours(c.gpu_h)} GPU-hours on {', '.join(sorted(c.gpus))}"
-    if c.cpus:
+    if c.gpu_s:  # a table with GPU records: which device ran how many
+        text += f"; ran on: {', '.join(f'{d} {n} record(s)' for d, n in c.devices.most_common())}"
+    elif c.cpus:
         text += f"; CPU: {', '.join(f'{m} ({n})' for m, n in c.cpus.most_common(3))}"
     if c.threads_unrecorded:
         text += f"; {c.threads_unrecorded} record(s) without a thread count, counted as 1 thread"
@@ -152,7 +167,7 @@ def describe(c: Compute) -> str:
 
 
 # ---- estimates for `run --dry-run` ------------------------------------------------------
-def _cell_key(job: dict[str, Any]) -> tuple:
+def cell_key(job: dict[str, Any]) -> tuple:
     # not the spec version: a version bump that leaves a cell's params alone leaves its cost alone
     return (job["spec_id"], job["tier"], job["row"], job["col"], canonical_json(job["params"]))
 
@@ -199,7 +214,7 @@ def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tupl
     for rec in records:
         wall = (rec.get("timing") or {}).get("wall_s")
         if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0:
-            out.setdefault(_cell_key(rec["job"]), []).append(
+            out.setdefault(cell_key(rec["job"]), []).append(
                 (_profile(rec["job"].get("numerics")), float(wall), _cache_hit(rec)))
     return {key: [(p, w) for p, w, hit in seen if not hit] or [(p, w) for p, w, _ in seen]
             for key, seen in out.items()}
@@ -218,7 +233,7 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
     sources: Counter = Counter()
     job_s = core_s = gpu_s = longest = 0.0
     for j in jobs:
-        key = _cell_key(j.to_dict())
+        key = cell_key(j.to_dict())
         past = walls.get(key)
         if past:
             mine = [w for p, w in past if p == _profile(j.numerics)]
