@@ -207,6 +207,10 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
 
 
 def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
+    check_clean_tree(store_root, req.allow_dirty)
+
+
+def check_clean_tree(store_root: Path, allow_dirty: bool) -> None:
     """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
     from pubench.store.provenance import code_changes
 
@@ -214,7 +218,7 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
     if store_root.resolve() != committed:
         return
     changes = code_changes()
-    if changes and not req.allow_dirty:
+    if changes and not allow_dirty:
         raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
                          f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
                          "commit first, write elsewhere with PUBENCH_RESULTS=..., or pass --allow-dirty "
