@@ -87,3 +87,22 @@ def test_dry_run_plans_a_window_without_a_gpu(capsys, monkeypatch, tmp_path):
     assert "campaign: paper-gpu.yaml at tier 'paper'" in out and "[1] table1-punce MNIST n_P=1k|*: 0 of 25 done" in out
     assert "throughput: 4 (92.2 TFLOP/s, the most a committed figure drew from NVIDIA H200" in out
     assert "campaign: dry run: if the projections hold, this window starts" in out
+
+
+def test_make_gpu_paper_runs_the_campaign_from_the_source_tree(tmp_path):
+    """``make gpu-paper`` on a machine without a GPU: its dry run plans the window."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("make") is None:
+        pytest.skip("no make here")
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "PUBENCH_CAMPAIGN_STARTED"}
+    out = subprocess.run(["make", "-s", "gpu-paper", f"GPU_PY={sys.executable}", "GPU_PAPER_ARGS=--dry-run",
+                          f"OUT={tmp_path}"], cwd=root, env=env | {"PUBENCH_RESULTS": str(tmp_path / "results")},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "campaign: paper-gpu.yaml at tier 'paper'" in out.stdout and "this window starts" in out.stdout
