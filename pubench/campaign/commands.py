@@ -43,7 +43,6 @@ def run_window(opts: WindowOptions, say: Callable[[str], None] = print) -> int:
     """One window: plan what is left, run what fits the budget several at once, bundle the
     new records into ``opts.out``. 0, or 1 when a job failed."""
     from pubench import numerics as nm
-    from pubench.preflight.packing import packing
     from pubench.runner import check_clean_tree
     from pubench.store import ResultStore
     from pubench.utils.io import check_writable
@@ -77,25 +76,7 @@ def run_window(opts: WindowOptions, say: Callable[[str], None] = print) -> int:
     for note in plan.notes:
         say(f"  left out: {note}")
     _data(plan, carry, opts.dry_run, say)
-    cores = concurrency.choose("auto", device, []).bounds["cores"]
-    choice = concurrency.choose(opts.concurrency, device,
-                                concurrency.reachable(plan.pending, max(0.0, budget.left()), cores), numerics.threads)
-    pack = packing(kind, device.name)
-
-    def slowdown_of(n: int) -> float:
-        return opts.slowdown if opts.slowdown is not None else pack.slowdown(n)
-
-    if opts.concurrency == "auto" and choice.n > 1:
-        n, done = schedule.best_count(plan.pending, choice.n, budget.left(), slowdown_of)
-        choice.lines.append(f"  window: {n} at once completes the most job time in the {budget.left():.0f} s left "
-                            f"({done / 60:.1f} min of the jobs' time alone, if the projections hold)"
-                            + ("" if n == choice.n else f"; {choice.n} would slow each job past the window's end"))
-        choice.n = n
-    slowdown = slowdown_of(choice.n)
-    for line in choice.lines:
-        say(line)
-    say(f"  packing: each of {choice.n} job(s) at once takes {slowdown:.2f}x its time alone (--packing-slowdown)"
-        if opts.slowdown is not None else f"  packing: {pack.describe(choice.n)}")
+    choice, slowdown = _concurrency(opts, plan, device, budget, numerics.threads, say)
     if opts.dry_run:
         started = schedule.simulate(plan.pending, choice.n, budget.left(), slowdown)
         say(f"campaign: dry run: if the projections hold, this window starts {len(started)} of {len(plan.pending)} "
@@ -103,6 +84,32 @@ def run_window(opts: WindowOptions, say: Callable[[str], None] = print) -> int:
         return 0
     outcome = schedule.run(plan.pending, choice.n, budget, str(store.root), slowdown, say)
     return _close(opts, plan, outcome, store, device, choice, slowdown, budget, say)
+
+
+def _concurrency(opts: WindowOptions, plan, device, budget, threads: int, say) -> tuple:
+    """How many jobs at once (:func:`pubench.campaign.concurrency.choose`; for ``auto``, then the
+    count that does the most of the queue's first entries in the window) and each one's
+    slowdown; said with their figures."""
+    from pubench.preflight.packing import packing
+
+    reach = concurrency.reachable(plan.pending, max(0.0, budget.left()), concurrency.cores_bound(threads))
+    choice = concurrency.choose(opts.concurrency, device, reach, threads)
+    pack = packing(device.kind, device.name)
+
+    def slowdown_of(n: int) -> float:
+        return opts.slowdown if opts.slowdown is not None else pack.slowdown(n)
+
+    if opts.concurrency == "auto" and choice.n > 1:
+        n, done = schedule.best_count(plan.pending, choice.n, budget.left(), slowdown_of)
+        choice.lines.append(f"  window: {n} at once does the most of the first entries in the {budget.left():.0f} s "
+                            f"left ({done / 60:.1f} min of the jobs' time alone, if the projections hold)"
+                            + ("" if n == choice.n else f"; {choice.n} would slow each job past the window's end"))
+        choice.n = n
+    for line in choice.lines:
+        say(line)
+    say(f"  packing: each of {choice.n} job(s) at once takes {slowdown_of(choice.n):.2f}x its time alone "
+        "(--packing-slowdown)" if opts.slowdown is not None else f"  packing: {pack.describe(choice.n)}")
+    return choice, slowdown_of(choice.n)
 
 
 def _data(plan, carry: Path, dry_run: bool, say) -> None:

@@ -99,12 +99,19 @@ def reachable(pending: list, budget_s: float, cores: int) -> list:
     return out
 
 
+def cores_bound(threads: int = 1) -> int:
+    """Jobs at once the cores allow: the usable cores / threads per job."""
+    from pubench.executors.cores import usable_cores
+
+    return max(1, usable_cores() // max(1, threads))
+
+
 def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -> Choice:
     """Jobs at once: ``requested`` when a number, else the least bound (module docstring) over
     ``jobs`` (:class:`pubench.campaign.plan.Planned`)."""
     from pubench.executors.cores import usable_cores
 
-    bounds: dict[str, int] = {"cores": max(1, usable_cores() // max(1, threads))}
+    bounds: dict[str, int] = {"cores": cores_bound(threads)}
     lines = [f"  cores: {bounds['cores']} ({usable_cores()} usable core(s) / {threads} thread(s) per job)"]
     peaks = [p.peak_bytes for p in jobs if p.peak_bytes]
     if peaks and device.free_bytes:
@@ -128,9 +135,10 @@ def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -
                                                          else f"no committed figure on {device.name}") + ")")
     bounds["cap"] = MAX_CONCURRENCY
     if requested != "auto":
-        n = int(requested)
-        return Choice(n, bounds, [f"concurrency: {n} job(s) at once (--concurrency); the bounds would give "
-                                  f"{min(bounds.values())}:"] + lines)
+        n = min(int(requested), bounds["cores"])  # each job holds a core slot: more would wait for one
+        capped = ", capped at the cores bound" if n < int(requested) else ""
+        return Choice(n, bounds, [f"concurrency: {n} job(s) at once (--concurrency {requested}{capped}); the bounds "
+                                  f"would give {min(bounds.values())}:"] + lines)
     n = min(bounds.values())
     which = ", ".join(k for k, v in bounds.items() if v == n)
     return Choice(n, bounds, [f"concurrency: {n} job(s) at once (auto: the least bound, {which}; over the "
