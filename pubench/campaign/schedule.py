@@ -14,7 +14,8 @@ in which running jobs stop and the records are bundled. Jobs go in queue order; 
 does not fit lets a later one that does take the worker (so the end of a window fills with
 short jobs), and a job without a projection is never started.
 
-At ``stop_at`` (or at SIGINT / SIGTERM / SIGHUP to the campaign) every worker gets SIGTERM:
+At ``stop_at`` (or at SIGINT / SIGTERM / SIGHUP to the campaign; SIGHUP not when it was
+ignored at the start, as under ``nohup``) every worker gets SIGTERM:
 a training job finishes its epoch, writes its checkpoint and records itself interrupted (the
 runner's interruption handling), an idle worker ends. Half the grace later a second SIGTERM
 stops a job at once (still recorded), at the end of the grace a worker left is killed (its
@@ -90,7 +91,9 @@ def run(pending: list, n: int, budget: Budget, results_root: str, slowdown: floa
     """Run ``pending`` (:class:`pubench.campaign.plan.Planned`, queue order) ``n`` at once."""
     from pubench.errors import StorageError
     from pubench.executors.local import _worker_loop
+    from pubench.executors.worker import stop_signals
     from pubench.numerics import Numerics
+    from pubench.utils.threads import stop_signals_blocked
 
     out = Outcome()
     todo = list(range(len(pending)))
@@ -101,7 +104,8 @@ def run(pending: list, n: int, budget: Budget, results_root: str, slowdown: floa
     if not todo:
         return out
     ctx = mp.get_context("spawn")  # fork after torch has threads is unsafe
-    tasks, results = ctx.Queue(), ctx.Queue()
+    with stop_signals_blocked():  # the resource tracker the first queue starts must not take a stop signal
+        tasks, results = ctx.Queue(), ctx.Queue()
     workers: list = []
     running: dict[int, tuple[int | None, float]] = {}  # job index -> (worker pid, handed out at)
     asked: list[int] = []
@@ -115,7 +119,8 @@ def run(pending: list, n: int, budget: Budget, results_root: str, slowdown: floa
     def on_signal(signum, frame):  # noqa: ARG001
         asked.append(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    # SIGHUP stays ignored where it was (nohup): the window then runs to its budget's end
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, *stop_signals(signal.SIGTERM, signal.SIGHUP))}
     try:
         for _ in range(min(n, len(todo))):
             start_worker()
