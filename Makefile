@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 export MALLOC_MMAP_MAX_ := 0
 export MALLOC_TRIM_THRESHOLD_ := 100000000000
 
-.PHONY: install demo test smoke gpu-check clean-venv
+.PHONY: install demo test smoke gpu-check gpu-paper clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -63,6 +63,21 @@ smoke: install
 GPU_PY ?= python3
 gpu-check:
 	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
+# A campaign window on a machine with one CUDA GPU (docs/gpu.md, "A campaign"): the queue of
+# campaigns/paper-gpu.yaml for GPU_BUDGET (default 9m, from the command's start), run as gpu-check
+# runs (the source tree, the machine's own python3 and torch, no install; the wheels of .whl/ go
+# to /tmp/pubench-site where pydantic is missing), with what `pubench campaign pack` put in
+# .campaign/ (the data sets, the commit). The archive of new records and the window's summary
+# go to $$OUT (default ./campaign-out); `pubench campaign import` brings them into results/.
+# GPU_PAPER_ARGS=... adds options (e.g. --dry-run, --concurrency 4).
+GPU_BUDGET ?= 9m
+gpu-paper:
+	@if ! $(GPU_PY) -c "import pydantic" 2>/dev/null; then \
+	  $(GPU_PY) -c "import sys; sys.path[:0] = ['benchmarks', '.']; from gpu_check import install_wheels; print(install_wheels() or 'no .whl/ wheels to install')"; \
+	fi; \
+	PYTHONPATH=.:/tmp/pubench-site$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench campaign \
+	  --device cuda --budget $(GPU_BUDGET) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -47,6 +47,7 @@ class RunRequest:
     log_lines: bool = False             # progress lines, no bar (logs, CI): runner._log_line
     overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
     added: list | None = None           # --add-row / --overlay: rows added to the table (AddedRow), tier "custom"
+    jobs_list: bool = False             # --dry-run: every job (and its config), not a summary
 
 
 def executor_context(spec_id: str, tier: str, **fields: Any):
@@ -117,8 +118,8 @@ def run(req: RunRequest) -> int:
     if req.dry_run:
         if lacking:
             print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
-        print(executor.plan(todo))
-        print(_estimate(store, todo, req.jobs if executor.runs_here else None))
+        print(executor.plan(todo, every_job=req.jobs_list))
+        print(_estimate(store, todo, executor.concurrency(todo)))
         return 0
     if not todo:
         return 0
@@ -270,6 +271,10 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
 
 
 def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
+    check_clean_tree(store_root, req.allow_dirty)
+
+
+def check_clean_tree(store_root: Path, allow_dirty: bool) -> None:
     """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
     from pubench.store.provenance import code_changes
 
@@ -277,7 +282,7 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
     if store_root.resolve() != committed:
         return
     changes = code_changes()
-    if changes and not req.allow_dirty:
+    if changes and not allow_dirty:
         raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
                          f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
                          "commit first, write elsewhere with PUBENCH_RESULTS=..., or pass --allow-dirty "
@@ -416,11 +421,16 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
     return 1 if counts["failed"] else 0
 
 
-def _estimate(store, todo, parallel: int | None) -> str:
+def _estimate(store, todo, concurrency: tuple[int, int, str] | None) -> str:
     """The run's time from past records of the same cells: this store's, then the committed one's;
-    for jobs without any, from ``pubench preflight``'s figures."""
+    for jobs without any, from ``pubench preflight``'s figures: this machine's cache, else those
+    committed under ``benchmarks/results/`` (:mod:`pubench.preflight.committed`). ``concurrency``:
+    the executor's jobs at once, jobs per device and how, in words (the wall time; packed jobs
+    are slowed by :mod:`pubench.preflight.packing`'s ratio)."""
+    from pubench.preflight.committed import project
+    from pubench.preflight.packing import packing
     from pubench.preflight.report import cached
-    from pubench.report.compute import estimate, past_walls, render_estimate
+    from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
     from pubench.store import ResultStore
 
     committed = paths.project_root() / "results"
@@ -430,7 +440,21 @@ def _estimate(store, todo, parallel: int | None) -> str:
         for tier_spec in {(j.tier, j.spec_id) for j in todo}:
             for key, seen in past_walls(st.scan(*tier_spec).records).items():
                 walls.setdefault(key, []).extend(seen)
-    return render_estimate(estimate(todo, walls, preflight=cached), parallel)
+
+    def preflight(job):
+        if (entry := cached(job)) is not None:
+            return entry
+        return None if (p := project(job)) is None else p.as_entry()
+
+    par = None
+    if concurrency is not None:
+        at_once, per_device, how = concurrency
+        device = (todo[0].numerics.get("device") if todo else None) or "cpu"
+        pack = packing(device)
+        slowdown = pack.slowdown(per_device) if per_device > 1 else 1.0
+        par = Parallelism(at_once, per_device, slowdown, how + (f"; packing {pack.describe(per_device)}"
+                                                               if per_device > 1 else ""))
+    return render_estimate(estimate(todo, walls, preflight=preflight), par)
 
 
 def _log_line(total: int) -> Callable:

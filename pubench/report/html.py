@@ -28,7 +28,7 @@ from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, cla
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
-                                     regime_rows, regime_whys)
+                                     regime_revisions, regime_rows, regime_whys)
 from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
@@ -190,7 +190,7 @@ def regime_view(res: TableResult) -> dict | None:
     return {"legend": REGIME_LEGEND, "headers": REGIME_HEADERS,
             "rows": [{"block": b, "check": c, "col": col, "verdict": v, "cls": outcome_class(v), "numbers": n}
                      for b, c, col, v, n in rows],
-            "whys": [f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)]}
+            "whys": [f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)] + regime_revisions(res)}
 
 
 def agreement_view(res: TableResult) -> dict:

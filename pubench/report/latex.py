@@ -29,7 +29,7 @@ from pubench.report.checks import claim_checks, claim_fmt, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
-                                     regime_whys)
+                                     regime_revisions, regime_whys)
 from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
                                    column_chunks, degenerate_summary, one_class_whys, plot_alt, tier_line)
 from pubench.report.templating import Tex
@@ -118,7 +118,7 @@ def _claims(res: TableResult) -> list[dict]:
 
 def _regime(res: TableResult) -> dict | None:
     rows = [dict(zip(("block", "check", "col", "verdict", "numbers"), row)) for row in regime_rows(res)]
-    whys = regime_whys(res)
+    whys = regime_whys(res) + regime_revisions(res)
     return {"legend": REGIME_LEGEND, "rows": rows, "whys": whys} if rows or whys else None
 
 

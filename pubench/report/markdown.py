@@ -15,7 +15,7 @@ from pubench.report.checks import claim_checks, claim_fmt, column_checks, descri
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
-                                     regime_rows, regime_whys)
+                                     regime_revisions, regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
     CURVES_HEADERS,
@@ -149,7 +149,7 @@ def _regime_md(res: TableResult) -> list[str]:
     rows = regime_rows(res)
     if not rows:
         return []
-    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)]
+    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)] + [f"- {w}" for w in regime_revisions(res)]
     return ["## Regime", "", REGIME_LEGEND, "",
             tabulate(rows, headers=REGIME_HEADERS, tablefmt="github", disable_numparse=True)] + ([""] + whys if whys
                                                                                                  else [])
