@@ -50,6 +50,7 @@ SUBPROCESS_FILES = {
     "tests/unit/test_cli_without_torch.py",  # each command in a fresh interpreter without torch: 180 s
     "tests/unit/test_executors.py",          # worker processes, submitit, a killed runner: 100 s
     "tests/unit/test_adding_units.py",       # pytest in a scratch checkout with two new units: 16-32 s
+    "tests/unit/test_preflight_workers.py",  # real paper cells checked in preflight worker processes: 210 s
 }
 RESUME_NAME = "resumes_bit_for_bit"
 
