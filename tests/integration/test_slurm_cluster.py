@@ -157,6 +157,7 @@ def slurm_cluster(tmp_path_factory):
             pytest.fail(f"the SLURM node never became idle; logs: {cluster.logs()}")
         yield cluster
     finally:
+        _drain(env)
         for p in procs:
             p.terminate()
         for p in procs:
@@ -165,6 +166,21 @@ def slurm_cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def _drain(env: dict[str, str], timeout: float = 60) -> None:
+    """Cancel what is left of this cluster's jobs and wait until the queue is empty: a job step
+    that cannot report its end to a stopped slurmd leaves its slurmstepd behind."""
+    def queued() -> list[str]:
+        out = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
+        return out.stdout.split() if out.returncode == 0 else []
+
+    if queued():
+        subprocess.run(["scancel", *queued()], env=env, capture_output=True, timeout=30)
+    deadline = time.time() + timeout
+    while queued() and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(1)  # the last step's slurmstepd reports its end
 
 
 def _pubench(args, env, timeout=600):
