@@ -16,7 +16,7 @@ from pubench.registry import load_all
 from pubench.report.crossref import load_crossref
 from pubench.report.site import write_site
 from pubench.store import ResultStore
-from tests.chromium import Browser, find_chromium
+from tests.chromium import Browser
 from tests.conftest import selftest_spec
 
 MAPPING = """\
@@ -165,7 +165,6 @@ def test_cli_site_and_report_html(tmp_registry, capsys):
 
 
 # ---- a real browser ------------------------------------------------------------------------
-CHROMIUM = find_chromium()
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -173,12 +172,10 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium); "
-                                             ".ci/run installs it where it can")
-def test_site_in_headless_chromium(site, tmp_path):
+def test_site_in_headless_chromium(site, tmp_path, chromium):
     out, index = site
     seen, queue = {}, [index.resolve().as_uri()]
-    with Browser(CHROMIUM) as browser:
+    with Browser(chromium) as browser:
         while queue:
             url = queue.pop()
             page_url = url.split("#")[0]
@@ -204,13 +201,12 @@ def test_site_in_headless_chromium(site, tmp_path):
     assert width >= 1000 and height > 600 and shot.stat().st_size > 20_000  # the whole page, in a 1280 px window
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH")
-def test_the_browser_check_sees_broken_pages(tmp_path):
+def test_the_browser_check_sees_broken_pages(tmp_path, chromium):
     """The harness itself: a console error, an exception, a missing image and a missing page are reported."""
     bad = tmp_path / "bad.html"
     bad.write_text('<!doctype html><html><head><link rel="icon" href="data:,"><title>bad</title></head><body>'
                    '<img src="missing.png"><script>console.error("boom"); undefinedFunction();</script></body></html>')
-    with Browser(CHROMIUM) as browser:
+    with Browser(chromium) as browser:
         visit = browser.visit(bad.as_uri())
         missing = browser.visit((tmp_path / "nope.html").as_uri())
     text = " ".join(visit.errors)
