@@ -51,6 +51,10 @@ SUBPROCESS_FILES = {
     "tests/unit/test_executors.py",          # worker processes, submitit, a killed runner: 100 s
     "tests/unit/test_adding_units.py",       # pytest in a scratch checkout with two new units: 16-32 s
     "tests/unit/test_preflight_workers.py",  # real paper cells checked in preflight worker processes: 210 s
+    "tests/unit/test_no_code_from_disk.py",  # planted files under list, status, report and a resumed run: 55-90 s
+    "tests/unit/test_campaign.py",           # two campaign windows of worker processes, and an import: 95-140 s
+    "tests/unit/test_unit_packages.py",      # a package of one's own, through real smoke runs: about 60 s
+    "tests/unit/test_slurm_packing.py",      # several workers in one array task, run for real: 46-50 s
 }
 RESUME_NAME = "resumes_bit_for_bit"
 
