@@ -89,7 +89,7 @@ def test_a_package_that_fails_to_import_is_one_line(tmp_path):
 @pytest.mark.smoke
 def test_its_units_pass_the_contract_tests(tmp_path):
     site = install(tmp_path / "site")
-    out = _run(_env(tmp_path, site), "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-rA",
+    out = _run(_env(tmp_path, site), "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-rA", "-m", "",
                "tests/unit/test_contracts.py", "tests/unit/test_checkpoint.py", "-k", "toy_loss or toy_pu")
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert set(re.findall(r"^PASSED \S+::(\S+)", out.stdout, flags=re.M)) == {
