@@ -5,7 +5,10 @@ not training: the augmentations (:mod:`pubench.train.augment`) take the statisti
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the data registry imports every module of the package; commands without torch use it
+    import torch
 
 #: a float copy of a data set is made at most this many values at a time (:func:`channel_stats`, the image
 #: tasks' resize): 4,096 CIFAR images, 100 MB of float64. Larger images go fewer to a chunk: 4,096 STL-10
@@ -29,6 +32,8 @@ def stats_chunk(x: torch.Tensor) -> int:
 def channel_stats(x: torch.Tensor, chunk: int | None = None) -> tuple[list[float], list[float]]:
     """Per-channel mean and std in [0, 1] units of a uint8 (n, C, H, W) tensor (float64 sums, in
     chunks of ``chunk`` images: :func:`stats_chunk` by default)."""
+    import torch
+
     c = x.shape[1]
     chunk = chunk or stats_chunk(x)
     s1 = torch.zeros(c, dtype=torch.float64)

@@ -22,7 +22,10 @@ JOB_CODE = [ROOT / "numerics.py", *(p for pkg in ("train", "frameworks", "pu", "
                                     for p in sorted((ROOT / pkg).rglob("*.py"))),
             ROOT / "executors" / "worker.py", *(ROOT / "preflight" / f for f in ("worker.py", "standins.py", "meter.py"))]
 #: module-level memos that are the same for every job: name -> why
-MEMOS = {("utils/registry.py", "_HINTS"): "the committed unit index file, read once"}
+MEMOS = {("utils/registry.py", "_HINTS"): "the committed unit index file, read once",
+         ("utils/unit_packages.py", "_state"): "the installed pubench.units entry points, loaded once per process",
+         ("utils/unit_packages.py", "_origins"): "which installed package registered a unit, noted as the registries "
+                                                 "fill (once per process)"}
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add",
             "discard", "appendleft", "popleft"}
 CONTAINERS = {"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter"}
