@@ -58,7 +58,9 @@ def expand_parser(sub) -> None:
 
 def schema_parser(sub) -> None:
     s = sub.add_parser("schema", help="the JSON Schema of a spec file (for editors; experiments/spec.schema.json)",
-                       formatter_class=FMT, epilog="example:\n  pubench schema > experiments/spec.schema.json")
+                       formatter_class=FMT, epilog="examples:\n  pubench schema > experiments/spec.schema.json\n"
+                                                   "  pubench schema --notes > experiments/notes.schema.json")
+    s.add_argument("--notes", action="store_true", help="the schema of a spec's notes file (<id>.notes.yaml)")
     s.set_defaults(fn=cmd_schema)
 
 
@@ -170,5 +172,5 @@ def _review_dumper():
 def cmd_schema(args) -> int:
     from pubench.registry.schema import spec_json_schema
 
-    print(json.dumps(spec_json_schema(), indent=1, ensure_ascii=False))
+    print(json.dumps(spec_json_schema(notes=getattr(args, "notes", False)), indent=1, ensure_ascii=False))
     return 0

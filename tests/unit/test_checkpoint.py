@@ -304,9 +304,11 @@ def smoke_variant(tmp_registry, spec: str, **epochs: int) -> None:
     data, so a reworded spec changes nothing here."""
     import yaml
 
+    from pubench.registry.notes import read_raw
+
     shutil.copytree(REPO / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
     shutil.copy(REPO / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
-    raw = yaml.safe_load((REPO / "experiments" / f"{spec}.yaml").read_text(encoding="utf-8"))
+    raw = read_raw(REPO / "experiments" / f"{spec}.yaml")  # with its notes: one file in tmp_registry
     params = raw["tiers"]["smoke"]["params"]
     for block, n in epochs.items():
         assert isinstance(params[block].get("epochs"), int), (spec, block)
