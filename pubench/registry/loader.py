@@ -67,13 +67,14 @@ def _spec_inputs() -> str:
     return cache.files_fingerprint(files, salt=f"{folder}|{shared_path()}")
 
 
-def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
+def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | None = None) -> Spec:
     """Parse and validate one spec file; every unit name must be registered or planned
     (``experiments/_planned.yaml``). A file parsed before with the same content, presets,
-    catalogue and code comes from the cache (:mod:`pubench.registry.cache`)."""
+    catalogue and code comes from the cache (:mod:`pubench.registry.cache`). ``inputs``:
+    :func:`_spec_inputs`, when the caller loads many specs at once."""
     path = Path(path)
     text = read_text(path)
-    key = cache.key_of("spec", str(path), _spec_inputs(), text)
+    key = cache.key_of("spec", str(path), inputs or _spec_inputs(), text)
     spec = cache.get("specs", key, Spec)
     if spec is None:
         spec = parse_spec(parse_mapping(text, path), str(path))
@@ -565,8 +566,9 @@ def spec_paths(root: Path | None = None) -> list[Path]:
 def load_all(root: Path | None = None) -> dict[str, Spec]:
     """Every spec by id; raises SpecError on the first invalid file or a duplicate id."""
     specs: dict[str, Spec] = {}
+    inputs = _spec_inputs()  # the same for every file: globbing and stat-ing ~60 files once, not per spec
     for p in spec_paths(root):
-        s = load_spec(p)
+        s = load_spec(p, inputs=inputs)
         if s.paper != p.parent.name:
             raise SpecError(str(p), "paper", f"spec of paper {s.paper!r} lives in folder {p.parent.name!r}")
         if s.id in specs:
