@@ -69,14 +69,16 @@ def _spec_inputs() -> str:
     return cache.files_fingerprint(files, salt=f"{folder}|{shared_path()}")
 
 
-def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
+def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | None = None) -> Spec:
     """Parse and validate one spec file, its notes file (``<id>.notes.yaml``) merged in; every
     unit name must be registered or planned (``experiments/_planned.yaml``). A file parsed before
     with the same content, notes, presets, catalogue and code comes from the cache
-    (:mod:`pubench.registry.cache`)."""
+    (:mod:`pubench.registry.cache`). ``inputs``: :func:`_spec_inputs`, when the caller loads many
+    specs at once."""
     path = Path(path)
     text, notes_text = read_text(path), notes.notes_text(path)
-    key = cache.key_of("spec", str(path), _spec_inputs(), text, *([notes_text] if notes_text is not None else []))
+    key = cache.key_of("spec", str(path), inputs or _spec_inputs(), text,
+                       *([notes_text] if notes_text is not None else []))
     spec = cache.get("specs", key, Spec)
     if spec is None:
         spec = _parse_file(path, text, notes_text)
@@ -632,8 +634,9 @@ def load_all(root: Path | None = None) -> dict[str, Spec]:
     specs: dict[str, Spec] = {}
     for p in orphan_notes(root)[:1]:
         raise SpecError(str(p), "(file)", f"a notes file without its spec: no {notes.spec_of(p).name} beside it")
+    inputs = _spec_inputs()  # the same for every file: globbing and stat-ing ~60 files once, not per spec
     for p in spec_paths(root):
-        s = load_spec(p)
+        s = load_spec(p, inputs=inputs)
         if s.paper != p.parent.name:
             raise SpecError(str(p), "paper", f"spec of paper {s.paper!r} lives in folder {p.parent.name!r}")
         if s.id in specs:
