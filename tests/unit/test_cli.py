@@ -140,6 +140,9 @@ def test_expand_prints_resolved_configs_and_seed0_job_ids(tmp_registry, capsys):
     assert f"## B|x  job {expand(get_spec('table1-bcl'), 'reduced', 1).jobs[2].id}" in text
     assert "params:\n  value: 2.0" in text and "## B|y: not run at this tier: why" in text and "A|x" not in text
 
+    assert main(["expand", "table1-bcl", "--tier", "reduced", "--only", "B|*"]) == 0  # run's and preflight's name
+    assert capsys.readouterr().out == text
+
     assert main(["expand", "table1-bcl", "--cell", "Z|*"]) == 2
     assert "selects no cell" in capsys.readouterr().err
 
