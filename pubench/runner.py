@@ -36,7 +36,7 @@ from pubench.registry.task_check import jobs_rejection
 from pubench.registry.units import implemented, units
 from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
 from pubench.store import ResultStore
-from pubench.store.provenance import code_changes
+from pubench.store import provenance as store_provenance  # the module: tests stand in for its code_changes
 from pubench.tasks import TASKS
 from pubench.utils.io import check_writable
 from pubench.utils.yamlio import problem_line
@@ -266,7 +266,7 @@ def check_clean_tree(store_root: Path, allow_dirty: bool) -> None:
     committed = (paths.project_root() / "results").resolve()
     if store_root.resolve() != committed:
         return
-    changes = code_changes()
+    changes = store_provenance.code_changes()
     if changes and not allow_dirty:
         raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
                          f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
