@@ -186,6 +186,16 @@ def pytest_configure(config):
         os.environ["PUBENCH_TEST_RELIABILITY"] = tempfile.mkdtemp(prefix="pubench-test-reliability-")
 
 
+@pytest.fixture
+def fuzz_cases(request):
+    """Counts the cases a generated-input test tried (tests/fuzzing.py); the session prints them."""
+    from tests.fuzzing import CaseCounter
+
+    counter = CaseCounter(request.node.name)
+    yield counter
+    counter.record()
+
+
 # ---- reliability figures (README "Reliability"): tests record, the session prints -----
 
 
@@ -217,7 +227,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if "corrupt" in by:
         out.append(f"corrupt records: {len(by['corrupt'])} kinds, {sum(r['ok'] for r in by['corrupt'])} counted, "
                    "skipped with one warning, quarantined and rerun")
-    for kind in sorted(set(by) - {"malformed", "corrupt"}):
+    if "fuzz" in by:
+        f = by["fuzz"]
+        out.append(f"generated inputs ({', '.join(sorted({r['profile'] for r in f}))} budget): "
+                   f"{sum(r['cases'] for r in f)} cases in {len(f)} tests, each ending in success or one line "
+                   "(tests/fuzzing.py)")
+    for kind in sorted(set(by) - {"malformed", "corrupt", "fuzz"}):
         for r in by[kind]:
             out.append(f"{kind}: {r['case']}: " + ", ".join(f"{k}={v}" for k, v in r.items() if k not in ("kind", "case")))
     terminalreporter.write_sep("-", "pubench reliability")
