@@ -3,7 +3,10 @@
 #               exists, two reduced-tier cells of table2-punce into a scratch store; render the
 #               reports and the HTML site there and print where they are, with a line per stage
 #               (and the run's progress bar), and how to remove the scratch folder
-#   make test   venv + install, run the test suite
+#   make test      venv + install, the fast tests: every unit and contract test, the references, the CLI's
+#                  bad inputs, the goldens (-m "not slow"; what is slow and why: tests/markers.py)
+#   make test-all  venv + install, every test: also the SLURM cluster, Chromium, LaTeX, the real data, the
+#                  bit-for-bit resume of every unit and the subprocess-heavy tests (what CI runs: .ci/run)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PUBENCH := $(VENV)/bin/pubench
@@ -11,7 +14,7 @@ STAMP := $(VENV)/.installed
 export MALLOC_MMAP_MAX_ := 0
 export MALLOC_TRIM_THRESHOLD_ := 100000000000
 
-.PHONY: install demo test smoke gpu-check clean-venv
+.PHONY: install demo test test-all smoke gpu-check gpu-paper clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,8 +53,12 @@ demo: install
 	echo "== demo done. Everything it wrote is in $$scratch; remove it with: rm -rf $$scratch"
 
 test: install
-	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks .ci
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow"
+
+test-all: install
+	$(PY) -m ruff check --select F,E9 --quiet pubench tests benchmarks .ci
+	$(PY) -m pytest -q -n 2 --dist loadfile -m ""
 
 smoke: install
 	$(PY) -m pytest -q -m smoke
@@ -63,6 +70,21 @@ smoke: install
 GPU_PY ?= python3
 gpu-check:
 	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
+# A campaign window on a machine with one CUDA GPU (docs/gpu.md, "A campaign"): the queue of
+# campaigns/paper-gpu.yaml for GPU_BUDGET (default 9m, from the command's start), run as gpu-check
+# runs (the source tree, the machine's own python3 and torch, no install; the wheels of .whl/ go
+# to /tmp/pubench-site where pydantic is missing), with what `pubench campaign pack` put in
+# .campaign/ (the data sets, the commit). The archive of new records and the window's summary
+# go to $$OUT (default ./campaign-out); `pubench campaign import` brings them into results/.
+# GPU_PAPER_ARGS=... adds options (e.g. --dry-run, --concurrency 4).
+GPU_BUDGET ?= 9m
+gpu-paper:
+	@if ! $(GPU_PY) -c "import pydantic" 2>/dev/null; then \
+	  $(GPU_PY) -c "import sys; sys.path[:0] = ['benchmarks', '.']; from gpu_check import install_wheels; print(install_wheels() or 'no .whl/ wheels to install')"; \
+	fi; \
+	PYTHONPATH=.:/tmp/pubench-site$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench campaign \
+	  --device cuda --budget $(GPU_BUDGET) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -42,9 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: achieved TFLOP/s of fp32 training (convolutions in TF32, PyTorch's default) on one H100 under
-#: deterministic algorithms, and the least time of one optimizer step (launch-bound small nets)
-ASSUMED = {"conv32": 25.0, "conv_large": 50.0, "text": 30.0, "step_floor_s": 0.004}
+from pubench.preflight.committed import CPU_TASKS  # noqa: E402  (after the path above)
+from pubench.preflight.rates import ASSUMED, calibrate, newest_gpu_check  # noqa: E402, F401
 #: forward passes x 3 per training row of a PU method's step, relative to one backbone forward
 #: + backward (3 F); default 1. PAN: classifier + discriminator; vPU: data + positives + MixUp;
 #: Self-PU: two students, confident + noisy sets, the look-ahead step; WConPU / PiCO: query
@@ -230,27 +229,6 @@ def cpu_hours(spec_id: str) -> dict:
 
 
 # ------------------------------------------------------------------ the page
-def calibrate(path: Path | None) -> tuple[dict, str]:
-    """Rates from a gpu-check JSON's preflight cells (counted FLOPs / measured step time of
-    each cell's main stage), else :data:`ASSUMED`."""
-    rates = dict(ASSUMED)
-    if path is None or not path.is_file():
-        return rates, "assumed (no `make gpu-check` figures yet)"
-    res = json.loads(path.read_text())
-    env = res["environment"]
-    got = {}
-    for c in (res["parts"].get("preflight") or {}).get("cells", []):
-        for cell in (c.get("preflight") or {}).get("cells", []):
-            for s in (cell.get("figures") or {}).get("stages", []):
-                if s.get("step_flops") and len(s.get("step_s") or []) > 1:
-                    kind = "text" if cell["task"] == "text_fewshot" else "conv32" if cell["id"] == "table1-pucl" else None
-                    if kind:
-                        got[kind] = s["step_flops"] / statistics.median(s["step_s"][1:]) / 1e12
-    rates.update(got)
-    return rates, (f"calibrated on {env['device_name']} ({env['date']}, torch {env['torch']}) for "
-                   f"{', '.join(sorted(got)) or 'nothing'}; the rest assumed")
-
-
 def render(rows: list[dict], rates: dict, source: str) -> str:
     lines = [f"Achieved rates: conv nets at <= 32 x 32 {rates['conv32']:.0f} TFLOP/s, at 96 x 96 and 224 x 224 "
              f"{rates['conv_large']:.0f} TFLOP/s, RoBERTa-large {rates['text']:.0f} TFLOP/s, at least "
@@ -266,10 +244,6 @@ def render(rows: list[dict], rates: dict, source: str) -> str:
         lines.append(f"| {r['id']} | {r['jobs']} | {r['gpu_h']:.3g} | {r['tflop_median']:.3g} | {cpu} |")
     lines.append(f"| **all {len(rows)} specs** | {sum(r['jobs'] for r in rows)} | **{tot_gpu:.0f}** | | {tot_cpu:.3g} |")
     return "\n".join(lines)
-
-
-#: tasks that run on the CPU whatever the device (the GIN of infograph; the BCL simulations)
-CPU_TASKS = ("infograph", "bcl_simulation", "bcl_score_density")
 
 
 def table_cost(spec, rates: dict) -> dict:
@@ -304,9 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.registry import get_spec, load_all
 
     specs = {i: get_spec(i) for i in args.ids} if args.ids else load_all()
-    newest = sorted((ROOT / "benchmarks" / "results").glob("gpu-check-*.json"),   # by when measured, not by name
-                    key=lambda p: json.loads(p.read_text())["environment"]["date"])
-    rates, source = calibrate(args.calibrate or (newest[-1] if newest else None))
+    rates, source = calibrate(args.calibrate or newest_gpu_check(ROOT / "benchmarks" / "results"))
     rows = [table_cost(specs[i], rates) for i in sorted(specs)]
     text = render(rows, rates, source)
     print(text)

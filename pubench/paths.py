@@ -43,3 +43,9 @@ def slurm_profiles_root() -> Path:
 def data_root() -> Path:
     """``$PUBENCH_DATA``, default ``./data``."""
     return Path(os.environ.get("PUBENCH_DATA") or "data")
+
+
+def measurements_root() -> Path:
+    """The measured figures committed with the code (preflight, gpu-check, packing JSONs):
+    ``benchmarks/results/`` of the project; what a fresh clone estimates from."""
+    return project_root() / "benchmarks" / "results"

@@ -45,6 +45,8 @@ class RunRequest:
     progress: bool = False              # a progress bar
     log_lines: bool = False             # progress lines, no bar (logs, CI): runner._log_line
     overrides: list[str] | None = None  # --set key.path=value: a variant of the cells, tier "custom"
+    added: list | None = None           # --add-row / --overlay: rows added to the table (AddedRow), tier "custom"
+    jobs_list: bool = False             # --dry-run: every job (and its config), not a summary
 
 
 def executor_context(spec_id: str, tier: str, **fields: Any):
@@ -70,11 +72,21 @@ def run(req: RunRequest) -> int:
         raise UsageError(f"unknown tier {req.tier!r}")
     if req.overrides and req.executor != "local":
         raise UsageError("--set runs a variant with --executor local only (a SLURM profile has no 'custom' tier yet)")
-    tier = CUSTOM if req.overrides else req.tier  # where the jobs are stored and claimed
+    if req.overrides and req.added:
+        raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
+    tier = CUSTOM if req.overrides or req.added else req.tier  # where the jobs are stored and claimed
     executor, context = _executor(req, spec.id, tier)
     from pubench.jobs import expand
 
-    plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
+    view = None
+    if req.added:
+        from pubench.registry.added_rows import check_added
+
+        check_added(spec, req.added)
+        view = spec.with_added_rows(req.tier, tuple(req.added))
+        plan = expand(view, CUSTOM, req.seeds, req.only, numerics=context.numerics)
+    else:
+        plan = expand(spec, req.tier, req.seeds, req.only, numerics=context.numerics, overrides=req.overrides)
     store = ResultStore(context.results_root)
     if not req.dry_run:
         why = executor.unavailable_reason()
@@ -82,21 +94,22 @@ def run(req: RunRequest) -> int:
             raise UsageError(why)
         check_writable(store.folder(tier, spec.id), "results ($PUBENCH_RESULTS)")
         _check_clean_tree(req, store.root)
-    _say_plan(spec, req.tier, plan, context.numerics)
+    _say_plan(spec, req.tier, plan, context.numerics, req.overrides)
+    if view is not None:
+        say_added(spec, view, req.tier, store, context.numerics, plan.jobs)
     if req.overrides:
         print(f"  custom variant: tier '{req.tier}' with --set {' --set '.join(req.overrides)}; stored under "
               f"{store.folder(tier, spec.id)} (job ids differ from every tier's)")
         for warning in override_warnings(spec, req.tier, req.overrides):
             print(f"  warning: {warning}")
     plan.jobs = drop_unimplemented(plan.jobs)
-    if req.overrides:
-        rejected = variant_config_error(plan.jobs)
-        if rejected and not req.dry_run:
-            raise UsageError(f"--set: {rejected} (nothing was run)")
-        if rejected:
-            print(f"  warning: --set: {rejected}")
+    rejected = config_rejection(spec, req, plan.jobs)
+    if rejected and not req.dry_run:
+        raise UsageError(f"{rejected} (nothing was run)")
+    if rejected:
+        print(f"  warning: {rejected}")
     todo = _pending(req, spec.id, plan.jobs, store, context)
-    if not req.overrides:
+    if not req.overrides and not req.added:
         todo = take_shared(spec, todo, store, dry_run=req.dry_run)
     lacking = missing_data(todo)
     if lacking and not req.dry_run and executor.runs_here:
@@ -104,8 +117,8 @@ def run(req: RunRequest) -> int:
     if req.dry_run:
         if lacking:
             print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
-        print(executor.plan(todo))
-        print(_estimate(store, todo, req.jobs if executor.runs_here else None))
+        print(executor.plan(todo, every_job=req.jobs_list))
+        print(_estimate(store, todo, executor.concurrency(todo)))
         return 0
     if not todo:
         return 0
@@ -150,6 +163,21 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
             + "; `pubench prepare --check` lists what goes where, `pubench prepare --from DIR` copies it")
 
 
+def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
+    """The first cell config among ``jobs`` that its task rejects (its ``validate``, no data loaded),
+    as one line: a spec's own cell at the spec file's line that sets the key
+    (:mod:`pubench.registry.task_check`), a variant's (``--set``) naming the cell; None when the
+    task accepts every one."""
+    if req.overrides or req.added:
+        rejected = variant_config_error(jobs)
+        return rejected and f"{'--set' if req.overrides else '--add-row'}: {rejected}"
+    from pubench.registry.task_check import jobs_rejection
+    from pubench.utils.yamlio import problem_line
+
+    rejection = jobs_rejection(spec, req.tier, jobs)
+    return None if rejection is None else problem_line(rejection)
+
+
 def variant_config_error(jobs: list) -> str | None:
     """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
     checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
@@ -165,6 +193,42 @@ def variant_config_error(jobs: list) -> str | None:
         except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
             return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {' '.join(str(e).split())[:300]}"
     return None
+
+
+def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:
+    """What each row added to ``spec`` (``view``: :meth:`Spec.with_added_rows`) inherits from its
+    baseline at ``tier`` and what it sets, where its jobs are stored, and how many cells of the
+    rows it is compared with (its block, in the settings and seeds of ``jobs``, the added rows'
+    jobs) have records at ``tier``."""
+    from pubench.jobs import expand
+    from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
+    from pubench.registry.spec import CUSTOM
+
+    block: set[str] = set()
+    for row in view.added:
+        inherited, replaced = inheritance(view, tier, row)
+        print(f"  added row '{row.name}': runs like '{row.like}' at tier '{tier}', with the budget the tier gives it "
+              f"({budget_text(inherited, settings_run(view, tier, row))}), and sets {flow(row.sets) or 'nothing'}"
+              + (f"; its {', '.join(replaced)} replaces {row.like}'s (the baseline's hyperparameters belong to its "
+                 "unit)" if replaced else ""))
+        block |= set(block_of(spec, row.like))
+    print(f"  stored under {store.folder(CUSTOM, spec.id)} (each record's job.variant.row says what the row inherits "
+          "and sets); `pubench report` sets the rows beside the paper's, tested against their block's")
+    settings = sorted({j.row if spec.methods_in == "cols" else j.col for j in jobs})
+    seeds = {j.seed_index for j in jobs}
+    only = ["|".join(spec.cell_of(m, s)) for m in sorted(block) for s in settings]
+    base = [j for j in expand(spec, tier, max(seeds) + 1, only, numerics=numerics).jobs
+            if j.seed_index in seeds] if jobs else []
+    done = set(store.scan(tier, spec.id).done)
+    cells, missing = {(j.row, j.col) for j in base}, {(j.row, j.col) for j in base if j.id not in done}
+    if missing:
+        methods = sorted({c[1] if spec.methods_in == "cols" else c[0] for c in missing})
+        pattern = [(f"*|{m}" if spec.methods_in == "cols" else f"{m}|*") for m in methods]
+        print(f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have "
+              f"their records (seeds {min(seeds)}-{max(seeds)}) at tier '{tier}'; `pubench run {spec.id} --tier "
+              f"{tier} --seeds {max(seeds) + 1}" + "".join(f" --only '{p}'" for p in pattern) + "` runs the others")
+    else:
+        print(f"  baselines: all {len(cells)} cells of the rows compared with have their records at tier '{tier}'")
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
@@ -198,13 +262,18 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
 
     kind = EXECUTORS.get(req.executor)
     context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
-                               profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every)
+                               profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every,
+                               profile_tier=req.tier)
     device = req.device if req.device != "auto" else kind.default_device(context)
     context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
     return kind.from_context(context), context
 
 
 def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
+    check_clean_tree(store_root, req.allow_dirty)
+
+
+def check_clean_tree(store_root: Path, allow_dirty: bool) -> None:
     """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
     from pubench.store.provenance import code_changes
 
@@ -212,20 +281,22 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
     if store_root.resolve() != committed:
         return
     changes = code_changes()
-    if changes and not req.allow_dirty:
+    if changes and not allow_dirty:
         raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
                          f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
                          "commit first, write elsewhere with PUBENCH_RESULTS=..., or pass --allow-dirty "
                          "(records and reports are then marked)")
 
 
-def _say_plan(spec, tier: str, plan, num) -> None:
+def _say_plan(spec, tier: str, plan, num, overrides: list[str] | None = None) -> None:
     more = "".join(f" ({m['seeds']} in {m['cells']}, decided {m['date']})" for m in
                    (spec.tiers[tier].more_seeds if tier in spec.tiers and len({j.seed_index for j in plan.jobs}) >
                     plan.seeds else ()))
     print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
-    for d in spec.tiers[tier].deviations:
+    from pubench.registry.overrides import overridden_deviations
+
+    for d in overridden_deviations(spec.tiers[tier].deviations, overrides or []):
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:
         print(f"  not runnable at this tier: {r}|{c}: {why}")
@@ -349,11 +420,16 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
     return 1 if counts["failed"] else 0
 
 
-def _estimate(store, todo, parallel: int | None) -> str:
+def _estimate(store, todo, concurrency: tuple[int, int, str] | None) -> str:
     """The run's time from past records of the same cells: this store's, then the committed one's;
-    for jobs without any, from ``pubench preflight``'s figures."""
+    for jobs without any, from ``pubench preflight``'s figures: this machine's cache, else those
+    committed under ``benchmarks/results/`` (:mod:`pubench.preflight.committed`). ``concurrency``:
+    the executor's jobs at once, jobs per device and how, in words (the wall time; packed jobs
+    are slowed by :mod:`pubench.preflight.packing`'s ratio)."""
+    from pubench.preflight.committed import project
+    from pubench.preflight.packing import packing
     from pubench.preflight.report import cached
-    from pubench.report.compute import estimate, past_walls, render_estimate
+    from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
     from pubench.store import ResultStore
 
     committed = paths.project_root() / "results"
@@ -363,7 +439,21 @@ def _estimate(store, todo, parallel: int | None) -> str:
         for tier_spec in {(j.tier, j.spec_id) for j in todo}:
             for key, seen in past_walls(st.scan(*tier_spec).records).items():
                 walls.setdefault(key, []).extend(seen)
-    return render_estimate(estimate(todo, walls, preflight=cached), parallel)
+
+    def preflight(job):
+        if (entry := cached(job)) is not None:
+            return entry
+        return None if (p := project(job)) is None else p.as_entry()
+
+    par = None
+    if concurrency is not None:
+        at_once, per_device, how = concurrency
+        device = (todo[0].numerics.get("device") if todo else None) or "cpu"
+        pack = packing(device)
+        slowdown = pack.slowdown(per_device) if per_device > 1 else 1.0
+        par = Parallelism(at_once, per_device, slowdown, how + (f"; packing {pack.describe(per_device)}"
+                                                               if per_device > 1 else ""))
+    return render_estimate(estimate(todo, walls, preflight=preflight), par)
 
 
 def _log_line(total: int) -> Callable:

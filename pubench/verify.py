@@ -32,7 +32,7 @@ import numpy as np
 
 from pubench import paths
 from pubench.jobs.plan import Job
-from pubench.registry.spec import Spec
+from pubench.registry.spec import Spec, match_cell
 from pubench.store.store import ResultStore
 
 IDENTICAL, WITHIN, OUTSIDE, FAILED, NOT_HERE = "identical", "within", "outside", "failed", "not here"
@@ -151,14 +151,19 @@ def compare_metrics(stored: dict[str, float], rerun: dict[str, float] | None, to
 
 
 def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed: int = 0, progress: bool = False,
-           sigmas: float = 2.0, store: ResultStore | None = None) -> Verification:
+           sigmas: float = 2.0, store: ResultStore | None = None, only: list[str] | None = None,
+           seeds_from: int = 0) -> Verification:
+    """Rerun ``sample`` of the stored records (among those of cells matching ``only`` and of seed
+    index ``seeds_from`` and above) and compare each with its record."""
     from pubench.executors.local import LocalExecutor
     from pubench.numerics import Numerics
 
     store = store or ResultStore(paths.results_root())
     scan = store.scan(tier, spec.id)
     records, stale = _current_records(spec, tier, scan.records)
-    chosen = sample_records(records, sample, sample_seed)
+    eligible = [r for r in records if r["job"]["seed_index"] >= seeds_from
+                and (not only or any(match_cell(p, r["job"]["row"], r["job"]["col"]) for p in only))]
+    chosen = sample_records(eligible, sample, sample_seed)
     checks: list[Check] = []
     jobs: list[Job] = []
     for r in chosen:

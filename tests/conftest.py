@@ -146,6 +146,17 @@ def one_thread():
 
 
 @pytest.fixture(scope="session")
+def chromium():
+    """The path of a headless-capable Chromium, or skip (``.ci/run`` installs it where it can)."""
+    from tests.chromium import find_chromium
+
+    path = find_chromium()
+    if path is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install chromium); .ci/run installs it where it can")
+    return path
+
+
+@pytest.fixture(scope="session")
 def data_root():
     """The shared real data when present, else None (tests then generate tiny data)."""
     return SHARED_DATA if SHARED_DATA.is_dir() else None
@@ -175,6 +186,12 @@ def shared_graph_root(data_root, tmp_path_factory):
     if data_root is None:
         pytest.skip("../shared/data not present")
     return data_root, tmp_path_factory.mktemp("shared-graphs")
+
+
+def pytest_collection_modifyitems(config, items):
+    from tests.markers import mark_slow
+
+    mark_slow(items)
 
 
 def pytest_configure(config):

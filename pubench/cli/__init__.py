@@ -1,5 +1,6 @@
 """Command line: ``pubench list | show | expand | schema | validate | coverage | prepare | run | status |
-failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune``.
+failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune |
+campaign``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
 subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
@@ -19,6 +20,7 @@ import sys
 from pubench.cli import (
     agreement,
     verdicts,
+    campaign,
     cancel,
     compare,
     coverage,
@@ -46,7 +48,8 @@ SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.
                prepare.parser, run.parser, status.parser, failures.failures_parser,
                failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
                crossref.parser,
-               agreement.parser, verdicts.parser, verify.parser, compare.parser, preflight.parser, prune.parser)
+               agreement.parser, verdicts.parser, verify.parser, compare.parser, preflight.parser, prune.parser,
+               campaign.parser)
 
 
 def build_parser() -> Parser:
@@ -73,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.errors import JobInterrupted, StorageError, install_warning_format
 
     install_warning_format()
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # names from the registries: an installed unit package may fail to load here
+    except PubenchError as e:
+        print(f"pubench: error: {one_line(e)}", file=sys.stderr)
+        return e.exit_code
+    args = parser.parse_args(argv)
     try:
         return args.fn(args)
     except PubenchError as e:

@@ -17,7 +17,8 @@ DEFAULT_TIER = "reduced"
 
 FMT = argparse.RawDescriptionHelpFormatter  # every subcommand's help keeps its examples' lines
 
-__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "bounded_int", "ensure_process_env", "local_numerics",
+__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "added_row_options", "added_rows",
+           "bounded_int", "ensure_process_env", "local_numerics",
            "numerics_options", "one_line", "positive_float", "quiet_jobs_when_asked", "spec", "specs"]
 
 
@@ -70,6 +71,29 @@ def positive_float(name: str):
         return v
 
     return parse
+
+
+# ---- rows added to a table --------------------------------------------------------------
+def added_row_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--add-row", dest="add_rows", action="append", metavar="NAME=YAML",
+                   help="add a row of your own to the table: NAME=the params it sets, as YAML (e.g. 'MyPU=pu_method: "
+                        "{name: my_pu}'); it runs like the --like row at --tier (that row's config, the tier's budget "
+                        "included, with these keys on top) and is stored in the tier 'custom', never mixed with the "
+                        "spec's records (repeatable). Where a table's methods are its columns, it adds a column")
+    s.add_argument("--like", metavar="ROW", help="the baseline row (column) every --add-row runs like")
+    s.add_argument("--overlay", action="append", metavar="FILE.yaml",
+                   help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable)")
+
+
+def added_rows(args) -> list | None:
+    """The rows ``--add-row`` / ``--like`` / ``--overlay`` add (:mod:`pubench.registry.added_rows`), or None."""
+    from pubench.registry.added_rows import parse_add_row, read_overlay
+
+    texts, like, files = getattr(args, "add_rows", None), getattr(args, "like", None), getattr(args, "overlay", None)
+    if like and not texts:
+        raise UsageError("--like names the row an --add-row runs like: give --add-row NAME=YAML too")
+    rows = [parse_add_row(text, like) for text in texts or []] + [r for f in files or [] for r in read_overlay(f)]
+    return rows or None
 
 
 # ---- numerics and the process environment ---------------------------------------------

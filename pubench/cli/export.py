@@ -8,6 +8,8 @@ One row per cell and metric of every exported spec and tier
 Variants run with ``pubench run --set`` (tier ``custom``, results/custom/<id>/) are exported
 too, one block of rows per variant, with ``tier`` = ``custom`` and ``variant`` naming the base
 tier and the overrides (``reduced + data.M=100``); ``variant`` is empty for the spec's tiers.
+Rows added with ``pubench run --add-row`` are exported the same way, their own rows only
+(``variant`` = ``reduced + added rows: MyPU``).
 """
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ def export_frame(ids: list[str] | None, tiers: list[str] | None):
     for spec in specs(ids).values():
         for tier in tiers or [*spec.tiers, CUSTOM]:
             if tier == CUSTOM:  # one block per variant; the cells it did not run have n = 0 like any tier's
-                frames += [cells_frame(spec=v, tier=CUSTOM, store=store).assign(variant=v.variant_label)
-                           for v in variants(spec, store)]
+                for v in variants(spec, store):
+                    frame = cells_frame(spec=v, tier=CUSTOM, store=store).assign(variant=v.variant_label)
+                    if v.added:  # the added rows only: the paper's rows are their base tier's, exported there
+                        axis = "col" if v.methods_in == "cols" else "row"
+                        frame = frame[frame[axis].isin([r.name for r in v.added])]
+                    frames.append(frame)
                 continue
             if tier not in spec.tiers or not store.scan(tier, spec.id).done:
                 continue

@@ -52,25 +52,30 @@ def reason_of(rec: dict) -> str:
 
 
 def collect_failures(ids: list[str] | None, tiers: list[str] | None) -> list[dict]:
-    """The failures of the chosen specs and tiers grouped by reason (most jobs first): each
-    ``{"reason", "jobs", "tables", "cells", "paths", "job_ids", "traceback"}``."""
+    """The failures of the chosen specs and tiers grouped by reason (current configs first, then
+    most jobs first): each ``{"reason", "stale", "jobs", "tables", "cells", "paths", "job_ids",
+    "traceback"}``. ``stale``: the failed jobs' configs no longer exist (the spec's version or the
+    cell's resolved config changed since, or the cell is gone), so no run retries them."""
     from pubench.store import ResultStore
 
     store = ResultStore(paths.results_root())
-    groups: dict[str, dict] = {}
+    groups: dict[tuple[bool, str], dict] = {}
     for spec in specs(ids).values():
         for tier in tiers or spec.tiers:
             if tier not in spec.tiers:
                 continue
             scan = store.scan(tier, spec.id)
+            current: dict[tuple[str, str], dict | None] = dict.fromkeys(spec.cells())
             for job_id, path in sorted(scan.failed.items(), key=lambda kv: str(kv[1])):
                 if job_id in scan.done:
                     continue
                 rec, _ = ResultStore.read_file(path, failed=True)
                 if rec is None:  # vanished or rewritten since the scan
                     continue
-                g = groups.setdefault(reason_of(rec), {"reason": reason_of(rec), "jobs": 0, "tables": [], "cells": [],
-                                                       "paths": [], "job_ids": [], "traceback": ""})
+                stale = _stale(spec, tier, rec.get("job") or {}, current)
+                g = groups.setdefault((stale, reason_of(rec)), {
+                    "reason": reason_of(rec), "stale": stale, "jobs": 0, "tables": [], "cells": [], "paths": [],
+                    "job_ids": [], "traceback": ""})
                 g["jobs"] += 1
                 table = f"{spec.id} ({tier})"
                 if table not in g["tables"]:
@@ -82,7 +87,18 @@ def collect_failures(ids: list[str] | None, tiers: list[str] | None) -> list[dic
                 g["job_ids"].append(job_id)
                 if not g["traceback"]:
                     g["traceback"] = (rec.get("error") or {}).get("traceback_tail", "")
-    return sorted(groups.values(), key=lambda g: (-g["jobs"], g["reason"]))
+    return sorted(groups.values(), key=lambda g: (g["stale"], -g["jobs"], g["reason"]))
+
+
+def _stale(spec, tier: str, job: dict, current: dict) -> bool:
+    """Whether a failed job's config is no current cell's (``current``: every cell, with its resolved
+    params once asked)."""
+    cell = (job.get("row"), job.get("col"))
+    if job.get("spec_version") != spec.version or cell not in current:
+        return True
+    if current[cell] is None:
+        current[cell] = spec.resolve(tier, *cell)["params"]
+    return job.get("params") != current[cell]
 
 
 def cmd_failures(args) -> int:
@@ -92,12 +108,23 @@ def cmd_failures(args) -> int:
             g["traceback"] = _last_lines(g["traceback"], args.lines)
         print(json.dumps(groups, indent=1, ensure_ascii=False))
         return 0
-    if not groups:
-        print("no failed jobs" + (f" in {', '.join(args.ids)}" if args.ids else "")
-              + (f" at tier(s) {', '.join(args.tier)}" if args.tier else ""))
-        return 0
-    total = sum(g["jobs"] for g in groups)
-    print(f"{total} failed job(s), {len(groups)} reason(s); the next `pubench run` retries them")
+    live, stale = [g for g in groups if not g["stale"]], [g for g in groups if g["stale"]]
+    where = (f" in {', '.join(args.ids)}" if args.ids else "") + (f" at tier(s) {', '.join(args.tier)}" if args.tier
+                                                                  else "")
+    if not live:
+        print("no failed jobs" + where)
+    else:
+        print(f"{sum(g['jobs'] for g in live)} failed job(s), {len(live)} reason(s); the next `pubench run` retries "
+              "them")
+    _print_groups(live, args)
+    if stale:
+        print(f"\n{sum(g['jobs'] for g in stale)} failure record(s) of configs that no longer exist (the spec's "
+              "version or the cell's config changed since): no run retries them, `pubench prune` removes them")
+        _print_groups(stale, args)
+    return 0
+
+
+def _print_groups(groups: list[dict], args) -> None:
     for g in groups:
         print(f"\n{g['jobs']} job(s): {g['reason']}")
         print(f"  in: {', '.join(g['tables'])}; cells: {_some(g['cells'], 8)}")
@@ -109,7 +136,6 @@ def cmd_failures(args) -> int:
         if tail:
             print("  last traceback lines (first record; `pubench log JOB` shows one job's):")
             print("\n".join(f"    | {line}" for line in tail.splitlines()))
-    return 0
 
 
 def _some(items: list[str], n: int) -> str:

@@ -19,10 +19,10 @@ def parser(sub) -> None:
                     "its own process. Per cell: ok / failed (one line) / skipped (why), step time, peak memory and "
                     "the projected job and table cost on this device; `run --dry-run` uses the projections. "
                     "Exit status 1 when a cell fails.",
-        epilog="examples:\n  pubench preflight --tier paper                    # every paper-tier cell, on the CPU\n"
+        epilog="examples:\n  pubench preflight table2-pucl --only '*|DD'   # one table's cells: minutes\n"
                "  pubench preflight table1-pucl --device cuda --json /tmp/pf.json\n"
                "  pubench preflight --sample --steps 1 --max-step-gflop 150   # one cell per task kind and backbone (CI)\n"
-               "  pubench preflight table2-pucl --only '*|DD'\n"
+               "  pubench preflight --tier paper   # every paper-tier cell on the CPU: about 12 hours on 2 cores (nightly)\n"
                "  pubench preflight --tier paper --json pf.json --resume   # continue a long run where it stopped\n"
                "  pubench preflight --tier paper --json pf.json --resume --retry-skipped --jobs 1   # what --jobs 2 "
                "skipped for memory")

@@ -9,6 +9,8 @@ import sys
 from pubench.cli._common import (
     DEFAULT_TIER,
     FMT,
+    added_row_options,
+    added_rows,
     TIER_CHOICES,
     bounded_int,
     ensure_process_env,
@@ -29,8 +31,11 @@ def parser(sub) -> None:
         epilog="examples:\n  pubench run fig5-bcl --tier paper --seeds 5\n"
                "  pubench run table1-punce --tier reduced --seeds 3 --jobs 2\n"
                "  pubench run table1-punce --tier paper --executor slurm --dry-run\n"
+               "  pubench run table1-punce --tier paper --device cuda --dry-run --jobs-list\n"
                "  pubench run table1-punce --only '*|puNCE'\n"
-               "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'")
+               "  pubench run fig5-bcl --tier smoke --set data.M=100   # a variant, tier 'custom'\n"
+               "  pubench run table2-punce --tier reduced --add-row 'uPU again=pu_method: {name: upu, loss: sigmoid}' "
+               "--like 'MLP nnPU' --only '*|n_P=1k'   # your row beside the paper's")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
@@ -42,6 +47,7 @@ def parser(sub) -> None:
                    help="run a variant: set this key of every selected cell's config at --tier (repeatable; the "
                         "value is YAML; KEY=~ deletes). The jobs go to the tier 'custom' (results/custom/<id>/) with "
                         "ids that differ from every tier's; `pubench expand ID --set ...` shows the configs")
+    added_row_options(s)
     s.add_argument("--executor", default="local", choices=sorted(known("executor")),  # the registered executors
                    help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=bounded_int("--jobs", 1, 64), default=1,
@@ -50,7 +56,11 @@ def parser(sub) -> None:
     s.add_argument("--profile", default="default", help="SLURM profile slurm/<name>.yaml (default: default)")
     s.add_argument("--cluster", default="slurm", choices=["slurm", "local", "debug"],
                    help=argparse.SUPPRESS)  # submitit backends other than slurm, for tests
-    s.add_argument("--dry-run", action="store_true", help="print the job plan (and sbatch parameters); run nothing")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print the job plan's summary (and the sbatch parameters) and an estimate of its GPU-hours "
+                        "and wall time; run nothing")
+    s.add_argument("--jobs-list", action="store_true",
+                   help="with --dry-run: list every job (SLURM: with its config), not a summary")
     s.add_argument("--force", action="store_true", help="rerun jobs that are already done")
     s.add_argument("--allow-dirty", action="store_true",
                    help="write into the committed store from a tree with uncommitted code/spec changes "
@@ -66,9 +76,12 @@ def parser(sub) -> None:
 
 @quiet_jobs_when_asked
 def cmd_run(args) -> int:
+    from pubench.errors import UsageError
     from pubench.executors import EXECUTORS
     from pubench.runner import RunRequest, run
 
+    if args.jobs_list and not args.dry_run:
+        raise UsageError("--jobs-list goes with --dry-run (it lists the jobs a run would start)")
     if EXECUTORS.get(args.executor).runs_here and not args.dry_run:
         ensure_process_env(local_numerics(args))  # before anything loads torch or numpy
     terminal = sys.stderr.isatty()
@@ -77,4 +90,4 @@ def cmd_run(args) -> int:
         device=args.device, threads=args.threads, isa=args.numerics, profile=args.profile, cluster=args.cluster,
         dry_run=args.dry_run, force=args.force, allow_dirty=args.allow_dirty, checkpoint_every=args.checkpoint_every,
         progress=not args.no_progress and terminal, log_lines=not args.no_progress and not terminal,
-        overrides=args.overrides))
+        overrides=args.overrides, jobs_list=args.jobs_list, added=added_rows(args)))

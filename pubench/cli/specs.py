@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pubench.cli._common import DEFAULT_TIER, FMT, TIER_CHOICES, local_numerics, numerics_options, spec, specs
+from pubench.cli._common import (DEFAULT_TIER, FMT, TIER_CHOICES, UsageError, added_row_options, added_rows,
+                                 local_numerics, numerics_options, spec, specs)
 
 
 def list_parser(sub) -> None:
@@ -28,7 +29,9 @@ def expand_parser(sub) -> None:
                        "job id of seed 0, for review", formatter_class=FMT,
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
                "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json\n"
-               "  pubench expand fig5-bcl --tier smoke --set data.M=100")
+               "  pubench expand fig5-bcl --tier smoke --set data.M=100\n"
+               "  pubench expand table2-punce --tier reduced --add-row 'uPU again=pu_method: {name: upu, loss: sigmoid}' "
+               "--like 'MLP nnPU'")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
     s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
@@ -36,6 +39,7 @@ def expand_parser(sub) -> None:
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
                    help="a variant: set this key of every cell's config at --tier (repeatable; the value is YAML; "
                         "KEY=~ deletes); shown as the tier 'custom', with the job ids `pubench run --set` uses")
+    added_row_options(s)
     numerics_options(s)
     s.set_defaults(fn=cmd_expand)
 
@@ -78,9 +82,21 @@ def cmd_expand(args) -> int:
     one = spec(args.id)
     num = local_numerics(args)
     overrides = getattr(args, "overrides", None)
-    plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides)
+    added = added_rows(args)
+    if added and overrides:
+        raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
+    if added:
+        from pubench.registry.added_rows import check_added
+        from pubench.registry.spec import CUSTOM
+
+        check_added(one, added)
+        view = one.with_added_rows(args.tier, tuple(added))
+        plan = expand(view, CUSTOM, 1, only=args.cell, numerics=num, only_option="--cell")
+        one = view
+    else:
+        plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides, only_option="--cell")
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
-             for j in plan.jobs]
+             | ({"added_row": j.variant["row"]} if added else {}) for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
     if overrides:
         import sys
@@ -92,14 +108,17 @@ def cmd_expand(args) -> int:
     order = {cell: i for i, cell in enumerate(one.cells())}
     cells.sort(key=lambda c: order[(c["row"], c["col"])])
     if args.json:
-        variant = {"variant": {"base_tier": args.tier, "set": overrides}} if overrides else {}
+        variant = {"variant": {"base_tier": args.tier, "set": overrides}} if overrides else \
+            {"variant": {"base_tier": args.tier, "added_rows": [r.to_dict() for r in added]}} if added else {}
         print(json.dumps({"id": one.id, "version": one.version, "tier": plan.tier, **variant, "numerics": num.to_dict(),
                           "cells": cells}, indent=1, ensure_ascii=False))
         return 0
     import yaml
 
     dumper = _review_dumper()
-    tier = f"{plan.tier} (tier {args.tier} with --set {' --set '.join(overrides)})" if overrides else args.tier
+    tier = f"{plan.tier} (tier {args.tier} with --set {' --set '.join(overrides)})" if overrides else \
+        f"{plan.tier} (tier {args.tier} with rows added: {', '.join(r.describe() for r in added)})" if added else \
+        args.tier
     print(f"# {one.id} (version {one.version}), tier {tier}: {len(plan.jobs)} cells to run, "
           f"{len(plan.unavailable)} not run; job ids of seed 0 with numerics {num.device}, {num.threads} thread(s), "
           f"{num.isa}, torch {num.torch}")
@@ -108,6 +127,13 @@ def cmd_expand(args) -> int:
             print(f"\n## {c['row']}|{c['col']}: not run at this tier: {c['unavailable']}")
             continue
         print(f"\n## {c['row']}|{c['col']}  job {c['job_id']}  seeds {c['seeds']}")
+        if "added_row" in c:
+            from pubench.registry.added_rows import budget_text, flow
+
+            row = c["added_row"]
+            print(f"# runs like {row['like']} at tier {args.tier}; inherits "
+                  f"{budget_text({k: {c['col']: v} for k, v in row['inherits'].items()}, limit=100)}; sets {flow(row['set'])}"
+                  + (f"; replaces {row['like']}'s {', '.join(row['replaces'])}" if row["replaces"] else ""))
         print(f"task: {c['task']}")
         print(yaml.dump({"params": c["params"]}, Dumper=dumper, sort_keys=True, allow_unicode=True,
                         width=110).rstrip())

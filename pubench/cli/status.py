@@ -59,10 +59,13 @@ def _custom_row(store, spec) -> list | None:
     running = len(store.claims(CUSTOM, spec.id).live_ids() - done)
     if not (done or failed or running or scan.corrupt):
         return None
-    from pubench.report.collect import variant_key
+    from pubench.report.collect import added_row_of, variant_key
 
-    variants = {variant_key(r["job"]) for r in scan.records}
-    return [spec.id, f"{CUSTOM} ({len(variants)} variant{'s' if len(variants) != 1 else ''})", "-",
+    variants = {k for r in scan.records if (k := variant_key(r["job"])) is not None}
+    added = {(found[0], found[1].name) for r in scan.records if (found := added_row_of(r["job"])) is not None}
+    what = f"{len(variants)} variant{'s' if len(variants) != 1 else ''}" + (
+        f", {len(added)} added row{'s' if len(added) != 1 else ''}" if added else "")
+    return [spec.id, f"{CUSTOM} ({what})", "-",
             len(done) + failed + running, len(done), failed, running, 0, len(scan.corrupt), 0, 0, 0]
 
 

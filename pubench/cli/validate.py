@@ -22,25 +22,11 @@ def parser(sub) -> None:
     s.set_defaults(fn=cmd_validate)
 
 
-def problem_line(e) -> str:
-    """A :class:`SpecError` as ``file:line: key: problem`` (the line of the key where the file has it;
-    ``near line N`` when only a part of the key's path is there, e.g. a missing key)."""
-    from pubench.utils.yamlio import key_line
-
-    try:
-        text = Path(e.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return str(e)
-    line, exact = key_line(text, e.key) if not e.key.startswith("(") else (None, False)
-    if line is None:
-        return str(e)
-    return f"{e.file}:{line}: {e.key}: {e.problem}" + ("" if exact else f" (near line {line})")
-
-
 def cmd_validate(args) -> int:
     from pubench.cli._common import one_line
     from pubench.registry.loader import validate_file
     from pubench.registry.spec import SpecError
+    from pubench.utils.yamlio import problem_line
 
     bad = 0
     for name in args.files:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,10 @@ from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 from pubench.utils.io import atomic_write
 from pubench.utils.lazy import lazy
+
+# torch_geometric's import applies torch.jit.script, which torch 2.x deprecates with a FutureWarning
+# that nothing here can act on (issue 54: `pubench prepare` printed it for every graph data set)
+warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning)
 
 torch = lazy("torch")  # loaded on first use: importing this module stays cheap (issue 34)
 

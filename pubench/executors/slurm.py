@@ -20,8 +20,12 @@ Each array task runs :func:`execute_job` for one job, or for a chunk of ``jobs_p
 short jobs one after the other in one process (:class:`CheckpointedChunk`; the profile key, an
 integer or ``auto``: chunks of about two minutes of job time sized from the store's past records
 of the same spec and tier, 16 jobs per task at the smoke tier when there are none, else 1), so a
-sub-second job does not pay a process start-up and the imports each. Each job writes its own
-record to the result store, so the launcher never waits: ``pubench status`` and ``pubench report`` read the
+sub-second job does not pay a process start-up and the imports each. ``jobs_per_gpu`` (an
+integer, default 1) packs that many jobs at once onto a task's GPU (:class:`PackedChunk`:
+concurrent worker processes of the local executor in the task, each job claimed and recorded
+as always; a task then holds ``jobs_per_task x jobs_per_gpu`` jobs): the paper tier's small
+nets leave most of a GPU idle (docs/gpu.md). Give such a task the CPUs and memory of that
+many jobs (``cpus_per_task``, ``mem_gb``). Each job writes its own record to the result store, so the launcher never waits: ``pubench status`` and ``pubench report`` read the
 store later. A manifest (job id -> SLURM id -> log paths) goes to the logs folder, which
 must be shared with the compute nodes (never /tmp).
 """
@@ -41,7 +45,7 @@ from typing import Any, Callable
 import yaml
 
 from pubench.errors import PubenchError
-from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission
+from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submission, job_summary
 from pubench.errors import JobInterrupted
 from pubench.executors.worker import DEFAULT_CHECKPOINT_EVERY, execute_job
 from pubench.jobs.plan import Job
@@ -120,6 +124,38 @@ class CheckpointedJob:
         return DelayedSubmission(self, *args, **kwargs)
 
 
+class PackedChunk(CheckpointedJob):
+    """Jobs sharing one array task's GPU, ``lanes`` at once: the local executor's worker
+    processes inside the task (core slots off: the scheduler gave the task its cores). A stop
+    signal (SLURM's pre-timeout SIGUSR2, SIGTERM) stops every lane at its next epoch boundary
+    with a checkpoint, within ``stop_grace_s``; then submitit requeues the task, whose finished
+    jobs are skipped and whose stopped ones resume."""
+
+    def __init__(self, lanes: int, stop_grace_s: float = 60.0):
+        self.lanes = lanes
+        self.stop_grace_s = stop_grace_s
+
+    def __call__(self, jobs: list[dict], results_root: str, claim: bool = True, force: bool = False,
+                 checkpoint_every: int | None = None) -> dict[str, int]:
+        import os
+        import signal
+
+        from pubench.executors.local import LocalExecutor
+        from pubench.executors.worker import STOP_SIGNALS
+
+        os.environ["PUBENCH_CORE_SLOTS"] = "off"
+        ex = LocalExecutor(results_root, n_jobs=self.lanes, progress=False, force=force,
+                           checkpoint_every=checkpoint_every)
+        ex.stop_signals, ex.stop_grace_s = STOP_SIGNALS, self.stop_grace_s
+        try:
+            return dict(ex.run([Job.from_dict(j) for j in jobs]))
+        except JobInterrupted as exc:
+            handler = signal.getsignal(exc.signum)  # the local executor put submitit's handler back
+            if exc.signum != signal.SIGTERM and callable(handler):
+                handler(exc.signum, None)  # submitit: checkpoint() -> requeue -> exit
+            raise
+
+
 class CheckpointedChunk(CheckpointedJob):
     """Several short jobs in one array task, one after the other. A requeued chunk is the
     same call: its finished jobs are in the store and are skipped, the interrupted one
@@ -165,6 +201,9 @@ class SlurmExecutor(Executor):
         self.jobs_per_task = params.pop("jobs_per_task", "auto")
         if self.jobs_per_task != "auto" and not (isinstance(self.jobs_per_task, int) and self.jobs_per_task >= 1):
             raise ProfileError(f"jobs_per_task must be an integer >= 1 or 'auto', got {self.jobs_per_task!r}")
+        self.jobs_per_gpu = params.pop("jobs_per_gpu", 1)
+        if isinstance(self.jobs_per_gpu, bool) or not (isinstance(self.jobs_per_gpu, int) and self.jobs_per_gpu >= 1):
+            raise ProfileError(f"jobs_per_gpu must be an integer >= 1, got {self.jobs_per_gpu!r}")
         self.params = numerics_setup(params, numerics)
         self.cluster = cluster
         self.force = force
@@ -175,7 +214,8 @@ class SlurmExecutor(Executor):
         """submitit parameters: the profile's for the tier."""
         if context.profile is None:
             raise ProfileError("no SLURM profile given")
-        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile, context.tier)}
+        return {"name": f"pubench-{context.spec_id}", **load_profile(context.profile,
+                                                                     context.profile_tier or context.tier)}
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> "SlurmExecutor":
@@ -204,13 +244,27 @@ class SlurmExecutor(Executor):
                 "nothing was submitted. Run from a SLURM login node, or run here with --executor local (the default); "
                 "--dry-run prints the plan without SLURM")
 
-    def plan(self, jobs: list[Job]) -> str:
+    def plan(self, jobs: list[Job], every_job: bool = True) -> str:
+        if not every_job:
+            return "\n".join([job_summary(jobs, config=True), self.dry_run(jobs, self.spec_id, self.tier)])
         lines = []
         for j in jobs:
             lines.append(f"  {j.id}  {j.name}")
             lines.append(f"      {json.dumps(j.params, sort_keys=True)}")
         return "\n".join(lines + [self.dry_run(jobs, self.spec_id, self.tier)])
 
+    def concurrency(self, jobs: list[Job]) -> tuple[int, int, str] | None:
+        """Array tasks at once (``slurm_array_parallelism``, at most the tasks) x ``jobs_per_gpu``."""
+        if not jobs:
+            return None
+        tasks = len(self.chunks(jobs, self.tier, self.spec_id))
+        at_once = min(tasks, int(self.params.get("slurm_array_parallelism") or tasks))
+        gpu = self.params.get("gpus_per_node") or self.params.get("slurm_gres")
+        per = self.jobs_per_gpu if gpu else 1
+        how = f"{at_once} array task(s) at once (slurm_array_parallelism)"
+        if per > 1:
+            how += f" x {per} job(s) per GPU (jobs_per_gpu)"
+        return at_once * per, per, how
     def submit(self, jobs: list[Job], on_done: Callable[[Job, str], None] | None = None) -> Submission:
         """Submit ``jobs`` as one array and write the manifest; returns at once (the jobs
         finish on the cluster: ``on_done`` is never called)."""
@@ -234,14 +288,16 @@ class SlurmExecutor(Executor):
                 wall = (rec.get("timing") or {}).get("wall_s")
                 if isinstance(wall, (int, float)) and not isinstance(wall, bool):
                     walls.append(float(wall))
-        k = jobs_per_task(self.jobs_per_task, tier, walls)
+        k = jobs_per_task(self.jobs_per_task, tier, walls) * self.jobs_per_gpu
         return [jobs[i:i + k] for i in range(0, len(jobs), k)]
 
     def dry_run(self, jobs: list[Job], spec_id: str, tier: str) -> str:
         """The job plan and the sbatch parameters/script; submits nothing."""
         n_tasks = len(self.chunks(jobs, tier, spec_id))
+        packed = (f", {self.jobs_per_gpu} at once on each task's GPU (jobs_per_gpu: concurrent worker processes)"
+                  if self.jobs_per_gpu > 1 else "")
         lines = [f"SLURM dry run: {len(jobs)} job(s) of {spec_id} at tier {tier!r}, one array of {n_tasks} task(s) "
-                 f"(jobs_per_task: {self.jobs_per_task})", ""]
+                 f"(jobs_per_task: {self.jobs_per_task}){packed}", ""]
         lines += ["sbatch parameters:"] + [f"  {k}: {v}" for k, v in sorted(sbatch_parameters(self.params).items())]
         lines += ["", *self.resilience()]
         folder = self.folder(tier, spec_id) / "%j"
@@ -270,6 +326,14 @@ class SlurmExecutor(Executor):
             "and resumes from its checkpoint",
         ]
 
+    def task_callable(self, chunk: list[Job]) -> CheckpointedJob:
+        """What one array task runs: one job, a chunk in turn, or a chunk ``jobs_per_gpu`` at once
+        (finishing its epoch and checkpoint before the pre-timeout signal's delay is over)."""
+        if self.jobs_per_gpu > 1 and len(chunk) > 1:
+            delay = float(self.params.get("slurm_signal_delay_s", 90))
+            return PackedChunk(min(self.jobs_per_gpu, len(chunk)), stop_grace_s=max(15.0, delay - 30.0))
+        return CheckpointedJob() if len(chunk) == 1 else CheckpointedChunk()
+
     def _submit(self, jobs: list[Job], spec_id: str, tier: str) -> Path:
         import submitit
 
@@ -283,16 +347,15 @@ class SlurmExecutor(Executor):
         ex.update_parameters(**self.params)
         chunks = self.chunks(jobs, tier, spec_id)
         with ex.batch():
-            handles = [ex.submit(CheckpointedJob(), chunk[0].to_dict(), self.results_root, True, self.force,
-                                 self.checkpoint_every) if len(chunk) == 1 else
-                       ex.submit(CheckpointedChunk(), [j.to_dict() for j in chunk], self.results_root, True,
-                                 self.force, self.checkpoint_every) for chunk in chunks]
+            handles = [ex.submit(self.task_callable(chunk), chunk[0].to_dict() if len(chunk) == 1 else
+                                 [j.to_dict() for j in chunk], self.results_root, True, self.force,
+                                 self.checkpoint_every) for chunk in chunks]
         manifest = {
             "submitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "submitted_unix": time.time(),
             "cluster": self.cluster, "spec": spec_id, "tier": tier, "params": self.params,
             "checkpoint_every_epochs": self.checkpoint_every, "max_num_timeout": self.max_num_timeout,
-            "jobs_per_task": max(map(len, chunks)),
+            "jobs_per_task": max(map(len, chunks)), "jobs_per_gpu": self.jobs_per_gpu,
             "jobs": [
                 {"id": j.id, "name": j.name, "slurm_id": str(h.job_id),
                  "stdout": str(h.paths.stdout), "stderr": str(h.paths.stderr)}

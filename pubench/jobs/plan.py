@@ -42,17 +42,20 @@ class Job:
     params: dict[str, Any] = field(hash=False)
     seeds: dict[str, int] = field(hash=False)
     numerics: dict[str, Any] = field(hash=False, default_factory=lambda: resolve().to_dict())
-    #: a variant of a cell (``--set``, tier ``custom``): ``{"base_tier": ..., "set": [key.path=value, ...]}``
+    #: a variant of a cell (``--set``, tier ``custom``): ``{"base_tier": ..., "set": [key.path=value, ...]}``;
+    #: a row added to the table (``--add-row``): ``{"base_tier": ..., "row": {name, like, set, inherits, replaces}}``
     variant: dict[str, Any] | None = field(hash=False, default=None)
 
     @property
     def identity(self) -> dict[str, Any]:
         """What the job id hashes: everything that changes the result, nothing else; a variant
         (tier ``custom``) is marked, so its id differs from every tier's even where its params
-        equal theirs."""
+        equal theirs, and an added row by its name."""
         out = {"task": self.task, "params": self.params, "seeds": self.seeds, "spec_version": self.spec_version,
                "numerics": self.numerics}
-        return out | {"custom": True} if self.variant is not None else out
+        if self.variant is None:
+            return out
+        return out | {"custom": True} | ({"added_row": self.variant["row"]["name"]} if "row" in self.variant else {})
 
     @cached_property
     def id(self) -> str:
@@ -126,11 +129,12 @@ class PlanError(PubenchError, ValueError):
 
 
 def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | None = None,
-           numerics: Numerics | None = None, overrides: list[str] | None = None) -> Plan:
+           numerics: Numerics | None = None, overrides: list[str] | None = None, only_option: str = "--only") -> Plan:
     """All jobs of ``spec`` at ``tier`` for seed indices ``0..seeds-1`` (default: the tier's
     seeds, more in the cells its ``more_seeds`` entries name).
 
-    ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error).
+    ``only`` keeps cells matching any ``"row|col"`` glob (selecting no cell is an error naming
+    ``only_option``, the flag the command took them with: ``--only``, ``expand``'s ``--cell``).
     Cells the tier marks unavailable are listed in ``Plan.unavailable`` with their reason
     instead. ``numerics`` defaults to the canonical profile (``pubench.numerics``).
 
@@ -138,6 +142,10 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     make a variant of the cells: each cell's params at ``tier`` with the overrides applied, in
     the tier :data:`CUSTOM` (``Plan.tier``, each job's tier, its folder in the store), with ids
     that differ from every tier's.
+
+    For a spec with rows added (:meth:`Spec.with_added_rows`, ``tier`` :data:`CUSTOM`) only the
+    added rows' cells are jobs (the other rows are the base tier's own), each running the seeds of
+    the baseline cell it runs like, its record saying what it inherits and sets (``job.variant.row``).
     """
     if tier not in spec.tiers:
         raise PlanError(f"unknown tier {tier!r} (one of {', '.join(spec.tiers)})")
@@ -154,9 +162,12 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if not cells:
             shown = " ".join(repr(shorten(p, 60)) for p in only[:5]) + (f" (and {len(only) - 5} more)" if len(only) > 5
                                                                           else "")
-            raise PlanError(f"--only {shown} selects no cell of {spec.id}; patterns read "
+            raise PlanError(f"{only_option} {shown} selects no cell of {spec.id}; patterns read "
                             f"'ROW|COL' with * wildcards; rows: {', '.join(spec.rows)}; cols: {', '.join(spec.cols)}")
     for row, col in cells:
+        added = spec.added_row(row, col) if spec.added else None
+        if spec.added and added is None:
+            continue  # a row of the spec itself: the base tier's own jobs
         why = spec.unavailable_reason(tier, row, col)
         if why:
             unavailable.append((row, col, why))
@@ -165,15 +176,19 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
         if overrides:
             cfg = {"task": cfg["task"], "params": apply_overrides(cfg["params"], overrides)}
             params_json = canonical_json(cfg["params"])
-        for k in range(t.seeds_of(row, col) if seeds is None else n):
+        variant = {"base_tier": tier, "set": list(overrides)} if overrides else None
+        if added is not None:
+            from pubench.registry.added_rows import added_record
+
+            variant = {"base_tier": spec.variant[0], "row": added_record(spec, added, row, col)}
+        for k in range(t.seeds_of(*spec.baseline_cell(row, col)) if seeds is None else n):
             job = Job(
                 spec_id=spec.id, spec_version=spec.version, tier=CUSTOM if overrides else tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
-                seeds=cell_seeds(spec, row, col, cfg["params"], k), numerics=num,
-                variant={"base_tier": tier, "set": list(overrides)} if overrides else None,
+                seeds=cell_seeds(spec, row, col, cfg["params"], k), numerics=num, variant=variant,
             )
             job.__dict__["params_json"] = params_json
-            if not overrides:
+            if variant is None:
                 job.__dict__["id"] = _job_id(num_json, params_json, job)
             jobs.append(job)
     return Plan(spec, CUSTOM if overrides else tier, n, jobs, unavailable)

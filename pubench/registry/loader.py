@@ -9,6 +9,7 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 from dataclasses import is_dataclass, replace
 from pathlib import Path
@@ -174,7 +175,11 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                 raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
                            unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
-                           more_seeds=tuple(m.model_dump() for m in t.more_seeds))
+                           more_seeds=tuple(m.model_dump() for m in t.more_seeds), inherits=dict(t.inherits))
+        running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
+                                                                                 *t.unavailable))
+                                          for c in cols if c not in model.derived_cols)]
+        _check_rows_named(tiers[name], file, where, rows, running)
 
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"
@@ -236,6 +241,54 @@ def _check_layer(layer: dict[str, Any], file: str, where: str, rows: list[str], 
         if "|" not in pattern or not any(match_cell(pattern, r, c) for r in rows for c in cols):
             raise SpecError(file, f"{where}.cells.{pattern}", "expected 'row|col' (globs allowed) matching at least "
                                                               "one cell")
+
+
+def row_naming_overrides(layer: dict[str, Any], rows: list[str]) -> list[str]:
+    """The overrides of a tier's layer that name rows: its ``rows`` entries and the ``cells``
+    patterns whose row part does not match every row (``"MLP [Pun]*|*"``, not ``"*|*"``)."""
+    out = [f"rows.{r}" for r in layer.get("rows") or {}]
+    for pattern in layer.get("cells") or {}:
+        row_part = pattern.partition("|")[0]
+        if not all(fnmatch.fnmatchcase(r, row_part) for r in rows):
+            out.append(pattern)
+    return out
+
+
+def rows_not_named(tier: Tier, rows: list[str], running: list[str]) -> list[str]:
+    """The rows of ``running`` (those the tier runs) that none of the tier's row-naming overrides
+    (:func:`row_naming_overrides`) matches, at a tier that has some: such a row would run with
+    the settings the tier changes for the others (issue 54: a new row trained at the paper's 100
+    epochs while its block got 20). A row that ``inherits`` another is matched as that row."""
+    naming = row_naming_overrides(tier.layer, rows)
+    if not naming:
+        return []
+
+    def named(row: str) -> bool:
+        name = tier.matched_as(row)
+        return any(name == n[len("rows."):] if n.startswith("rows.") else
+                   fnmatch.fnmatchcase(name, n.partition("|")[0]) for n in naming)
+
+    return [r for r in running if not named(r)]
+
+
+def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], running: list[str]) -> None:
+    for row, other in tier.inherits.items():
+        key = f"{where}.inherits.{row}"
+        if row not in rows or other not in rows:
+            raise SpecError(file, key, f"{row if row not in rows else other!r} is not one of the rows")
+        if other in tier.inherits or other == row:
+            raise SpecError(file, key, f"{other!r} inherits itself or another row: name a row with its own overrides")
+        if row in (tier.layer.get("rows") or {}):
+            raise SpecError(file, key, f"{row!r} takes {other!r}'s overrides: give it no `rows` entry of its own")
+    lacking = rows_not_named(tier, rows, running)
+    if lacking:
+        naming = row_naming_overrides(tier.layer, rows)
+        shown = ", ".join(repr(n) for n in naming[:4]) + (f" and {len(naming) - 4} more" if len(naming) > 4 else "")
+        raise SpecError(file, where, f"row(s) {', '.join(map(repr, lacking[:5]))} are named by none of this tier's "
+                                     f"row overrides ({shown}), so they would run with the settings the tier changes "
+                                     f"for the other rows: name each in an override (`rows: {{{lacking[0]}: {{}}}}` "
+                                     f"when the tier-wide overrides are its budget) or take another row's with "
+                                     f"`inherits: {{{lacking[0]}: ROW}}`")
 
 
 def _reported_cells(model, file: str) -> list[ReportedCell]:
@@ -462,8 +515,13 @@ def validate_file(path: str | Path) -> Spec:
     the registry yet (nothing cached, nothing run): the schema, the reported-cell layout and the
     references across fields (:func:`parse_spec`), the unit names (registered or planned), the
     paper folder and id where the file lives under ``experiments/``, another spec with the same
-    id, and every cell's config resolved at every tier. Raises the first :class:`SpecError`."""
-    from pubench.errors import PubenchError
+    id, every cell's config resolved at every tier and checked by its task (unknown, missing and
+    mistyped keys, at the line that sets them: :mod:`pubench.registry.task_check`). Raises the
+    first :class:`SpecError`."""
+    import warnings
+
+    from pubench.errors import PubenchError, PubenchWarning
+    from pubench.registry.task_check import first_rejection
     from pubench.registry.units import check_names
 
     path = Path(path)
@@ -486,6 +544,13 @@ def validate_file(path: str | Path) -> Spec:
                 spec.resolve(tier, row, col)
             except PubenchError as e:
                 raise SpecError(file, f"cell {row}|{col} at tier {tier}", str(e)) from None
+    try:
+        rejection = first_rejection(spec)
+    except ImportError as e:  # the tasks' checks import torch: the file's own checks passed
+        warnings.warn(PubenchWarning(f"{file}: the tasks' parameter checks did not run ({e})"), stacklevel=2)
+        rejection = None
+    if rejection is not None:
+        raise rejection
     return spec
 
 

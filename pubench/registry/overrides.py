@@ -70,3 +70,16 @@ def apply_overrides(params: dict[str, Any], overrides: list[str] | tuple[str, ..
         else:
             node[path[-1]] = value
     return out
+
+
+def overridden_deviations(deviations: list[str], overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """A base tier's deviations as a variant reads them: one that names the last key of an
+    override (``M`` of ``data.M=100``, as a word) is marked as overridden, since what it says of
+    that key (``M = 40 anchors``) no longer holds."""
+    import re
+
+    out = []
+    for text in deviations:
+        hits = [o for o in overrides if re.search(rf"(?<![\w.]){re.escape(parse_override(o)[0][-1])}(?![\w])", text)]
+        out.append(f"(overridden by {', '.join(f'`--set {o}`' for o in hits)}) {text}" if hits else text)
+    return out

@@ -250,6 +250,10 @@ class TierModel(LayerModel):
         {}, description="'row|col' glob -> why those cells' near-one-class seeds (test recall or specificity under "
                         "5%) are what the method does at this tier, with the measurement that shows it (a method "
                         "that collapses where its block's reference rows work is a result, written here)")
+    inherits: dict[str, str] = Field(
+        {}, description="row -> another row whose overrides at this tier it takes (its `rows` entry and the `cells` "
+                        "patterns matched as that row): at a tier that names rows in its overrides, a row none of "
+                        "them names must inherit one (docs/specs.md, 'Every row at its tier's budget')")
 
 
 class TiersModel(_Model):

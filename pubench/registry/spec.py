@@ -144,6 +144,12 @@ class Tier:
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
     #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
     more_seeds: tuple[dict[str, Any], ...] = ()
+    #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
+    inherits: dict[str, str] = field(default_factory=dict)
+
+    def matched_as(self, row: str) -> str:
+        """The row name this tier's ``rows`` and ``cells`` overrides are matched against for ``row``."""
+        return self.inherits.get(row, row)
 
     def seeds_of(self, row: str, col: str) -> int:
         """The seeds a cell runs at this tier: the tier's, or more where a ``more_seeds`` entry says so."""
@@ -200,8 +206,12 @@ class Spec:
     #: sentence of a ``not_designed`` reason needs (the loader sets it; None: "none")
     designed: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
     _reasons: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
-    #: (base tier, overrides) of the variant this view is (:meth:`with_variant`); None for the spec itself
+    #: (base tier, overrides) of the variant this view is (:meth:`with_variant`; rows added with
+    #: :meth:`with_added_rows`: no overrides); None for the spec itself
     variant: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
+    #: the rows this view adds to the table (:meth:`with_added_rows`: ``pubench run --add-row``), each
+    #: a :class:`pubench.registry.added_rows.AddedRow`; empty for the spec itself
+    added: tuple = field(default=(), repr=False, compare=False)
     #: tier -> {(row, col): (the resolved params as JSON, their canonical JSON)}: filled by
     #: :meth:`precompute` or, for a spec from the cache, by :attr:`precomputed`; read by :meth:`resolve`
     _resolved: dict[str, dict[tuple[str, str], tuple[str, str]]] = field(default_factory=dict, repr=False,
@@ -234,13 +244,68 @@ class Spec:
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
         # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
-        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable))
+        from pubench.registry.overrides import overridden_deviations
+
+        custom = Tier(CUSTOM, base.seeds, [*overridden_deviations(base.deviations, sets), said], base.layer,
+                      dict(base.unavailable), inherits=dict(base.inherits))
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
+
+    def with_added_rows(self, base_tier: str, rows: tuple) -> Spec:
+        """This spec with rows added (``pubench run --tier BASE --add-row NAME=... --like ROW``; each
+        an :class:`~pubench.registry.added_rows.AddedRow`) and a :data:`CUSTOM` tier: an added row's
+        config in a column is its baseline row's (``like``) at ``base_tier`` with its own keys on top
+        (:func:`pubench.registry.added_rows.overlay`); the spec's own rows keep their configs at
+        ``base_tier``. Each added row joins its baseline's block (row group) after the block's last
+        row; in a table whose methods are its columns, it is a column."""
+        if base_tier not in self.tiers:
+            raise SpecError(f"{self.id}: rows added at unknown tier {base_tier!r}")
+        base = self.tiers[base_tier]
+        said = (f"Rows added to the paper's table, not in the spec (`pubench run --tier {base_tier} --add-row`): "
+                + "; ".join(f"`{r.describe()}`" for r in rows) + ". Each runs its baseline's config at this tier "
+                "(every override the tier gives that row) with its own keys on top; it has no reported number.")
+        custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable),
+                      more_seeds=base.more_seeds, inherits=dict(base.inherits))
+        methods = list(self.cols if self.methods_in == "cols" else self.rows)
+        groups = {g: list(m) for g, m in (self.col_groups if self.methods_in == "cols" else self.row_groups).items()}
+        for r in rows:
+            group = next((g for g, members in groups.items() if r.like in members), None)
+            after = groups[group][-1] if group else r.like
+            while methods.index(after) + 1 < len(methods) and methods[methods.index(after) + 1] in \
+                    {x.name for x in rows}:  # after the rows added before it
+                after = methods[methods.index(after) + 1]
+            methods.insert(methods.index(after) + 1, r.name)
+            if group:
+                groups[group].append(r.name)
+        axes = {"cols": methods, "col_groups": groups} if self.methods_in == "cols" else \
+            {"rows": methods, "row_groups": groups}
+        return replace(self, **axes, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, ()),
+                       added=tuple(rows), _reasons={}, _resolved={})
+
+    def added_row(self, row: str, col: str):
+        """The :class:`~pubench.registry.added_rows.AddedRow` whose cell (row, col) is, or None."""
+        method = col if self.methods_in == "cols" else row
+        return next((r for r in self.added if r.name == method), None)
+
+    def cell_of(self, method: str, setting: str) -> tuple[str, str]:
+        """(row, col) of a method (a row, or a column where methods are columns) in a setting."""
+        return (setting, method) if self.methods_in == "cols" else (method, setting)
+
+    def baseline_cell(self, row: str, col: str) -> tuple[str, str]:
+        """The spec's own cell an added row's cell runs like (the cell itself for the spec's own)."""
+        added = self.added_row(row, col) if self.added else None
+        if added is None:
+            return row, col
+        return (row, added.like) if self.methods_in == "cols" else (added.like, col)
 
     @property
     def variant_label(self) -> str | None:
-        """``reduced + data.M=100`` for a variant view (:meth:`with_variant`), else None."""
-        return None if self.variant is None else " + ".join([self.variant[0], *self.variant[1]])
+        """``reduced + data.M=100`` for a variant view (:meth:`with_variant`), ``reduced + added rows:
+        MyPU`` for rows added (:meth:`with_added_rows`), else None."""
+        if self.variant is None:
+            return None
+        if self.added:
+            return f"{self.variant[0]} + added rows: {', '.join(r.name for r in self.added)}"
+        return " + ".join([self.variant[0], *self.variant[1]])
 
     # ---- cells -------------------------------------------------------------------
     def cells(self) -> list[tuple[str, str]]:
@@ -249,6 +314,7 @@ class Spec:
                 if c not in self.derived_cols and not self.is_excluded(r, c)]
 
     def is_excluded(self, row: str, col: str) -> bool:
+        row, col = self.baseline_cell(row, col)
         return any(match_cell(p, row, col) for p in self.exclude)
 
     def reported_cell(self, row: str, col: str, metric: str) -> ReportedCell | None:
@@ -262,6 +328,7 @@ class Spec:
     def unavailable_reason(self, tier: str, row: str, col: str) -> str | None:
         """Why ``tier`` does not run this cell (None if it does): the spec's sentence, or the
         sentence of its reason key (:data:`REASONS`)."""
+        row, col = self.baseline_cell(row, col)
         for pattern, why in self.tiers[tier].unavailable.items():
             if match_cell(pattern, row, col):
                 if (why, tier) not in self._reasons:  # a generated sentence asks the registry: once per spec
@@ -322,18 +389,28 @@ class Spec:
         return cells.get((row, col))
 
     def _resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
+        if tier == CUSTOM and self.variant is not None and self.added:
+            from pubench.registry.added_rows import overlay
+
+            cfg = self._resolve(self.variant[0], *self.baseline_cell(row, col))
+            added = self.added_row(row, col)
+            if added is None:
+                return cfg
+            return {"task": cfg["task"], "params": evaluate_priors(overlay(cfg["params"], added.sets),
+                                                                   self.class_counts)}
         if tier == CUSTOM and self.variant is not None:
             from pubench.registry.overrides import apply_overrides
 
             cfg = self._resolve(self.variant[0], row, col)
             return {"task": cfg["task"], "params": apply_overrides(cfg["params"], self.variant[1])}
         params: dict[str, Any] = {}
-        for layer in (self.experiment, self.tiers[tier].layer):
+        t = self.tiers[tier]
+        for layer, name in ((self.experiment, row), (t.layer, t.matched_as(row))):
             params = deep_merge(params, layer.get("params") or {})
-            params = deep_merge(params, (layer.get("rows") or {}).get(row) or {})
+            params = deep_merge(params, (layer.get("rows") or {}).get(name) or {})
             params = deep_merge(params, (layer.get("cols") or {}).get(col) or {})
             for pattern, over in (layer.get("cells") or {}).items():  # exact keys or globs, in file order
-                if match_cell(pattern, row, col):
+                if match_cell(pattern, name, col):
                     params = deep_merge(params, over)
             params = evaluate_priors(params, self.class_counts)
         return {"task": self.experiment["task"], "params": copy.deepcopy(params)}

@@ -12,7 +12,10 @@ source it was made from; ``PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_unit_in
 rewrites it, and that test checks it against the registries). When the source has changed
 since (a new unit, any edit), the registries are imported once and the names cached under
 that source's fingerprint (:mod:`pubench.registry.cache`); where torch cannot be imported at
-all, the committed names are used.
+all, the committed names are used. The units of installed packages (the ``pubench.units``
+entry-point group, :mod:`pubench.utils.unit_packages`) are added to the index's names, cached
+under the fingerprint of the entry points and their modules' source (:func:`package_units`);
+the committed index holds pubench's own only.
 """
 
 from __future__ import annotations
@@ -112,8 +115,17 @@ UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "downstream", "pu
 
 
 def registered_names(kind: str) -> list[str]:
-    """Names the code registers for ``kind``, by importing the registry (and its units)."""
+    """Names the code registers for ``kind``, by importing the registry (and its units, the
+    installed unit packages' included)."""
     return _registry(REGISTRIES[kind]).names()
+
+
+def own_names(kind: str) -> list[str]:
+    """:func:`registered_names` of pubench itself (not of an installed unit package)."""
+    from pubench.utils.unit_packages import origin
+
+    reg = _registry(REGISTRIES[kind])
+    return [n for n in reg.names() if origin(reg.kind, n) is None]
 
 
 def source_fingerprint() -> str:
@@ -129,8 +141,8 @@ def build_index() -> dict[str, Any]:
     modules: dict[str, dict[str, str]] = {}
     for kind in KINDS:
         reg = _registry(REGISTRIES[kind])
-        modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in reg.names()}
-    return {"fingerprint": source_fingerprint(), "names": {k: registered_names(k) for k in KINDS},
+        modules[reg.kind] = {n: getattr(reg.get(n), "__module__", None) or "" for n in own_names(kind)}
+    return {"fingerprint": source_fingerprint(), "names": {k: own_names(k) for k in KINDS},
             "modules": modules}
 
 
@@ -164,8 +176,78 @@ def _index() -> dict[str, list[str]]:
 
 @functools.lru_cache(maxsize=None)
 def known(kind: str) -> frozenset[str]:
-    """Names the code registers for ``kind`` (from the index: imports no unit)."""
-    return frozenset(_index().get(kind, ()))
+    """Names the code registers for ``kind`` (from the index: imports no unit), the installed unit
+    packages' included (:func:`package_units`)."""
+    return frozenset(_index().get(kind, ())) | frozenset(package_units().get(kind, ()))
+
+
+@functools.lru_cache(maxsize=1)
+def package_units() -> dict[str, list[str]]:
+    """kind -> names the installed unit packages register (the ``pubench.units`` entry points),
+    ``{}`` without any. Importing them imports the registries (torch): the names are cached under
+    the fingerprint of the entry points and of their packages' source, so a call after the first
+    reads one file; the list of entry points itself is cached by the folders of ``sys.path``."""
+    points = _entry_points()
+    if not points:
+        return {}
+    fp = cache.files_fingerprint(_package_files([module for _, module in points]),
+                                 salt=json.dumps(points, sort_keys=True))
+    names = cache.get("unit-packages", fp, dict)
+    if names is not None:
+        return names
+    from pubench.utils.unit_packages import origin
+
+    names = {}
+    for kind in KINDS:
+        reg = _registry(REGISTRIES[kind])
+        found = sorted(n for n in reg.names() if origin(reg.kind, n) is not None)
+        if found:
+            names[kind] = found
+    cache.put("unit-packages", fp, names)
+    return names
+
+
+def _entry_points() -> list[list[str]]:
+    """``[[description, module], ...]`` of the installed ``pubench.units`` entry points, cached
+    under the folders of ``sys.path`` and their modification times (installing a package
+    changes its folder's)."""
+    import os
+    import sys
+
+    stamp = []
+    for folder in sys.path:
+        try:
+            stamp.append([folder, os.stat(folder or ".").st_mtime_ns])
+        except OSError:
+            continue
+    key = cache.key_of("entry-points", json.dumps(stamp))
+    hit = cache.get("entry-points", key, list)
+    if hit is not None:
+        return hit
+    from pubench.utils.unit_packages import describe, entry_points
+
+    points = [[describe(ep), ep.module] for ep in entry_points()]
+    cache.put("entry-points", key, points)
+    return points
+
+
+def _package_files(modules: list[str]) -> list[Path]:
+    """The source files of the top-level packages of ``modules``, found without importing them."""
+    import importlib.util
+
+    files: list[Path] = []
+    for top in sorted({m.split(".")[0] for m in modules}):
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            files += [f for loc in spec.submodule_search_locations for f in Path(loc).rglob("*.py")]
+        elif spec.origin:
+            files.append(Path(spec.origin))
+    return files
 
 
 def implemented() -> dict[str, set[str]]:

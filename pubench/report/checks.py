@@ -260,6 +260,8 @@ def _column_checks(res: TableResult) -> list[ColumnCheck]:
     out = []
     for metric, m in res.spec.metrics.items():
         for group, key, cands, get in _comparisons(res):
+            if res.spec.added:  # rows added to the table have no paper's number: the paper's best is among its own
+                cands = [x for x in cands if res.spec.added_row(*res.spec.cell_of(x, key)) is None]
             pairs = {x: get(x, metric) for x in cands}
             ours = {x: s.mean for x, (s, _) in pairs.items() if s is not None}
             paper = {x: r.mean for x, (_, r) in pairs.items() if r is not None and r.mean is not None}

@@ -292,7 +292,7 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     memo = getattr(store, "_memo", None)
     if memo is None:
         return _collect(spec, tier, store)
-    key = ("collect", spec.path, spec.id, tier, spec.variant)
+    key = ("collect", spec.path, spec.id, tier, spec.variant, spec.added)
     if key not in memo:
         memo[key] = _collect(spec, tier, store)
         # the table holds what its readers need: its folder's records need not stay in memory
@@ -302,9 +302,24 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
 
 
 def variant_key(job: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
-    """(base tier, overrides) of a job run with ``--set`` (:attr:`Spec.variant`'s shape), else None."""
+    """(base tier, overrides) of a job run with ``--set`` (:attr:`Spec.variant`'s shape), else None
+    (a row added with ``--add-row`` too: :func:`added_row_of`)."""
     v = job.get("variant")
-    return None if not v else (v.get("base_tier"), tuple(v.get("set") or ()))
+    return None if not v or "row" in v else (v.get("base_tier"), tuple(v.get("set") or ()))
+
+
+def added_row_of(job: dict[str, Any]):
+    """(base tier, :class:`~pubench.registry.added_rows.AddedRow`) of a job of a row added with
+    ``--add-row``, else None."""
+    from pubench.registry.added_rows import AddedRow
+
+    v = job.get("variant")
+    if not v or not isinstance(v.get("row"), dict):
+        return None
+    try:
+        return v.get("base_tier"), AddedRow.from_dict(v["row"])
+    except (KeyError, TypeError):
+        return None
 
 
 def of_variant(scan, variant: tuple[str, tuple[str, ...]]):
@@ -317,19 +332,53 @@ def of_variant(scan, variant: tuple[str, tuple[str, ...]]):
 
 def scan_of(spec: Spec, tier: str, store: ResultStore):
     """The store's scan of ``spec`` at ``tier`` with what a report reads; for a variant view,
-    only that variant's records (the custom folder holds every variant)."""
+    only that variant's records (the custom folder holds every variant); for rows added to the
+    table, the base tier's records of the spec's own rows and the custom records of the added ones."""
     scan = store.scan(tier, spec.id, fields=report_fields(spec))  # one pass: ok, failed and corrupt records
+    if spec.added:
+        from dataclasses import replace
+
+        base = store.scan(spec.variant[0], spec.id, fields=report_fields(spec))
+        mine = {(spec.variant[0], r.name) for r in spec.added}
+
+        def ours(rec):
+            found = added_row_of(rec["job"])
+            return found is not None and (found[0], found[1].name) in mine
+
+        return replace(base, records=base.records + [r for r in scan.records if ours(r)],
+                       failures=base.failures + [r for r in scan.failures if ours(r)],
+                       corrupt=base.corrupt + scan.corrupt)
     return scan if spec.variant is None else of_variant(scan, spec.variant)
 
 
 def variants(spec: Spec, store: ResultStore) -> list[Spec]:
-    """A view of ``spec`` (:meth:`Spec.with_variant`) per variant the store's ``custom`` tier holds
-    records of (``pubench run --set``) at the spec's current version, in a stable order."""
+    """A view of ``spec`` per variant the store's ``custom`` tier holds records of at the spec's
+    current version, in a stable order: one per ``pubench run --set`` variant
+    (:meth:`Spec.with_variant`), then one per base tier with rows added (``--add-row``,
+    :meth:`Spec.with_added_rows`) holding every added row run there (a name defined twice: the
+    definition of its latest record)."""
     from pubench.registry.spec import CUSTOM
 
-    keys = {variant_key(r["job"]) for r in store.scan(CUSTOM, spec.id, fields=("job",)).records
-            if r["job"].get("spec_version") == spec.version}
-    return [spec.with_variant(base, sets) for base, sets in sorted(k for k in keys if k and k[0] in spec.tiers)]
+    records = [r for r in store.scan(CUSTOM, spec.id, fields=("job", "timing")).records
+               if r["job"].get("spec_version") == spec.version]
+    keys = {variant_key(r["job"]) for r in records}
+    views = [spec.with_variant(base, sets) for base, sets in sorted(k for k in keys if k and k[0] in spec.tiers)]
+    latest: dict[str, dict[str, tuple[str, Any]]] = {}
+    for rec in records:
+        found = added_row_of(rec["job"])
+        if found is None or found[0] not in spec.tiers:
+            continue
+        base, row = found
+        end = (rec.get("timing") or {}).get("end") or ""
+        if end >= latest.setdefault(base, {}).get(row.name, ("", None))[0]:
+            latest[base][row.name] = (end, row)
+    methods = spec.cols if spec.methods_in == "cols" else spec.rows
+    for base in sorted(latest):
+        rows = tuple(row for _, (_, row) in sorted(latest[base].items())
+                     if row.like in methods and row.name not in spec.rows and row.name not in spec.cols)
+        if rows:
+            views.append(spec.with_added_rows(base, rows))
+    return views
 
 
 def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:

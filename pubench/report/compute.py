@@ -44,6 +44,7 @@ class Compute:
     cache_hits: int = 0  # records that reused a cached encoder or another spec's record: another job spent it
     cpus: Counter = field(default_factory=Counter)  # CPU model -> jobs
     gpus: Counter = field(default_factory=Counter)  # GPU model -> jobs
+    devices: Counter = field(default_factory=Counter)  # "cuda (NVIDIA H200)" / "cpu (AMD EPYC)" -> jobs
 
     def add(self, rec: dict[str, Any], failed: bool = False) -> None:
         wall = (rec.get("timing") or {}).get("wall_s")
@@ -62,6 +63,7 @@ class Compute:
         machine = rec.get("machine") or {}
         if machine.get("cpu_model"):
             self.cpus[machine["cpu_model"]] += 1
+        self.devices[device_label(rec)] += 1
         if record_device(rec) == "cuda":
             self.gpu_s += wall
             self.gpus[machine.get("gpu") or "unrecorded GPU"] += 1
@@ -82,7 +84,8 @@ class Compute:
         return Compute(self.jobs + other.jobs, self.failed + other.failed, self.wall_s + other.wall_s,
                        self.core_s + other.core_s, self.gpu_s + other.gpu_s,
                        self.threads_unrecorded + other.threads_unrecorded, self.untimed + other.untimed,
-                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus)
+                       self.cache_hits + other.cache_hits, self.cpus + other.cpus, self.gpus + other.gpus,
+                       self.devices + other.devices)
 
 
 def record_threads(rec: dict[str, Any]) -> int | None:
@@ -98,6 +101,16 @@ def _cache_hit(rec: dict[str, Any]) -> bool:
 
 def record_device(rec: dict[str, Any]) -> str:
     return ((rec.get("job") or {}).get("numerics") or {}).get("device") or "cpu"
+
+
+def device_label(rec: dict[str, Any]) -> str:
+    """The device a record ran on, as its numerics profile and its machine name it:
+    ``cuda (NVIDIA H200)``, ``cpu (AMD EPYC 7B13)``."""
+    device = record_device(rec)
+    machine = rec.get("machine") or {}
+    model = machine.get("gpu") if device == "cuda" else machine.get("cpu_model")
+    model = model or ((rec.get("info") or {}).get("accelerator") or {}).get("device_name")
+    return f"{device} ({model})" if model else device
 
 
 def of_records(ok: Iterable[dict[str, Any]], failed: Iterable[dict[str, Any]] = ()) -> Compute:
@@ -139,7 +152,9 @@ def describe(c: Compute) -> str:
     text += f", {c.failed} failed)" if c.failed else ")"
     if c.gpu_s:
         text += f", {fmt_hours(c.gpu_h)} GPU-hours on {', '.join(sorted(c.gpus))}"
-    if c.cpus:
+    if c.gpu_s:  # a table with GPU records: which device ran how many
+        text += f"; ran on: {', '.join(f'{d} {n} record(s)' for d, n in c.devices.most_common())}"
+    elif c.cpus:
         text += f"; CPU: {', '.join(f'{m} ({n})' for m, n in c.cpus.most_common(3))}"
     if c.threads_unrecorded:
         text += f"; {c.threads_unrecorded} record(s) without a thread count, counted as 1 thread"
@@ -152,7 +167,7 @@ def describe(c: Compute) -> str:
 
 
 # ---- estimates for `run --dry-run` ------------------------------------------------------
-def _cell_key(job: dict[str, Any]) -> tuple:
+def cell_key(job: dict[str, Any]) -> tuple:
     # not the spec version: a version bump that leaves a cell's params alone leaves its cost alone
     return (job["spec_id"], job["tier"], job["row"], job["col"], canonical_json(job["params"]))
 
@@ -172,11 +187,24 @@ class Estimate:
     records_used: int
     other_profile: int = 0  # of ``known``: estimated from records of another device / threads / code path
     from_preflight: int = 0  # of ``known``: estimated from preflight figures (no past record)
-    preflight_sources: list[str] = field(default_factory=list)  # "device name, date" of those figures
+    preflight_sources: Counter = field(default_factory=Counter)  # where those figures come from -> jobs
+    longest_s: float = 0.0  # the longest known job
 
     @property
     def unknown(self) -> int:
         return self.jobs - self.known
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How a run's jobs share the machines, for its wall time: ``jobs`` at once, ``per_device``
+    of them on one device (GPU), each ``slowdown`` times its time alone (packing,
+    :mod:`pubench.preflight.packing`); ``how`` says so in words."""
+
+    jobs: int
+    per_device: int = 1
+    slowdown: float = 1.0
+    how: str = ""
 
 
 def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tuple, float]]]:
@@ -186,7 +214,7 @@ def past_walls(records: Iterable[dict[str, Any]]) -> dict[tuple, list[tuple[tupl
     for rec in records:
         wall = (rec.get("timing") or {}).get("wall_s")
         if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0:
-            out.setdefault(_cell_key(rec["job"]), []).append(
+            out.setdefault(cell_key(rec["job"]), []).append(
                 (_profile(rec["job"].get("numerics")), float(wall), _cache_hit(rec)))
     return {key: [(p, w) for p, w, hit in seen if not hit] or [(p, w) for p, w, _ in seen]
             for key, seen in out.items()}
@@ -197,14 +225,15 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
     """Predict the jobs (``pubench.jobs.Job``) from ``past_walls``: each job's cell-and-config
     median wall, over the records of its own numerics profile when there are any; a job
     without records from ``preflight(job)`` (a preflight cache entry: ``job_s``,
-    ``device_name``, ``date``) when given."""
+    ``device_name``, ``date``, and ``basis`` where it is not this machine's preflight cache)
+    when given."""
     jobs = list(jobs)
     known = other = from_preflight = 0
     used: dict[tuple, int] = {}  # cell key -> records its estimate rests on
-    sources: dict[str, None] = {}
-    job_s = core_s = gpu_s = 0.0
+    sources: Counter = Counter()
+    job_s = core_s = gpu_s = longest = 0.0
     for j in jobs:
-        key = _cell_key(j.to_dict())
+        key = cell_key(j.to_dict())
         past = walls.get(key)
         if past:
             mine = [w for p, w in past if p == _profile(j.numerics)]
@@ -217,23 +246,28 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
                 continue
             wall = float(entry["job_s"])
             from_preflight += 1
-            sources[f"{entry.get('device_name') or '?'}, {entry.get('date') or '?'}"] = None
+            where = f"{entry.get('device_name') or '?'}, {entry.get('date') or '?'}"
+            sources[entry.get("basis") or f"from this machine's preflight cache ({where})"] += 1
         known += 1
+        longest = max(longest, wall)
         job_s += wall
         core_s += wall * int(j.numerics.get("threads") or 1)
         gpu_s += wall if j.numerics.get("device") == "cuda" else 0.0
     return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other, from_preflight,
-                    list(sources))
+                    sources, longest)
 
 
-def render_estimate(e: Estimate, parallel: int | None) -> str:
-    """What ``run --dry-run`` prints; ``parallel``: local workers (None: a scheduler decides)."""
+def render_estimate(e: Estimate, parallel: "int | Parallelism | None") -> str:
+    """What ``run --dry-run`` prints. ``parallel``: local workers, or a :class:`Parallelism`
+    (None: unknown, no wall time). GPU-hours count a device's time once however many jobs
+    share it (packed jobs: their time alone x slowdown / jobs per device)."""
     if not e.jobs:
         return "  estimate: nothing to run"
     if not e.known:
         return (f"  estimate: cannot estimate: no past record of these cells with the same config in the store "
                 f"and no preflight figure for them on this device ({e.jobs} job(s); `pubench preflight ID --tier "
                 f"TIER --device DEVICE` measures them)")
+    par = Parallelism(parallel, how=f"{parallel} worker(s)") if isinstance(parallel, int) else parallel
     scale = e.jobs / e.known
     records = e.known - e.from_preflight
     if records:
@@ -243,13 +277,21 @@ def render_estimate(e: Estimate, parallel: int | None) -> str:
         where = "from preflight figures"
     text = (f"  estimate: {fmt_duration(e.job_s)} of job time for the {e.known} of {e.jobs} job(s) {where}; "
             f"{fmt_hours(e.core_s / 3600)} CPU core-hours")
+    packed = par is not None and par.per_device > 1
     if e.gpu_s:
         text += f", {fmt_hours(e.gpu_s / 3600)} GPU-hours"
-    if parallel:
-        text += f"; about {fmt_duration(e.job_s / parallel)} of wall time with {parallel} worker(s)"
+        if packed:
+            text += (f" one job per GPU, {fmt_hours(e.gpu_s * par.slowdown / par.per_device / 3600)} with "
+                     f"{par.per_device} per GPU")
+    if par:
+        wall = max(e.job_s * par.slowdown / par.jobs, e.longest_s * par.slowdown)
+        text += f"; about {fmt_duration(wall)} of wall time with {par.how or f'{par.jobs} at once'}"
+        if par.slowdown > 1:
+            text += f" (each packed job {par.slowdown:.2f}x its time alone)"
     if e.from_preflight:
-        text += (f"\n  estimate: {e.from_preflight} job(s) estimated by `pubench preflight` (a few steps measured on "
-                 f"{'; '.join(e.preflight_sources)}, projected to every epoch; no past record)")
+        text += (f"\n  estimate: {e.from_preflight} job(s) estimated by `pubench preflight` figures (a few steps "
+                 f"measured, projected to every epoch; no past record): "
+                 + "; ".join(f"{n} {where}" for where, n in e.preflight_sources.most_common()))
     if e.other_profile:
         text += (f"\n  estimate: {e.other_profile} of these job(s) have past records only under another numerics profile "
                  "(device, threads or CPU code paths): a rough guess")

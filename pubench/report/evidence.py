@@ -79,9 +79,13 @@ def regime_rows(res: TableResult, verdicts: list[RegimeVerdict] | None = None) -
 
 
 def regime_whys(res: TableResult) -> list[str]:
-    """``block: reason`` for every block whose spec writes a reason for this tier, and what a
-    revision after results changed."""
-    out = [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+    """``block: reason`` for every block whose spec writes a reason for this tier."""
+    return [f"{b.name}: {b.why_at(res.tier)}" for b in res.spec.regime if b.why_at(res.tier)]
+
+
+def regime_revisions(res: TableResult) -> list[str]:
+    """``block: added after results, DATE: why`` for every block a revision after results changed."""
+    out = []
     for b in res.spec.regime:
         for r in b.revised:
             how = "added after results" if r.was is None else "revised after results (its first form is shown too)"

@@ -19,13 +19,16 @@ from typing import Any
 from markupsafe import Markup
 
 from pubench.registry.spec import PAPERS, ReportedCell, Spec
+from pubench.report.added import HEADERS as ADDED_HEADERS
+from pubench.report.added import LEGEND as ADDED_LEGEND
+from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
-                                     regime_rows, regime_whys)
+                                     regime_revisions, regime_rows, regime_whys)
 from pubench.report.layout import (
     CURVES_HEADERS,
     DASH,
@@ -187,7 +190,7 @@ def regime_view(res: TableResult) -> dict | None:
     return {"legend": REGIME_LEGEND, "headers": REGIME_HEADERS,
             "rows": [{"block": b, "check": c, "col": col, "verdict": v, "cls": outcome_class(v), "numbers": n}
                      for b, c, col, v, n in rows],
-            "whys": [f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)]}
+            "whys": [f"Why, at tier {res.tier}: {w}" for w in regime_whys(res)] + regime_revisions(res)}
 
 
 def agreement_view(res: TableResult) -> dict:
@@ -285,6 +288,8 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
         "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
         "pooled": {"legend": POOLED_LEGEND, "headers": POOLED_HEADERS, "rows": pooled_rows(res)} if res.pooled else None,
+        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res)} if spec.added
+        else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
         "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),

@@ -22,13 +22,14 @@ from __future__ import annotations
 import textwrap
 
 from pubench.registry.spec import PAPERS
+from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
-                                     regime_whys)
+                                     regime_revisions, regime_whys)
 from pubench.report.layout import (BOLD_MARK, DEGENERATE_LEGEND, SMOKE_TEXT, blocks, cell_marks, coinciding_text,
                                    column_chunks, degenerate_summary, one_class_whys, plot_alt, tier_line)
 from pubench.report.templating import Tex
@@ -117,7 +118,7 @@ def _claims(res: TableResult) -> list[dict]:
 
 def _regime(res: TableResult) -> dict | None:
     rows = [dict(zip(("block", "check", "col", "verdict", "numbers"), row)) for row in regime_rows(res)]
-    whys = regime_whys(res)
+    whys = regime_whys(res) + regime_revisions(res)
     return {"legend": REGIME_LEGEND, "rows": rows, "whys": whys} if rows or whys else None
 
 
@@ -185,6 +186,8 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
         "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": _tables(res, TEXT_WIDTH_PT), "regime": _regime(res), "claims": _claims(res),
+        "added": [f"{r[0]}, {r[1]}: {r[2]}, rank {r[3]}; vs {r[4]}: {r[5]}, {r[6]}; regime: {r[7]}"
+                  for r in added_rows_table(res)],
         "claim_status_legend": CLAIM_STATUS_LEGEND, "agreement": _agreement(res),
         "coverage": _coverage(res), "notes": notes,
     }

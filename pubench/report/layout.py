@@ -224,6 +224,10 @@ def tier_line(spec: Spec, tier: str) -> str:
     if spec.variant is not None and tier == CUSTOM:
         base, sets = spec.variant
         what = {"paper": "the paper's configuration", "smoke": "a pipeline check"}.get(base, "a smaller configuration")
+        if spec.added:
+            return (f"the `{base}` tier ({what}) with rows added (`pubench run --add-row`): "
+                    + ", ".join(f"`{r.name}` (runs like `{r.like}`)" for r in spec.added)
+                    + f"; the paper's rows are the `{base}` tier's records; {listed}")
         return (f"a custom variant (`pubench run --set`) of the `{base}` tier ({what}) with "
                 + ", ".join(f"`{o}`" for o in sets) + f" on top; {listed}")
     if tier == "paper":
@@ -259,9 +263,12 @@ def plot_alt(res) -> str:
 def report_stem(spec: Spec) -> str:
     """The report's file name without suffix: the id; for a variant (:meth:`Spec.with_variant`)
     the id, ``--`` and the base tier and overrides as a file name (``table1-bcl--reduced_value=10``;
-    a long one ends in a hash of the whole)."""
+    a long one ends in a hash of the whole); for rows added (:meth:`Spec.with_added_rows`)
+    ``<id>--<base tier>+rows``."""
     if spec.variant is None:
         return spec.id
+    if spec.added:  # one report per base tier holds every row added there
+        return f"{spec.id}--{spec.variant[0]}+rows"
     from pubench.utils.hashing import config_hash
 
     slug = re.sub(r"[^A-Za-z0-9.=+-]+", "_", "_".join([spec.variant[0], *spec.variant[1]])).strip("_")

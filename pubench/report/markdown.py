@@ -5,6 +5,9 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from pubench.registry.spec import Spec
+from pubench.report.added import HEADERS as ADDED_HEADERS
+from pubench.report.added import LEGEND as ADDED_LEGEND
+from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.pooled import POOLED_HEADERS, POOLED_LEGEND, pooled_rows
@@ -12,7 +15,7 @@ from pubench.report.checks import claim_checks, claim_fmt, column_checks, descri
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
-                                     regime_rows, regime_whys)
+                                     regime_revisions, regime_rows, regime_whys)
 from pubench.report.layout import (
     DASH,
     CURVES_HEADERS,
@@ -105,6 +108,10 @@ def render_markdown(res: TableResult, plot: str | None = "") -> str:
             else:
                 body.append([name] + [_cell(res, name, c, b.metric) for c in b.cols])
         lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github", disable_numparse=True))
+    added = added_rows_table(res)
+    if added:
+        lines += ["", "## Rows added to the paper's", "", ADDED_LEGEND, "",
+                  tabulate(added, headers=ADDED_HEADERS, tablefmt="github", disable_numparse=True)]
     if spec.curves:
         curves = curve_summary(res)
         lines += ["", "### Curves (recorded per job; the plot draws them whole)", "",
@@ -142,7 +149,7 @@ def _regime_md(res: TableResult) -> list[str]:
     rows = regime_rows(res)
     if not rows:
         return []
-    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)]
+    whys = [f"- Why, at tier `{res.tier}`: {w}" for w in regime_whys(res)] + [f"- {w}" for w in regime_revisions(res)]
     return ["## Regime", "", REGIME_LEGEND, "",
             tabulate(rows, headers=REGIME_HEADERS, tablefmt="github", disable_numparse=True)] + ([""] + whys if whys
                                                                                                  else [])

@@ -25,7 +25,6 @@ one only about 80% of the time).
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
 from pubench.report.collect import CellStats, sample_std

@@ -189,6 +189,7 @@ class RegimeMap:
         self._by = {(v.block.name, v.col): v for v in self.verdicts}
 
     def of(self, row: str, col: str) -> list[RegimeVerdict]:
+        row, col = self.spec.baseline_cell(row, col)  # a row added to the table: the block of the row it runs like
         if self.spec.methods_in == "cols":  # the method is the column, the setting the row
             return [self._by[(b.name, row)] for b in self.spec.regime if col in b.rows if (b.name, row) in self._by]
         cols = self.spec.derived_cols.get(col, [col])

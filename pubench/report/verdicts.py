@@ -139,9 +139,9 @@ def paper_verdicts(paper: str, specs: dict[str, Spec], store: ResultStore, table
         for claim in dict.fromkeys(counted):
             rows = by_claim.get(claim, [])
             evidence, verdict, decided = [], OPEN, None
-            for tier, c, res in rows:
+            for tier, c, res in rows:  # paper first: the highest tier with a tested outcome gives the verdict
                 v = _verdict_of(c)
-                if decided is None and v != OPEN:
+                if decided is None and c.status != NOT_TESTABLE:
                     verdict, decided = v, tier
                 t, pw = c.decisive_link, c.decisive_power
                 fmt = claim_fmt(c.claim, spec)
@@ -150,7 +150,8 @@ def paper_verdicts(paper: str, specs: dict[str, Spec], store: ResultStore, table
                     "—" if t is None or t.p is None else fmt_p(t.p_opposite if t.outcome == FAILS else t.p),
                     "—" if pw is None or pw.mdd is None else format(pw.mdd, fmt), 0 if t is None else t.n,
                     _settle(c, res, store, v)))
-            out.append(ClaimVerdict(sid, claim.text, describe(claim, spec), verdict, decided, tuple(evidence)))
+            out.append(ClaimVerdict(sid, claim.text, describe(claim, spec), verdict, decided if verdict != OPEN else None,
+                                    tuple(evidence)))
     return out
 
 
@@ -225,7 +226,7 @@ def render_status(pages: dict[str, tuple[str, list[ClaimVerdict], dict[str, str]
                   + (" (order agreement: " + "; ".join(f"{t} {a}" for t, a in agreements.items()) + ")"
                      if agreements else "") + ".", ""]
         for v in verdicts:
-            best = next((e for e in v.evidence if e.tier == v.decided_at), v.evidence[0] if v.evidence else None)
+            best = v.evidence[0] if v.evidence else None  # the highest tier with results
             where = "no results" if best is None else f"{best.tier}: {best.status}, Δ {best.delta}, {best.p}"
             lines.append(f"- **{v.verdict}** `{v.spec_id}`: {v.text} [{v.checked}] ({where})")
         lines.append("")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import socket
 import subprocess
@@ -42,7 +43,8 @@ def code_changes() -> list[str]:
 @functools.lru_cache(maxsize=1)
 def provenance() -> dict[str, object]:
     """Git sha and whether code or specs had uncommitted changes, Python / torch / numpy
-    versions, host (cached per process)."""
+    versions, host (cached per process). Without git, ``PUBENCH_SOURCE_SHA`` and
+    ``PUBENCH_SOURCE_DIRTY`` name them."""
     from importlib import metadata
 
     def version(pkg: str) -> str | None:  # without importing it: a record is also written mid-interrupt
@@ -53,6 +55,11 @@ def provenance() -> dict[str, object]:
 
     sha = _git("rev-parse", "HEAD")
     changes = code_changes()
+    if sha is None and os.environ.get("PUBENCH_SOURCE_SHA"):
+        # a copy of the source without its git folder (a campaign on a GPU machine): the commit it
+        # was copied from, and whether its code was that commit's (pubench.campaign.travel)
+        sha = os.environ["PUBENCH_SOURCE_SHA"]
+        changes = [] if os.environ.get("PUBENCH_SOURCE_DIRTY") == "0" else ["(the code differs from this commit)"]
     return {
         "git_sha": sha,
         "git_dirty": bool(changes) if sha is not None else None,

@@ -8,7 +8,9 @@ A unit registers itself with a decorator in its own module::
     def punce(...): ...
 
 A registry created with ``package=`` imports every module of that package the first
-time it is asked for a name, so adding a unit is one file and no list to edit.
+time it is asked for a name, so adding a unit is one file and no list to edit; then the
+modules installed packages name in the ``pubench.units`` entry-point group
+(:mod:`pubench.utils.unit_packages`), so a unit may live in the user's own package.
 Unknown names raise :class:`UnknownName`, with the closest registered name suggested.
 
 ``check=`` refuses, at registration, an object that does not implement the kind's
@@ -33,6 +35,7 @@ from abc import ABC
 from typing import Any, Callable, ClassVar, Iterator
 
 from pubench.errors import PubenchError
+from pubench.utils import unit_packages
 from pubench.utils.config import ConfigError
 
 
@@ -70,6 +73,7 @@ class Registry:
             if named:
                 o.name = name
             self._items[name] = o
+            unit_packages.note_origin(self.kind, name)
             return o
 
         return add if obj is None else add(obj)
@@ -92,6 +96,7 @@ class Registry:
         for mod in pkgutil.iter_modules(pkg.__path__):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
+        unit_packages.load()
 
     def _import_registering(self, name: str) -> None:
         """Import only the module the unit index (``pubench/registry/unit_index.json``) says
@@ -123,6 +128,8 @@ class Registry:
     def get(self, name: str) -> Any:
         if not self._discovered and name not in self._items:
             self._import_registering(name)
+        if name not in self._items:
+            unit_packages.load()  # a unit of the user's own package, before every unit of pubench's
         if name not in self._items:
             self._discover()
         try:

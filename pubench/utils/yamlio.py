@@ -126,3 +126,16 @@ def key_line(text: str, key: str) -> tuple[int | None, bool]:
         else:
             return line, False
     return line, not rest
+
+
+def problem_line(e: SpecError) -> str:
+    """A :class:`SpecError` as ``file:line: key: problem`` (the line of the key where the file has
+    it; ``near line N`` when only a part of the key's path is there, e.g. a missing key)."""
+    try:
+        text = Path(e.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return str(e)
+    line, exact = key_line(text, e.key) if not e.key.startswith("(") else (None, False)
+    if line is None:
+        return str(e)
+    return f"{e.file}:{line}: {e.key}: {e.problem}" + ("" if exact else f" (near line {line})")

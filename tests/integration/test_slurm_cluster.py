@@ -4,7 +4,8 @@ Runs when the test process is root and the SLURM daemons are installed, or can b
 installed with apt (``.ci/run`` does this on a fresh machine). Elsewhere the module is
 skipped with the reason. A smoke table goes through ``pubench run --executor slurm``;
 ``status`` and ``report`` then read what the array tasks wrote, and a job claimed by a
-live local runner is neither submitted nor run by SLURM.
+live local runner is neither submitted nor run by SLURM. A job sent SLURM's pre-timeout
+signal mid-training is requeued and resumes from its checkpoint.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -155,6 +157,7 @@ def slurm_cluster(tmp_path_factory):
             pytest.fail(f"the SLURM node never became idle; logs: {cluster.logs()}")
         yield cluster
     finally:
+        _drain(env)
         for p in procs:
             p.terminate()
         for p in procs:
@@ -163,6 +166,21 @@ def slurm_cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def _drain(env: dict[str, str], timeout: float = 60) -> None:
+    """Cancel what is left of this cluster's jobs and wait until the queue is empty: a job step
+    that cannot report its end to a stopped slurmd leaves its slurmstepd behind."""
+    def queued() -> list[str]:
+        out = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
+        return out.stdout.split() if out.returncode == 0 else []
+
+    if queued():
+        subprocess.run(["scancel", *queued()], env=env, capture_output=True, timeout=30)
+    deadline = time.time() + timeout
+    while queued() and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(1)  # the last step's slurmstepd reports its end
 
 
 def _pubench(args, env, timeout=600):
@@ -245,16 +263,46 @@ def test_a_real_smoke_table_runs_in_chunks_of_short_jobs(slurm_cluster, tmp_path
         "jobs": n_jobs, "array_tasks": n_tasks, "seconds": round(time.time() - t0, 1)})
 
 
-def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_cluster, tmp_registry, tmp_path,
-                                                                       shared_image_root):
-    """A smoke cell whose pre-training outlasts the job's time limit: SLURM sends SIGUSR2
-    ``slurm_signal_delay_s`` before the limit, the job checkpoints at its epoch boundary,
-    submitit requeues it, and the requeued job resumes and finishes."""
-    # Long enough that the first job cannot finish before SLURM's signal on an idle machine
-    # (up to ~50 epochs/s here: 4000 epochs once finished before it; the signal comes 20-80 s
-    # after the start), short enough that the requeued jobs finish within the deadline on a
-    # loaded one (~15 epochs/s: about 9 minutes of epochs, 3 requeues).
-    epochs = 8000
+def _slurm(cluster, *args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run(list(args), env=cluster.env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"{' '.join(args)}: {out.stderr.strip()}; logs: {cluster.logs()}"
+    return out
+
+
+def _task_pids(cluster, slurm_id: str) -> list[int]:
+    """The Python processes of the job's tasks (``scontrol listpids``: not the batch script or srun)."""
+    pids = []
+    for line in _slurm(cluster, "scontrol", "listpids", slurm_id).stdout.splitlines():
+        fields = line.split()
+        if not fields or not fields[0].isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{fields[0]}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if Path(argv[0].decode()).name.startswith("python") and b"submitit.core._submit" in argv:
+            pids.append(int(fields[0]))
+    return pids
+
+
+def _pending(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to the (stopped) process ``pid``."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(m >> (signum - 1) & 1 for m in masks)
+
+
+def test_a_signalled_job_is_requeued_and_resumes_from_its_checkpoint(slurm_cluster, tmp_registry, tmp_path,
+                                                                      shared_image_root):
+    """SLURM's pre-timeout signal, sent directly: ``scancel --signal=USR2`` (what
+    ``--signal=USR2@<delay>`` sends before the time limit) to a smoke cell that checkpoints every
+    epoch, mid pre-training. The job stops at its next epoch boundary with a checkpoint,
+    submitit requeues it, and the requeued job resumes from the checkpoint and finishes.
+
+    No race: once the job has written its first checkpoint its task process is stopped
+    (SIGSTOP), checked to be mid-run, sent the signal through SLURM, and let go only when the
+    signal is pending, so it runs no further instruction before the signal lands."""
+    epochs = 40
     repo = Path(__file__).resolve().parents[2]
     shutil.copytree(repo / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
     shutil.copy(repo / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
@@ -266,31 +314,69 @@ def test_a_timed_out_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
     (profiles / "default.yaml").write_text(textwrap.dedent("""\
         common: {slurm_setup: []}
         tiers:
-          smoke: {timeout_min: 3, cpus_per_task: 1, mem_gb: 2, slurm_partition: cpu, slurm_signal_delay_s: 100,
-                  checkpoint_every_epochs: 100, max_num_timeout: 12}
+          smoke: {timeout_min: 10, cpus_per_task: 1, mem_gb: 2, slurm_partition: cpu, checkpoint_every_epochs: 1,
+                  max_num_timeout: 3}
         """))
-    env = {**slurm_cluster.env, "PUBENCH_SLURM_PROFILES": str(profiles),
-           "PUBENCH_LOGS": str(tmp_registry.root / "logs"), "PUBENCH_DATA": str(shared_image_root)}
+    logs = tmp_registry.root / "logs"
+    env = {**slurm_cluster.env, "PUBENCH_SLURM_PROFILES": str(profiles), "PUBENCH_LOGS": str(logs),
+           "PUBENCH_DATA": str(shared_image_root)}
     t0 = time.time()
     out = _pubench(["run", "table1-punce", "--tier", "smoke", "--only", "MNIST n_P=1k|puNCE", "--executor", "slurm"],
                    env)
     assert out.returncode == 0, out.stderr
+    [entry] = json.loads(next((logs / "smoke" / "table1-punce").glob("manifest-*.json")).read_text())["jobs"]
+    job_id, slurm_id = entry["id"], entry["slurm_id"]
     folder = tmp_registry.root / "results" / "smoke" / "table1-punce"
-    seen = {"interrupted": False, "recs": []}
+    checkpoints = tmp_registry.root / "results" / ".checkpoints" / job_id
 
-    def finished():
-        seen["recs"] = recs = [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.exists() else []
-        seen["interrupted"] |= any("interrupted by SIGUSR2" in r.get("error", {}).get("message", "") for r in recs)
-        return any(r.get("status") == "ok" for r in recs)
+    def records():
+        return [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.exists() else []
 
-    assert slurm_cluster.wait(finished, 1200, poll=2.0), f"no ok record after 20 min; logs: {slurm_cluster.logs()}"
-    interrupted = seen["interrupted"]
-    [rec] = [r for r in seen["recs"] if r.get("status") == "ok"]
+    try:
+        assert slurm_cluster.wait(lambda: list(checkpoints.glob("*.pt")) and _task_pids(slurm_cluster, slurm_id),
+                                  120, poll=0.2), \
+            f"no checkpoint after 120 s; job log: {_tail(entry['stderr'])}; logs: {slurm_cluster.logs()}"
+        pids = _task_pids(slurm_cluster, slurm_id)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            import torch
+
+            done = max(torch.load(p, weights_only=True)["epoch"] for p in checkpoints.glob("*.pt"))
+            assert done < epochs - 1 and not any(r.get("status") == "ok" for r in records()), \
+                f"at epoch {done} of {epochs} before it could be stopped"
+            _slurm(slurm_cluster, "scancel", "--signal=USR2", slurm_id)
+            assert slurm_cluster.wait(lambda: all(_pending(p, signal.SIGUSR2) for p in pids), 30, poll=0.1), \
+                "SIGUSR2 never reached the job's task"
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+
+        # SLURM holds a requeued job back for about two minutes (its begin time): let it start now
+        requeued = slurm_cluster.wait(lambda: "Restarts=1" in (job := _job(slurm_cluster, slurm_id))
+                                      and "JobState=PENDING" in job, 60, poll=0.2)
+        assert requeued, f"not requeued; job log: {_tail(entry['stderr'])}; logs: {slurm_cluster.logs()}"
+        _slurm(slurm_cluster, "scontrol", "update", f"JobId={slurm_id}", "StartTime=now")
+        assert slurm_cluster.wait(lambda: any(r.get("status") == "ok" for r in records()), 120, poll=0.5), \
+            f"no ok record 120 s after the signal; job log: {_tail(entry['stderr'])}; logs: {slurm_cluster.logs()}"
+    except BaseException:
+        subprocess.run(["scancel", slurm_id], env=slurm_cluster.env, capture_output=True, timeout=60)
+        raise
+    [rec] = [r for r in records() if r.get("status") == "ok"]
     resumed = rec["info"]["checkpoint"]["resumed"]
-    assert interrupted and resumed and resumed[0]["stage"] == "pretrain punce.0", rec["info"]["checkpoint"]
+    assert resumed and resumed[0]["stage"] == "pretrain punce.0" and 0 < resumed[0]["epoch"] < epochs, resumed
     assert len(rec["info"]["pretrain"]["loss"]) == epochs
-    assert not (tmp_registry.root / "results" / ".checkpoints" / rec["job"]["id"]).exists()
-    record_reliability("slurm", "a job past its time limit on a real SLURM cluster", {
-        "requeued_and_resumed_at_epoch": resumed[0]["epoch"], "of_epochs": epochs,
-        "requeues": len(resumed),
+    assert "Caught signal SIGUSR2" in Path(entry["stderr"]).read_text()
+    assert not checkpoints.exists()
+    record_reliability("slurm", "SLURM's pre-timeout signal to a job on a real SLURM cluster", {
+        "requeued_and_resumed_at_epoch": resumed[0]["epoch"], "of_epochs": epochs, "requeues": len(resumed),
         "seconds": round(time.time() - t0, 1)})
+
+
+def _job(cluster, slurm_id: str) -> str:
+    return _slurm(cluster, "scontrol", "show", "job", "-o", slurm_id).stdout
+
+
+def _tail(path: str, n: int = 800) -> str:
+    p = Path(path)
+    return " ".join(p.read_text()[-n:].split()) if p.exists() else "(none yet)"

@@ -113,7 +113,7 @@ def test_a_new_loss_and_pu_method_are_one_file_each(tmp_path):
     (repo / "pubench" / "losses" / "toy.py").write_text(TOY_LOSS)
     (repo / "pubench" / "pu" / "toy.py").write_text(TOY_PU)
     out = _pytest(repo, tmp_path / "cache", "tests/unit/test_contracts.py", "tests/unit/test_checkpoint.py",
-                  "-k", "toy_loss or toy_pu")
+                  "-k", "toy_loss or toy_pu", "-m", "")  # the resume test is slow (tests/markers.py): select it too
     assert _passed(out) == {"test_loss[toy_loss]", "test_pu_method[toy_pu]",
                             "test_every_pu_method_resumes_bit_for_bit[toy_pu]"}, out[-3000:]
 

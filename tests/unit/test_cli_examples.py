@@ -40,6 +40,12 @@ NOT_RUN = {
     "preflight table1-pucl --device cuda --json /tmp/pf.json": "needs a GPU (benchmarks/gpu_check.py)",
     "preflight --sample --steps 1 --max-step-gflop 150": "measures training steps (.ci/run, test_preflight.py)",
     "preflight table2-pucl --only '*|DD'": "measures training steps (tests/unit/test_preflight.py)",
+    "campaign --device cuda --budget 9m --out /tmp/out": "needs a GPU (make gpu-paper)",
+    "campaign pack": "compresses the MNIST and F-MNIST files for minutes (tests/unit/test_campaign_travel.py packs "
+                     "a small data set)",
+    "campaign import '/tmp/out/campaign-*.tar.gz'": "needs a window's archive (tests/unit/test_campaign.py imports)",
+    "campaign --device cpu --tier smoke --queue q.yaml --budget 1m --out /tmp/o --concurrency 2":
+        "runs jobs in worker processes (tests/unit/test_campaign.py runs it on its own queue)",
 }
 #: the tables and tiers the examples read, each given an ok record per job in the scratch store
 SEEDED = [("paper", "fig5-bcl"), ("reduced", "table1-bcl"), ("reduced", "table2-punce"), ("reduced", "table1-punce"),

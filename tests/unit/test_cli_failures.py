@@ -89,3 +89,16 @@ def test_log_of_a_slurm_job_reads_the_manifest(tmp_registry, capsys):
     err.unlink()
     assert main(["log", "abcdef"]) == 2
     assert "SLURM log files are not there" in capsys.readouterr().err
+
+
+def test_failures_of_configs_that_no_longer_exist_are_not_promised_a_retry(failed_run, capsys):
+    """Issue 54: a changed config leaves failure records no run retries (status counts 0 failed)."""
+    reg, _ = failed_run
+    path = next((reg.root / "experiments").rglob("table1-bcl.yaml"))
+    path.write_text(path.read_text().replace("B: {value: 2.0,", "B: {value: 3.0,"))
+    assert main(["failures"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no failed jobs\n") and "the next `pubench run` retries" not in out
+    assert "2 failure record(s) of configs that no longer exist" in out and "`pubench prune` removes them" in out
+    assert main(["failures", "--json"]) == 0
+    assert [g["stale"] for g in json.loads(capsys.readouterr().out)] == [True]

@@ -149,3 +149,13 @@ def test_the_site_has_a_page_per_variant_linked_from_the_spec_page(tmp_registry,
     spec_page = (site / "spec" / "table1-bcl.html").read_text()
     assert 'href="../custom/table1-bcl--reduced_value=10.html"' in spec_page and "variant reduced + value=10" in spec_page
     assert 'href="../reduced/table1-bcl.html"' in spec_page
+
+
+def test_a_base_tier_deviation_about_an_overridden_key_is_marked(tmp_registry, capsys):
+    """Issue 54: `run --set data.M=100` printed the base tier's "M = 40 anchors" as if it applied."""
+    text = selftest_spec().replace("deviations: [no sleep]", "deviations: [no sleep, \"value = 0.5 here\"]")
+    tmp_registry(text)
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--set", "value=7", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "  deviation: no sleep\n" in out
+    assert "  deviation: (overridden by `--set value=7`) value = 0.5 here" in out

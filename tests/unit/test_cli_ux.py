@@ -85,3 +85,21 @@ def test_progress_lines_without_a_terminal_are_a_twentieth_of_a_long_run(capsys)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 21 and lines[0].startswith("  [8/360] failed") and lines[-1].startswith("  [360/360] ok")
     assert lines[-1].endswith("(359 ok, 1 failed so far)")
+
+
+def test_expand_cell_names_its_own_option(tmp_registry, capsys):
+    """Issue 54: `expand --cell zzz` said `--only` in its error."""
+    tmp_registry(selftest_spec())
+    assert main(["expand", "table1-bcl", "--cell", "zzz"]) == 2
+    err = capsys.readouterr().err
+    assert "--cell 'zzz' selects no cell of table1-bcl" in err and "--only" not in err
+
+
+def test_preflights_first_example_is_not_the_twelve_hour_run():
+    """Issue 54: the first example of `preflight --help` was every paper-tier cell, without a word."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    next(add for add in SUBCOMMANDS if add.__module__.endswith(".preflight"))(sub)
+    lines = [line.strip() for line in sub.choices["preflight"].epilog.splitlines() if line.strip().startswith("pubench")]
+    assert "--only" in lines[0] or "--sample" in lines[0]
+    whole = next(line for line in lines if line.split("#")[0].split() == ["pubench", "preflight", "--tier", "paper"])
+    assert "12 hours" in whole

@@ -142,3 +142,11 @@ def test_delta_test_direction_follows_the_metric_and_special_cases():
     assert flat.p == 0.0 and flat.significant  # no spread: deterministic
     wide = delta_test(_cell([0.0, 4.0]), 1.0, higher_is_better=True, fmt=".2f")
     assert wide.direction == BETTER and not wide.significant
+
+
+def test_compute_says_which_device_ran_the_records_of_a_table_with_gpu_records():
+    gpu = _record(600.0, 1, "cuda", "NVIDIA H200")
+    cpu = _record(60.0, 1)
+    text = describe(of_records([gpu, gpu, cpu]))
+    assert "ran on: cuda (NVIDIA H200) 2 record(s), cpu (CPU X) 1 record(s)" in text
+    assert "ran on" not in describe(of_records([cpu]))  # CPU-only tables read as before

@@ -267,7 +267,6 @@ def test_real_cifar10_jpeg_test_split(real_root):
     assert "lossy" in te.source
 
 
-@pytest.mark.slow
 def test_real_cifar10_jpeg_train_split(real_root):
     tr = load_images("cifar10_jpeg", "train", real_root)
     assert tr.x.shape == (50000, 3, 32, 32)

@@ -220,7 +220,6 @@ def test_real_small_sets(real_root):
     assert imdb.info["node_features"] == "one-hot degree (136 columns)"
 
 
-@pytest.mark.slow
 def test_real_all_sets(real_root):
     """All 8 sets incl. DD (rebuilt A file) and REDDIT-BINARY (GIN format): ~20 s."""
     source, root = real_root

@@ -262,8 +262,7 @@ def test_pu_benchmark_errors(fake_data):
         TASKS.get("pu_benchmark").run(p, SEEDS)
 
 
-# ------------------------------------------------------------------ real data (by hand)
-@pytest.mark.slow
+# ------------------------------------------------------------------ real data (make test-all)
 def test_real_mnist_small(shared_image_root, monkeypatch):
     monkeypatch.setenv("PUBENCH_DATA", str(shared_image_root))
     p = _params(data={"dataset": "mnist", "labels": {"positive": [1, 3, 5, 7, 9]},

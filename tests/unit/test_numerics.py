@@ -115,6 +115,16 @@ def test_verify_passes_on_identical_reruns_and_fails_on_a_changed_record(tmp_reg
     assert "outside" in capsys.readouterr().out
 
 
+def test_verify_can_sample_only_the_cells_and_seeds_a_run_added(tmp_registry, capsys):
+    tmp_registry(selftest_spec())
+    assert main(["run", "table1-bcl", "--tier", "paper", "--seeds", "3", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "table1-bcl", "--tier", "paper", "--sample", "0", "--only", "A|x", "--seeds-from", "1",
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: 2 identical" in out and "A|x/seed=1" in out and "A|x/seed=2" in out and "seed=0" not in out
+
+
 def test_verify_samples_reproducibly_and_flags_stale_records(tmp_registry, capsys):
     from pubench.verify import sample_records
 

@@ -181,3 +181,22 @@ def test_cli_prepare_check(shared, tmp_path, monkeypatch, capsys):
     assert "missing" in capsys.readouterr().out
     assert main(["prepare", "mnist", "--from", str(shared)]) == 0
     assert main(["prepare", "nosuchset"]) == 2
+
+
+def test_prepare_of_a_graph_set_prints_no_library_noise(data_root, tmp_path):
+    """Issue 54: torch_geometric's import printed torch's FutureWarning about torch.jit.script."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if data_root is None:
+        pytest.skip("../shared/data not present")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "PUBENCH_DATA": str(tmp_path / "data"),
+           "PUBENCH_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-m", "pubench", "prepare", "mutag", "--from", str(data_root)], cwd=root,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "mutag      copied" in out.stdout
+    assert "Warning" not in out.stderr and "warnings.warn" not in out.stderr, out.stderr

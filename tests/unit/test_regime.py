@@ -469,7 +469,7 @@ def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
     assert spec.one_class_reason("paper", "B", "x") is None and spec.one_class_reason("reduced", "B", "y") is None
     why = "`B|y` (2 of 3 seeds near-one-class): measured: B's threshold sits above every score"
     assert f"  - Why, at tier `paper`: {why}" in render_markdown(res)
-    assert "\\texttt{B\\textbar{}y} (2 of 3 seeds near-one-class)" in render_latex(res)
+    assert "\\texttt{B\\char124{}y} (2 of 3 seeds near-one-class)" in render_latex(res)
     assert "Why, at tier paper: <code>B|y</code> (2 of 3 seeds near-one-class)" in report_body(res, None, [], "spec.html")
     # a variant (tier custom) keeps no measured reason of its base tier
     assert spec.with_variant("paper", ["value=3"]).one_class_reason("custom", "B", "y") is None

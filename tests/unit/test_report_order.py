@@ -185,11 +185,7 @@ def test_crossref_ranks_where_tiers_differ_in_scale(tmp_registry):
     assert "d-worse" not in row and "d-better" not in row
 
 
-CHROMIUM = __import__("tests.chromium", fromlist=["find_chromium"]).find_chromium()
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
-def test_wide_figure_page_fits_a_1400_px_window(tmp_registry):
+def test_wide_figure_page_fits_a_1400_px_window(tmp_registry, chromium):
     from pubench.report.site import write_site
     from tests.chromium import Browser
 
@@ -201,7 +197,7 @@ def test_wide_figure_page_fits_a_1400_px_window(tmp_registry):
         store.write_ok(job, {"score": 56.123 + 13.31 * job.seed_index}, {}, {"wall_s": 1.0})
     out = tmp_registry.root / "site"
     write_site(specs, store, out)
-    with Browser(CHROMIUM, width=1400) as browser:
+    with Browser(chromium, width=1400) as browser:
         visit = browser.visit((out / "reduced" / "fig4-bcl.html").resolve().as_uri())
         assert visit.errors == [] and all(img["ok"] for img in visit.images)
         widths = browser.evaluate("JSON.stringify({win: window.innerWidth, doc: document.documentElement.scrollWidth, "

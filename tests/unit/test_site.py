@@ -16,7 +16,7 @@ from pubench.registry import load_all
 from pubench.report.crossref import load_crossref
 from pubench.report.site import write_site
 from pubench.store import ResultStore
-from tests.chromium import Browser, find_chromium
+from tests.chromium import Browser
 from tests.conftest import selftest_spec
 
 MAPPING = """\
@@ -165,7 +165,6 @@ def test_cli_site_and_report_html(tmp_registry, capsys):
 
 
 # ---- a real browser ------------------------------------------------------------------------
-CHROMIUM = find_chromium()
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -173,12 +172,10 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium); "
-                                             ".ci/run installs it where it can")
-def test_site_in_headless_chromium(site, tmp_path):
+def test_site_in_headless_chromium(site, tmp_path, chromium):
     out, index = site
     seen, queue = {}, [index.resolve().as_uri()]
-    with Browser(CHROMIUM) as browser:
+    with Browser(chromium) as browser:
         while queue:
             url = queue.pop()
             page_url = url.split("#")[0]
@@ -204,16 +201,39 @@ def test_site_in_headless_chromium(site, tmp_path):
     assert width >= 1000 and height > 600 and shot.stat().st_size > 20_000  # the whole page, in a 1280 px window
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH")
-def test_the_browser_check_sees_broken_pages(tmp_path):
+def test_the_browser_check_sees_broken_pages(tmp_path, chromium):
     """The harness itself: a console error, an exception, a missing image and a missing page are reported."""
     bad = tmp_path / "bad.html"
     bad.write_text('<!doctype html><html><head><link rel="icon" href="data:,"><title>bad</title></head><body>'
                    '<img src="missing.png"><script>console.error("boom"); undefinedFunction();</script></body></html>')
-    with Browser(CHROMIUM) as browser:
+    with Browser(chromium) as browser:
         visit = browser.visit(bad.as_uri())
         missing = browser.visit((tmp_path / "nope.html").as_uri())
     text = " ".join(visit.errors)
     assert "boom" in text and "undefinedFunction" in text and "load failed" in text
     assert visit.images == [{"src": (tmp_path / "missing.png").as_uri(), "ok": False}]
     assert missing.errors and "ERR_FILE_NOT_FOUND" in missing.errors[0]
+
+
+def test_legends_show_code_spans_not_backticks():
+    """Issue 54: the HTML legends printed markdown backticks literally; they are <code> now."""
+    from pubench import paths
+    from pubench.registry import get_spec
+    from pubench.report.collect import collect
+    from pubench.report.html import report_body
+
+    res = collect(get_spec("table2-punce"), "reduced", ResultStore(paths.project_root() / "results"))
+    legends = re.findall(r'<p class="legend">(.*?)</p>', report_body(res, None, [], "spec.html"), flags=re.S)
+    assert len(legends) >= 5 and any("<code>" in text for text in legends)
+    assert not [text for text in legends if "`" in text]
+
+
+def test_the_site_folder_is_not_tracked_by_git():
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (Path(__file__).resolve().parents[2] / ".git").exists():
+        pytest.skip("not a git checkout")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(["git", "check-ignore", "-q", "reports/site/index.html"], cwd=root)
+    assert out.returncode == 0, "reports/site/ is not ignored (.gitignore)"

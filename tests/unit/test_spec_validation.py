@@ -115,7 +115,8 @@ def test_file_name_must_match_id(tmp_registry):
 
 SCHEMA_BAD = [
     ("unknown key in a tier", lambda d: d["tiers"]["reduced"].update(colour=1), "tiers.reduced.colour",
-     "unknown key (allowed: cells, cols, deviations, more_seeds, one_class_why, params, rows, seeds, unavailable)"),
+     "unknown key (allowed: cells, cols, deviations, inherits, more_seeds, one_class_why, params, rows, seeds, "
+     "unavailable)"),
     ("unknown key in a reported cell", lambda d: d["reported"]["cells"][0].update(stdev=0.1),
      "reported.cells[0].stdev", "unknown key (allowed: col, mark, mean, metric, note, row, std)"),
     ("missing metric label", lambda d: d["metrics"]["score"].pop("label"), "metrics.score.label", "missing"),
@@ -188,7 +189,7 @@ def test_offline_reason_names_its_data_set():
 
 def test_resolution_order_and_null_deletes():
     text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
-        params={"sleep": 0.5}, cols={"y": {"value": 9.0}}, cells={"A|y": {"sleep": None}},
+        params={"sleep": 0.5}, cols={"y": {"value": 9.0}}, cells={"A|y": {"sleep": None}}, rows={"B": {}},
         deviations=["d"]))
     spec = _parse(text)
     assert spec.resolve("paper", "A", "y")["params"] == {"value": 1.0}
@@ -199,7 +200,8 @@ def test_resolution_order_and_null_deletes():
 
 def test_glob_cells_layer_applies_in_file_order():
     text = _mutate(selftest_spec(), lambda d: d["tiers"]["reduced"].update(
-        cells={"*|*": {"sleep": 0.1}, "A|*": {"sleep": 0.2}, "*|y": {"data": {"n": None}}}, deviations=["d"]))
+        cells={"*|*": {"sleep": 0.1}, "A|*": {"sleep": 0.2}, "*|y": {"data": {"n": None}}}, rows={"B": {}},
+        deviations=["d"]))
     spec = _parse(text)
     assert spec.resolve("reduced", "A", "x")["params"] == {"value": 1.0, "sleep": 0.2}
     assert spec.resolve("reduced", "B", "x")["params"] == {"value": 2.0, "sleep": 0.1}

@@ -20,6 +20,15 @@ def test_committed_index_names_every_registered_unit():
         "PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_unit_index.py")
 
 
+def test_committed_index_was_made_from_this_source():
+    """A stale fingerprint costs every fresh clone's first read-only command an import of every
+    unit (torch included): about 1 GB and 20-60 s of a cold `pubench coverage` (issue 52)."""
+    committed = units.committed_index()
+    assert committed is not None and committed.get("fingerprint") == units.source_fingerprint(), (
+        "the unit packages changed since the unit index was made: regenerate it with "
+        "PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_unit_index.py")
+
+
 def test_known_names_match_the_registries():
     for kind in units.KINDS:
         assert units.known(kind) == frozenset(units.registered_names(kind)), kind

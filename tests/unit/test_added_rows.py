@@ -1,0 +1,134 @@
+"""A new row in any table without editing its spec (issue 54, item 2): ``pubench run ID --add-row
+NAME=YAML --like ROW`` (or ``--overlay FILE``) runs the row at the baseline's budget at the tier,
+stores it apart from the spec's records, and the report sets it beside the paper's rows with its
+rank and one-sided tests against every row of its block and the block's regime."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pubench.cli import main
+from pubench.jobs import expand
+from pubench.registry import get_spec
+from pubench.registry.added_rows import AddedRow, canonical, overlay, parse_add_row
+from pubench.registry.spec import CUSTOM
+from pubench.utils.hashing import config_hash
+from tests.conftest import selftest_spec
+
+#: rows A and B in one block; the reduced tier gives A its budget by name (sleep 0) and B the tier-wide one
+SPEC = selftest_spec(rows=("A", "B")).replace(
+    "reduced: {seeds: 2}",
+    'reduced:\n    seeds: 3\n    cells: {"A|*": {sleep: 0.0}}\n    rows: {B: {}}\n    deviations: [A sleeps no more]'
+) + ("row_groups: {AB: [A, B]}\n"
+     "regime:\n  - {block: AB, group: AB, check: trained, reference: B, baseline: A, margin: 0}\n")
+BETTER = ["--add-row", "Better=value: 5.0", "--like", "A"]
+
+
+def _records(root, tier, spec_id="table1-bcl"):
+    return [json.loads(p.read_text()) for p in (root / "results" / tier / spec_id).glob("*.json")]
+
+
+def test_an_added_row_runs_its_baselines_config_at_the_tier_with_its_own_keys(tmp_registry):
+    tmp_registry(SPEC)
+    spec = get_spec("table1-bcl")
+    row = parse_add_row("Better=value: 5.0", "A")
+    view = spec.with_added_rows("reduced", (row,))
+    assert view.rows == ["A", "B", "Better"] and view.row_groups["AB"] == ["A", "B", "Better"]
+    assert view.resolve(CUSTOM, "Better", "x")["params"] == {"value": 5.0, "sleep": 0.0}  # A's budget at reduced
+    assert view.resolve(CUSTOM, "A", "x") == spec.resolve("reduced", "A", "x")
+    plan = expand(view, CUSTOM)
+    assert {(j.row, j.col) for j in plan.jobs} == {("Better", "x"), ("Better", "y")} and len(plan.jobs) == 6
+    job = plan.jobs[0]
+    base = next(j for j in expand(spec, "reduced").jobs if (j.row, j.col, j.seed_index) == ("A", "x", 0))
+    assert job.seeds["data"] == base.seeds["data"]  # the same split: paired with its block
+    assert job.id != base.id and job.id == config_hash(job.identity) and job.tier == CUSTOM
+    assert job.variant == {"base_tier": "reduced", "row": {"name": "Better", "like": "A", "set": {"value": 5.0},
+                                                           "inherits": {"sleep": 0.0}, "replaces": []}}
+
+
+def test_a_unit_block_naming_another_unit_replaces_the_baselines():
+    base = {"pu_method": {"name": "nnpu", "beta": 0.0, "gamma": 1.0}, "train": {"epochs": 20, "batch_size": 1000}}
+    replaced = []
+    out = overlay(base, {"pu_method": {"name": "my_pu"}, "train": {"epochs": 30}}, replaced)
+    assert out == {"pu_method": {"name": "my_pu"}, "train": {"epochs": 30, "batch_size": 1000}}
+    assert replaced == ["pu_method"]
+    assert overlay(base, {"pu_method": {"name": "nnpu", "beta": 0.5}})["pu_method"] == {"name": "nnpu", "beta": 0.5,
+                                                                                      "gamma": 1.0}
+    assert overlay(base, {"train": None}) == {"pu_method": base["pu_method"]}
+
+
+def test_run_report_export_and_status_keep_the_added_row_apart(tmp_registry, capsys):
+    tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "added row 'Better': runs like 'A' at tier 'reduced', with the budget the tier gives it (sleep = 0.0), " \
+           "and sets value: 5.0" in out
+    assert "baselines: all 4 cells of the rows compared with have their records at tier 'reduced'" in out
+    root = tmp_registry.root
+    assert {r["job"]["row"] for r in _records(root, "reduced")} == {"A", "B"}  # the spec's own, untouched
+    added = _records(root, CUSTOM)
+    assert len(added) == 6 and {r["job"]["variant"]["row"]["name"] for r in added} == {"Better"}
+
+    assert main(["report", "table1-bcl"]) == 0
+    text = (root / "reports" / CUSTOM / "table1-bcl--reduced+rows.md").read_text()
+    assert "tier `custom` (reduced + added rows: Better)" in text
+    table = text.split("## Rows added")[0]
+    assert "| Better " in table and "/ 1.00" not in table.split("| Better")[1].splitlines()[0]  # no reported number
+    section = text.split("## Rows added to the paper's")[1].split("\n## ")[0]
+    lines = [line for line in section.splitlines() if line.startswith("| Better")]
+    assert len(lines) == 4  # 2 columns x 2 rows of its block
+    assert all("1 of 3" in line and "holds (p" in line and "paired, n=3" in line and "AB: in regime" in line
+               for line in lines), section
+    own = (root / "reports" / "reduced" / "table1-bcl.md").read_text()
+    assert "Better" not in own
+
+    assert main(["export", "--tier", "custom", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["row"] for r in rows} == {"Better"} and {r["variant"] for r in rows} == {"reduced + added rows: Better"}
+    assert all(r["n"] == 3 and r["regime"] == "in regime" for r in rows)
+
+    assert main(["status", "table1-bcl", "--json"]) == 0
+    status = {r["tier"]: r for r in json.loads(capsys.readouterr().out)}
+    assert status["custom (0 variants, 1 added row)"]["done"] == 6
+
+
+def test_an_overlay_file_adds_rows(tmp_registry, tmp_path, capsys):
+    tmp_registry(SPEC)
+    overlay_file = tmp_path / "mine.yaml"
+    overlay_file.write_text("rows:\n  Better: {like: A, set: {value: 5.0}}\n  Worse: {like: B, set: {value: -5.0}}\n")
+    assert main(["expand", "table1-bcl", "--overlay", str(overlay_file), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["tier"] == CUSTOM and [r["name"] for r in got["variant"]["added_rows"]] == ["Better", "Worse"]
+    params = {(c["row"], c["col"]): c["params"] for c in got["cells"]}
+    assert params[("Worse", "x")] == {"value": -5.0} and params[("Better", "y")] == {"value": 5.0, "sleep": 0.0}
+
+
+def test_a_method_column_is_added_where_methods_are_columns(tmp_registry):
+    tmp_registry(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra="methods_in: cols\n"))
+    view = get_spec("table1-bcl").with_added_rows("reduced", (AddedRow("z", "x", canonical({"value": 9.0})),))
+    assert view.cols == ["x", "z", "y"] and view.rows == ["A", "B"]
+    assert view.resolve(CUSTOM, "B", "z")["params"] == {"value": 9.0}
+    assert {(j.row, j.col) for j in expand(view, CUSTOM).jobs} == {("A", "z"), ("B", "z")}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--add-row", "Better=value: 5.0"], "--add-row 'Better': name the baseline row it runs like with --like ROW"),
+    (["--add-row", "Better", "--like", "A"], "expected NAME=YAML"),
+    (["--add-row", "Better=[1, 2]", "--like", "A"], "the value must be a mapping of params"),
+    (["--add-row", "Better=value: 5.0", "--like", "Q"], "--like 'Q' is not a row of table1-bcl"),
+    (["--add-row", "B=value: 5.0", "--like", "A"], "already has a row or column of that name"),
+    (["--like", "A"], "--like names the row an --add-row runs like"),
+    (["--add-row", "Better=value: 5.0", "--like", "A", "--set", "value=1"], "--set and --add-row: one at a time"),
+    (["--add-row", "Better=valu: 5.0", "--like", "A"], "--add-row: the config of Better|x is rejected by task "
+                                                        "selftest: params: unknown key 'valu'"),
+])
+def test_bad_added_rows_are_one_line_before_any_job(tmp_registry, capsys, argv, message):
+    tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not list((tmp_registry.root / "results").rglob("*.json"))
