@@ -82,7 +82,8 @@ def test_a_set_value_the_generated_inputs_broke_is_one_line(value, needle, tmp_r
 def smoke_store(tmp_registry, monkeypatch):
     monkeypatch.setenv("PUBENCH_NO_REEXEC", "1")
     tmp_registry(GOOD.replace("    params: {sleep: 0.0}\n", "    params: {sleep: 0.0}\n"
-                                                             "    cells: {'B|y': {fail_if_missing: /nonexistent}}\n"))
+                                                             "    cells: {'B|y': {fail_if_missing: /nonexistent}}\n"
+                                                             "    rows: {A: {}}\n"))
     assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 1
     return tmp_registry.root / "results" / "smoke" / "table1-bcl"
 

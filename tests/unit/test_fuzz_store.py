@@ -23,7 +23,7 @@ from tests.conftest import selftest_spec
 from tests.fuzzing import assert_clean_end, budget, call_cli, time_limit
 
 SPEC = selftest_spec().replace(
-    "    params: {sleep: 0.0}\n", "    params: {sleep: 0.0}\n    cells: {'B|y': {fail_if_missing: /nonexistent/gate}}\n")
+    "    params: {sleep: 0.0}\n", "    params: {sleep: 0.0}\n    cells: {'B|y': {fail_if_missing: /nonexistent/gate}}\n    rows: {A: {}}\n")
 
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.text(max_size=12),
