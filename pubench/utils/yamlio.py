@@ -58,6 +58,23 @@ def parse_yaml(text: str, path: Path | str) -> Any:
         raise SpecError(str(path), "(yaml)", unbuildable_value(text, e)) from None
 
 
+class NotYamlValue(ValueError):
+    """A command-line value (``--set``, ``--add-row``) that does not parse, or holds a scalar its
+    tag cannot build; its message is one line."""
+
+
+def load_value(raw: str) -> Any:
+    """``raw``, a value given on the command line, parsed as YAML; :class:`NotYamlValue` with one
+    line (``the value is not YAML (...)``, ``line 1: 'abc' is not a valid !!int``) otherwise.
+    Whether the value is plain data is the caller's check (:func:`pubench.utils.plaindata.data_problem`)."""
+    try:
+        return safe_load(raw)
+    except yaml.YAMLError as e:
+        raise NotYamlValue(f"the value is not YAML ({' '.join(str(e).split())[:120]})") from None
+    except Exception as e:  # noqa: BLE001 - the safe constructors raise ValueError, KeyError, ... for a bad value
+        raise NotYamlValue(unbuildable_value(raw, e)) from None
+
+
 def unbuildable_value(text: str, error: BaseException) -> str:
     """Which scalar of ``text`` the safe constructors cannot build, and why, for a message:
     ``line 5: 'abc' is not a valid !!int (invalid literal ...)``."""

@@ -77,6 +77,23 @@ def test_a_set_value_the_generated_inputs_broke_is_one_line(value, needle, tmp_r
     assert out.rc == 2 and len(out.lines) == 1 and needle in out.lines[0], out.err
 
 
+@pytest.mark.parametrize("value,needle", [
+    ("2026-01-01", "at 'value': 2026-01-01 is a date to YAML"), (".nan", "nan is not a finite number"),
+    ("&a [*a]", "at 'value[0]': contains itself"), ("!!binary aGk=", "binary data"), ("!!set {a}", "a set"),
+    ("!!int x", "'x' is not a valid !!int"),
+])
+def test_an_added_row_the_generated_inputs_broke_is_one_line(value, needle, tmp_registry, tmp_path):
+    """--add-row's YAML (a traceback from the job ids' canonical JSON before), and the same in an overlay file."""
+    tmp_registry(GOOD)
+    out = call_cli(["expand", "table1-bcl", "--tier", "smoke", "--add-row", f"Mine=value: {value}", "--like", "A"])
+    assert out.rc == 2 and len(out.lines) == 1 and needle in out.lines[0], out.err
+    assert out.lines[0].startswith("pubench: error: --add-row 'Mine': "), out.err
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(f"rows:\n  Mine: {{like: A, set: {{value: {value}}}}}\n")
+    out = call_cli(["run", "table1-bcl", "--tier", "smoke", "--dry-run", "--overlay", str(overlay)])
+    assert out.rc == 2 and len(out.lines) == 1 and "Traceback" not in out.err, out.err
+
+
 # ---- records, claims, manifests, the meta cache -------------------------------------------------
 @pytest.fixture
 def smoke_store(tmp_registry, monkeypatch):
