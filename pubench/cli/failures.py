@@ -8,6 +8,7 @@ from pathlib import Path
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, UsageError, bounded_int, specs
 from pubench.errors import PubenchError
+from pubench.utils.io import loads_json
 
 
 def failures_parser(sub) -> None:
@@ -164,7 +165,7 @@ def find_job(prefix: str) -> dict:
     if logs.is_dir():
         for m in sorted(logs.glob("*/*/manifest-*.json")):
             try:
-                manifest = json.loads(m.read_text(encoding="utf-8"))
+                manifest = loads_json(m.read_text(encoding="utf-8"))
             except (OSError, ValueError, RecursionError):
                 continue
             entries = manifest.get("jobs") if isinstance(manifest, dict) else None

@@ -49,6 +49,7 @@ from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submiss
 from pubench.errors import JobInterrupted
 from pubench.executors.worker import DEFAULT_CHECKPOINT_EVERY, execute_job
 from pubench.jobs.plan import Job
+from pubench.utils.io import loads_json
 from pubench.utils.io import atomic_write_json
 
 DEFAULT_MAX_NUM_TIMEOUT = 3   # submitit's default
@@ -378,7 +379,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     """A submission manifest, or None when the file does not hold one (damaged, or planted in
     a shared log folder): JSON of the shape :meth:`SlurmExecutor._submit` writes."""
     try:
-        m = json.loads(path.read_text(encoding="utf-8"))
+        m = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     ok = (isinstance(m, dict) and isinstance(m.get("jobs"), list) and isinstance(m.get("params", {}), dict)

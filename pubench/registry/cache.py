@@ -153,8 +153,10 @@ def dumps(value: Any) -> bytes:
 
 def loads(blob: bytes) -> Any:
     """The value :func:`dumps` wrote; ValueError for a tag it does not know."""
+    from pubench.utils.io import loads_json
+
     if _TAG_JSON not in blob:  # no tagged value: plain JSON, parsed at C speed without a hook per object
-        return json.loads(blob)
+        return loads_json(blob)
     return json.loads(blob, object_hook=_decode)
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pubench.errors import StorageError
+from pubench.utils.io import loads_json
 from pubench.utils.threads import start_helper_thread
 
 HEARTBEAT_S = 30.0
@@ -126,7 +127,7 @@ class Claim:
         if self._stop is not None:
             self._stop.set()
         try:
-            holder = json.loads(self.path.read_text())
+            holder = loads_json(self.path.read_text())
         except (OSError, ValueError, RecursionError):
             return
         if isinstance(holder, dict) and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
@@ -151,7 +152,7 @@ class ClaimBook:
     def read(self, job_id: str) -> dict[str, Any] | None:
         p = self.path(job_id)
         try:
-            data = json.loads(p.read_text())
+            data = loads_json(p.read_text())
             return _holder(data, p.stat().st_mtime)
         except FileNotFoundError:
             return None

@@ -12,7 +12,6 @@ diagnosis and the job is retried on the next run. Claims of running jobs live in
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -25,7 +24,7 @@ from typing import Any, Iterator
 
 from pubench.jobs.plan import Job
 from pubench.store.provenance import provenance
-from pubench.utils.io import atomic_write_json, remove_stale_temps
+from pubench.utils.io import atomic_write_json, loads_json, remove_stale_temps
 
 SCHEMA_VERSION = 2
 QUARANTINE = "quarantine"
@@ -199,7 +198,7 @@ class ResultStore:
         """``(record, None)`` when ``path`` holds a valid record (a failure record when
         ``failed``), else ``(None, why)``."""
         try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
+            rec = loads_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None, "vanished while reading"
         except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON, not UTF-8; RecursionError: too deep

@@ -112,7 +112,7 @@ def _rewrite(path, change) -> None:
 
 
 @pytest.mark.parametrize("case", ["no spec_version", "nested too deep", "traceback_tail a number",
-                                  "error message a list"])
+                                  "error message a list", "a lone surrogate"])
 def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
     ok = sorted(p for p in smoke_store.glob("*.json") if not p.name.endswith(".failed.json"))
     [failed] = smoke_store.glob("*.failed.json")
@@ -120,6 +120,8 @@ def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
         _rewrite(ok[0], lambda r: r["job"].pop("spec_version"))
     elif case == "nested too deep":
         ok[0].write_text('{"job": ' + "[" * 3000 + "]" * 3000 + "}")
+    elif case == "a lone surrogate":  # JSON's "\ud800": report's UTF-8 file could not hold it (UnicodeEncodeError)
+        _rewrite(ok[0], lambda r: r["job"]["numerics"].update(device="\ud800"))
     elif case == "traceback_tail a number":
         _rewrite(failed, lambda r: r["error"].update(traceback_tail=5))
     else:
@@ -134,7 +136,8 @@ def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
 
 @pytest.mark.parametrize("content", ["[1, 2]", "null", "5", '"text"', '{"host": 7, "pid": "1"}',
                                      '{"host": "%s", "pid": 100000000000000000000}',
-                                     '{"host": "other", "pid": 1, "claimed_unix": 1e300}', "[" * 3000 + "]" * 3000])
+                                     '{"host": "other", "pid": 1, "claimed_unix": 1e300}', "[" * 3000 + "]" * 3000,
+                                     '{"host": "\\ud800", "pid": 1}'])
 def test_a_claim_the_generated_inputs_broke_never_crashes(content, smoke_store):
     from pubench.store.claims import ClaimBook
 
