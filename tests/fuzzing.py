@@ -1,55 +1,94 @@
 """What the generated-input tests share (issue 55, item 3): the budgets, the outcome every
 case must end in, and running the CLI in this process.
 
-Budgets are Hypothesis settings profiles, picked by ``PUBENCH_FUZZ``:
+Every generated-input test runs twice, once per budget (the ``fuzz`` fixture, tests/conftest.py):
 
-* ``fast`` (default, ``make test``): a few dozen cases per test, a few hundred in all,
-  derandomized: every run tries the same cases, so a failure is there again on the rerun;
-* ``thorough`` (``PUBENCH_FUZZ=thorough``, the nightly): twenty times as many, from a random
-  seed each run;
-* ``triage`` (``PUBENCH_FUZZ=triage``): the fast cases without shrinking a failure (shrinking
-  a spec case can take minutes), to see the first failure at once.
+* ``fast`` (``make test``): its own few dozen cases, a few hundred in all, from a seed fixed by
+  the test's name: every run tries the same cases, so a failure is there again on the rerun;
+* ``thorough`` (``make test-all``, the nightly; marked ``fuzz`` and ``slow`` by tests/markers.py):
+  :data:`THOROUGH_FACTOR` times as many, thousands in all, from the session's seed:
+  ``PUBENCH_FUZZ_SEED`` when set (the nightly sets the night's date), else a random one.
 
-Either way a failing case is shrunk and printed with the blob that replays it
-(``@reproduce_failure(...)``, ``print_blob``); nothing is written to a ``.hypothesis`` folder.
+A failing case is shrunk and printed with the blob that replays it (``@reproduce_failure(...)``,
+``print_blob``) and a line with the seed and the command that tries the same cases again;
+nothing is written to a ``.hypothesis`` folder. ``PUBENCH_FUZZ_SHRINK=0`` reports the first
+failure as found (shrinking a spec case can take minutes).
 A generated case ends in success, or in one line and exit 2 (the CLI), or in a
-:class:`~pubench.errors.PubenchError` with a one-line message (library calls); never a
-traceback, a hang (each case has :data:`CASE_SECONDS`) or a lost valid record.
+:class:`~pubench.errors.PubenchError` with one line (library calls); never a traceback, a
+hang (each case has :data:`CASE_SECONDS`) or a lost valid record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import os
+import random
 import signal
+import zlib
 from dataclasses import dataclass
 
-import datetime
-
 import yaml
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-PROFILE = os.environ.get("PUBENCH_FUZZ", "fast")
-THOROUGH_FACTOR = 20
+BUDGETS = ("fast", "thorough")
+THOROUGH_FACTOR = 10
 #: one case's limit: the slowest take about a second on the loaded 2-core machine
 CASE_SECONDS = 60
-
-_COMMON = dict(deadline=None, database=None, print_blob=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                      HealthCheck.data_too_large, HealthCheck.filter_too_much])
-settings.register_profile("fast", derandomize=True, **_COMMON)
-settings.register_profile("thorough", derandomize=False, **_COMMON)
-settings.register_profile("triage", derandomize=True, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_COMMON)
-if PROFILE not in ("fast", "thorough", "triage"):
-    raise RuntimeError(f"PUBENCH_FUZZ={PROFILE!r}: expected fast, thorough or triage")
-settings.load_profile(PROFILE)
+#: the thorough budget's seed for this session (the fast budget's is 0)
+SESSION_SEED = int(os.environ.get("PUBENCH_FUZZ_SEED") or random.SystemRandom().randrange(2**32)) % 2**32
+SHRINK = os.environ.get("PUBENCH_FUZZ_SHRINK", "1") != "0"
+#: returned by a case that turned out to have nothing to try (not counted)
+NOT_A_CASE = object()
 
 
-def budget(fast: int) -> settings:
-    """Settings of a test that tries ``fast`` cases in the fast profile (x20 when thorough)."""
-    return settings(max_examples=fast * (THOROUGH_FACTOR if PROFILE == "thorough" else 1))
+class Fuzz:
+    """One generated-input test at one budget: :meth:`run` tries its cases and counts them."""
+
+    def __init__(self, budget: str, nodeid: str):
+        if budget not in BUDGETS:
+            raise ValueError(f"budget {budget!r}: expected one of {BUDGETS}")
+        self.budget, self.nodeid, self.cases = budget, nodeid, 0
+        self.session_seed = SESSION_SEED if budget == "thorough" else 0
+        name = nodeid.split("[")[0]
+        self.seed = (zlib.crc32(name.encode()) + self.session_seed) % 2**32
+
+    def examples(self, fast: int) -> int:
+        return fast * (THOROUGH_FACTOR if self.budget == "thorough" else 1)
+
+    def replay(self) -> str:
+        env = f"PUBENCH_FUZZ_SEED={self.session_seed} " if self.budget == "thorough" else ""
+        return (f"generated inputs: {self.budget} budget, seed {self.seed}; the same cases again: "
+                f"{env}python -m pytest -p no:randomly -n 0 -m '' '{self.nodeid}'")
+
+    def run(self, fast: int, case, *args) -> None:
+        """``case(*args, data)`` on ``fast`` generated cases (x :data:`THOROUGH_FACTOR` at the
+        thorough budget), from this test's seed; a failure carries the line that replays it."""
+        phases = [p for p in Phase if SHRINK or p is not Phase.shrink]
+
+        @settings(max_examples=self.examples(fast), deadline=None, database=None, print_blob=True, phases=phases,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                         HealthCheck.filter_too_much, HealthCheck.large_base_example])
+        @seed(self.seed)
+        @given(data=st.data())
+        def cases(data):
+            if case(*args, data) is not NOT_A_CASE:
+                self.cases += 1
+
+        try:
+            cases()
+        except BaseException as e:
+            e.add_note(self.replay())
+            print(self.replay())
+            raise
+
+    def record(self) -> None:
+        from tests.conftest import record_reliability
+
+        record_reliability("fuzz", self.nodeid, {"budget": self.budget, "cases": self.cases,
+                                                 "seed": self.session_seed})
 
 
 class Hang(Exception):
@@ -116,21 +155,6 @@ def assert_clean_end(o: Outcome, argv: list[str], bad_input_lines: int | tuple[i
         assert all(len(x) < 1500 for x in errors), f"{shown}: an error line of {max(map(len, errors))} characters"
 
 
-class CaseCounter:
-    """How many cases a test tried: the session prints the figures (``pubench reliability``)."""
-
-    def __init__(self, name: str):
-        self.name, self.cases = name, 0
-
-    def __call__(self) -> None:
-        self.cases += 1
-
-    def record(self) -> None:
-        from tests.conftest import record_reliability
-
-        record_reliability("fuzz", self.name, {"profile": PROFILE, "cases": self.cases})
-
-
 # ---- values YAML can say (the specs' and --set's generators) ------------------------------
 class Tagged:
     """A scalar with an explicit tag (``!!int abc``, ``!!python/object/apply:os.system ...``)."""
@@ -173,3 +197,119 @@ def laughs(levels: int, width: int) -> list:
     for _ in range(levels):
         node = [node] * width
     return node
+
+
+# ---- mutations of a parsed YAML document (a spec, an overlay file) ---------------------------
+def _slots(node, out: list, seen: set | None = None) -> list:
+    """(container, key) of every value inside ``node``, in document order; a container met
+    before (an alias, or one that holds itself) is not entered again."""
+    seen = set() if seen is None else seen
+    if isinstance(node, (dict, list)):
+        if id(node) in seen:
+            return out
+        seen.add(id(node))
+    if isinstance(node, dict):
+        for k in list(node):
+            out.append((node, k))
+            _slots(node[k], out, seen)
+    elif isinstance(node, list):
+        for i in range(len(node)):
+            out.append((node, i))
+            _slots(node[i], out, seen)
+    return out
+
+
+def _typo(text: str, draw) -> str:
+    if not text:
+        return "x"
+    i = draw(st.integers(0, len(text) - 1))
+    how = draw(st.sampled_from(["drop", "double", "swap", "upper", "lookalike", "space"]))
+    if how == "drop":
+        return text[:i] + text[i + 1:]
+    if how == "double":
+        return text[:i] + text[i] + text[i:]
+    if how == "swap" and len(text) > 1:
+        i = min(i, len(text) - 2)
+        return text[:i] + text[i + 1] + text[i] + text[i + 2:]
+    if how == "upper":
+        return text.upper() if text != text.upper() else text.lower()
+    if how == "lookalike":
+        return text.replace("a", "\u0430", 1).replace("o", "\u03bf", 1) if any(c in text for c in "ao") else text + "\u200b"
+    return text + " "
+
+
+def _out_of_range(value, draw):
+    if isinstance(value, bool):
+        return draw(st.sampled_from(["true", 1, None]))
+    if isinstance(value, (int, float)):
+        return draw(st.sampled_from(NUMBERS + [float("nan"), float("inf"), -float("inf")]))
+    if isinstance(value, str):
+        return draw(st.sampled_from(ODD_TEXT + [value * 200, value + "\u0301", value.strip() + "\n"]))
+    if isinstance(value, list):
+        return draw(st.sampled_from([[], value + value, value[:1] * 3, [None]]))
+    if isinstance(value, dict):
+        return draw(st.sampled_from([{}, None, [value]]))
+    return None
+
+
+MUTATIONS = ("drop", "rename", "retype", "range", "alias", "recursive", "laughs", "tag")
+
+
+def mutate(data: dict, draw) -> list[str]:
+    """Apply 1-3 mutations to ``data`` in place; returns what was done (for the failure report)."""
+    done = []
+    for _ in range(draw(st.integers(1, 3))):
+        slots = _slots(data, [])
+        if not slots:
+            break
+        # a key name first, then one of its places: `format` or `seeds` (a few places) are hit as
+        # often as `row` (hundreds of reported cells)
+        names = sorted({k if isinstance(k, str) else "[item]" for _, k in slots})
+        name = draw(st.sampled_from(names))
+        places = [(c, k) for c, k in slots if (k if isinstance(k, str) else "[item]") == name]
+        container, key = places[draw(st.integers(0, len(places) - 1))]
+        op = draw(st.sampled_from(MUTATIONS))
+        where = f"{op} at {key!r}"
+        if op == "drop":
+            del container[key]
+        elif op == "rename" and isinstance(container, dict):
+            siblings = [k for _, k in slots if isinstance(k, str)][:50] or ["id"]
+            new = draw(st.one_of(st.just(_typo(str(key), draw)), keys, st.sampled_from(siblings)))
+            value = container.pop(key)
+            container[new] = value
+            where += f" -> {new!r}"
+        elif op == "range":
+            container[key] = _out_of_range(container[key], draw)
+        elif op == "alias":  # the same object twice: the dumper writes an anchor and an alias
+            other_container, other_key = slots[draw(st.integers(0, len(slots) - 1))]
+            container[key] = other_container[other_key]
+        elif op == "recursive" and isinstance(container, (dict, list)):
+            container[key] = container
+        elif op == "laughs":
+            container[key] = laughs(draw(st.integers(1, 9)), draw(st.integers(2, 10)))
+        elif op == "tag":
+            container[key] = draw(st.builds(Tagged, st.sampled_from(TAGS), st.text(max_size=8)))
+        else:
+            container[key] = draw(values)
+        done.append(where)
+    return done
+
+
+def dump(data: dict, draw) -> str:
+    text = yaml.dump(data, Dumper=FuzzDumper, sort_keys=False, allow_unicode=draw(st.booleans()),
+                     default_flow_style=draw(st.sampled_from([False, None, True])), width=draw(st.sampled_from([80, 4096])))
+    how = draw(st.sampled_from(["as is"] * 6 + ["truncate", "insert", "drop line", "tab"]))
+    if how == "truncate":
+        text = text[:draw(st.integers(0, len(text)))]
+    elif how == "insert":
+        i = draw(st.integers(0, len(text)))
+        text = text[:i] + draw(st.text(max_size=5) | st.sampled_from([":", "- ", "{", "[", "&a ", "*a", "!!", "\t",
+                                                                      "? ", "<<: *a\n", "%YAML 1.1\n", "---\n"])) + text[i:]
+    elif how == "drop line":
+        lines = text.splitlines(keepends=True)
+        if lines:
+            del lines[draw(st.integers(0, len(lines) - 1))]
+        text = "".join(lines)
+    elif how == "tab":
+        text = text.replace("\n  ", "\n\t", 1)
+    return text

@@ -13,11 +13,11 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, note
+from hypothesis import note
 from hypothesis import strategies as st
 
 from pubench.train import checkpoint
-from tests.fuzzing import budget, time_limit
+from tests.fuzzing import time_limit
 from tests.unit.test_checkpoint import in_session, reference, same
 
 STAGE = "toy stage 0.0"
@@ -67,15 +67,16 @@ def mutated(payload: dict, draw) -> tuple[dict, list[str]]:
     return payload, done
 
 
-@given(data=st.data())
-@budget(30)
-def test_a_checkpoint_with_mutated_metadata_resumes_or_is_discarded(stopped, tmp_path_factory, fuzz_cases, data):
+def test_a_checkpoint_with_mutated_metadata_resumes_or_is_discarded(stopped, tmp_path_factory, fuzz):
+    fuzz.run(30, _a_checkpoint_with_mutated_metadata_resumes_or_is_discarded, stopped, tmp_path_factory)
+
+
+def _a_checkpoint_with_mutated_metadata_resumes_or_is_discarded(stopped, tmp_path_factory, data):
     payload, ref = stopped
     planted, done = mutated(payload, data.draw)
     note(f"metadata: {done}")
     folder = tmp_path_factory.mktemp("planted")
     checkpoint.atomic_save(planted, checkpoint.Session(folder, 2).path(STAGE))
-    fuzz_cases()
     with time_limit(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out, _, session = in_session(folder, 2)

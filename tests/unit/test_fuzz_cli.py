@@ -1,24 +1,25 @@
-"""Generated command lines and `--set` values (issue 55, item 3): argument lists built from
-the CLI's own parsers (every subcommand, its options, values from valid to hostile), and
-`key.path=value` overrides (pubench/registry/overrides.py) through the library and through
-`expand`/`run --dry-run`. Every case ends in success or one line and exit 2; the store's
-valid records stay valid. Overlay files (`run --overlay`/`--add-row`) are not on main yet:
-their parser is covered once it lands (the `--set` path is covered here).
+"""Generated command lines, `--set` values, `--add-row` values and overlay files (issue 55,
+item 3): argument lists built from the CLI's own parsers (every subcommand, its options, values
+from valid to hostile); `key.path=value` overrides (pubench/registry/overrides.py) through the
+library and through `expand`/`run --dry-run`; `--add-row NAME=YAML` and structure-aware mutations
+of an overlay file (pubench/registry/added_rows.py) through `expand`, `run --dry-run` and `run`.
+Every case ends in success or one line and exit 2; the store's valid records stay valid.
 
 Budgets and how a failure is replayed: tests/fuzzing.py."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shutil
 
 import pytest
-from hypothesis import given, note
+from hypothesis import note
 from hypothesis import strategies as st
 
 from tests.conftest import selftest_spec
-from tests.fuzzing import FuzzDumper, assert_clean_end, budget, call_cli, values
+from tests.fuzzing import FuzzDumper, assert_clean_end, call_cli, dump, mutate, time_limit, values
 
 ODD = ["", " ", "-", "--", "---", "-x", "--x", "=", "*", "*|*", "A|x", "|", "A|", "|x", "[", "?",
        "\x00", "\u202e", "\U0001F600", "e\u0301", "nan", "inf", "-inf", "1e999", "0", "-1", "1", "2",
@@ -112,13 +113,14 @@ def _tamed(argv: list[str]) -> list[str]:
     return out
 
 
-@given(data=st.data())
-@budget(80)
-def test_a_generated_command_line_ends_in_success_or_one_line(cli_store, fuzz_cases, data):
+def test_a_generated_command_line_ends_in_success_or_one_line(cli_store, fuzz):
+    fuzz.run(80, _a_generated_command_line_ends_in_success_or_one_line, cli_store)
+
+
+def _a_generated_command_line_ends_in_success_or_one_line(cli_store, data):
     argv = data.draw(argv_of(cli_store), label="argv")
     note(f"argv: {argv}")
     before = _records(cli_store)
-    fuzz_cases()
     out = call_cli(argv)
     assert_clean_end(out, argv, bad_input_lines=(0, 1) if argv[0] == "validate" else 1)  # validate: on stdout
     after = _records(cli_store)
@@ -162,11 +164,13 @@ override_keys = st.one_of(st.sampled_from(["value", "sleep", "data", "data.x", "
                           st.text(max_size=10))
 
 
-@given(data=st.data())
-@budget(80)
-def test_a_generated_override_parses_to_plain_data_or_one_line(fuzz_cases, data):
+def test_a_generated_override_parses_to_plain_data_or_one_line(fuzz):
     """The library path: :func:`parse_override` / :func:`apply_overrides` either give params that
     canonical JSON (job ids, records) holds unchanged, or raise :class:`OverrideError` with one line."""
+    fuzz.run(80, _a_generated_override_parses_to_plain_data_or_one_line)
+
+
+def _a_generated_override_parses_to_plain_data_or_one_line(data):
     from pubench.registry.overrides import OverrideError, apply_overrides
     from pubench.utils.hashing import canonical_json
 
@@ -174,7 +178,6 @@ def test_a_generated_override_parses_to_plain_data_or_one_line(fuzz_cases, data)
     raw = _yaml_text(data.draw)
     text = f"{key}={raw}" if data.draw(st.booleans()) else data.draw(st.sampled_from([key, raw, f"{key}:{raw}"]))
     note(f"--set {text!r}")
-    fuzz_cases()
     params = {"value": 1.0, "sleep": 0.0, "data": {"x": 1}}
     try:
         out = apply_overrides(params, [text])
@@ -185,14 +188,67 @@ def test_a_generated_override_parses_to_plain_data_or_one_line(fuzz_cases, data)
     assert params == {"value": 1.0, "sleep": 0.0, "data": {"x": 1}}  # the spec's own params untouched
 
 
-@given(data=st.data())
-@budget(30)
-def test_a_generated_override_on_the_command_line_ends_in_one_line(cli_store, fuzz_cases, data):
+def test_a_generated_override_on_the_command_line_ends_in_one_line(cli_store, fuzz):
+    fuzz.run(30, _a_generated_override_on_the_command_line_ends_in_one_line, cli_store)
+
+
+def _a_generated_override_on_the_command_line_ends_in_one_line(cli_store, data):
     key = data.draw(override_keys, label="key")
     raw = _yaml_text(data.draw)
     argv = [data.draw(st.sampled_from(["expand", "run"])), "table1-bcl", "--tier", "smoke", "--set", f"{key}={raw}"]
     if argv[0] == "run":
         argv.append("--dry-run")
     note(f"argv: {argv}")
-    fuzz_cases()
     assert_clean_end(call_cli(argv), argv)
+
+
+# ---- --add-row values and overlay files ---------------------------------------------------
+OVERLAY = {"rows": {"Mine": {"like": "A", "set": {"value": 2.0}}, "Theirs": {"like": "B", "set": {"data": {"x": 1}}}}}
+ADDED_COMMANDS = (["expand", "table1-bcl", "--tier", "smoke"], ["run", "table1-bcl", "--tier", "smoke", "--dry-run"],
+                  ["run", "table1-bcl", "--tier", "smoke", "--no-progress"])
+row_names = st.sampled_from(["Mine", "A", "B", "x", "A|x", "*", "", " ", "=", "\u202e", "e\u0301", "\U0001F600",
+                             "new\nline", "x" * 300]) | st.text(max_size=8)
+
+
+def _added_rows_case(root, argv: list[str]) -> None:
+    """``argv`` ends in success or one line; the spec's own records are untouched (added rows
+    run in the tier custom, emptied after the case)."""
+    before = _records(root)
+    out = call_cli(argv)
+    assert_clean_end(out, argv)
+    assert _records(root) == before, "the spec's own records changed"
+    shutil.rmtree(root / "results" / "custom", ignore_errors=True)
+
+
+def test_a_mutated_overlay_file_ends_in_success_or_one_line(cli_store, fuzz):
+    fuzz.run(30, _a_mutated_overlay_file_ends_in_success_or_one_line, cli_store)
+
+
+def _a_mutated_overlay_file_ends_in_success_or_one_line(cli_store, data):
+    doc = copy.deepcopy(OVERLAY)
+    with time_limit():
+        done = mutate(doc, data.draw)
+        text = dump(doc, data.draw)
+    path = cli_store / "overlay.yaml"
+    path.write_text(text, encoding="utf-8")
+    argv = [*data.draw(st.sampled_from(ADDED_COMMANDS), label="command"), "--overlay", str(path)]
+    note(f"overlay: {done}: {text[:300]!r}")
+    _added_rows_case(cli_store, argv)
+
+
+def test_a_generated_add_row_ends_in_success_or_one_line(cli_store, fuzz):
+    fuzz.run(40, _a_generated_add_row_ends_in_success_or_one_line, cli_store)
+
+
+def _a_generated_add_row_ends_in_success_or_one_line(cli_store, data):
+    # a valid name and --like most of the time, so that the YAML is what most cases try
+    name = data.draw(st.just("Mine") | st.just("Yours") | row_names, label="name")
+    key = data.draw(override_keys.filter(lambda k: k.strip() != "sleep"), label="key")  # a long sleep is asked for
+    raw = _yaml_text(data.draw)
+    body = data.draw(st.sampled_from([f"value: {raw}", f"{key}: {raw}", f"{{{key}: {raw}}}", raw, ""]), label="body")
+    like = data.draw(st.just("A") | st.just("B") | st.none() | row_names, label="like")
+    argv = [*data.draw(st.sampled_from(ADDED_COMMANDS), label="command"), "--add-row", f"{name}={body}"]
+    if like is not None:
+        argv += ["--like", like]
+    note(f"argv: {argv}")
+    _added_rows_case(cli_store, argv)

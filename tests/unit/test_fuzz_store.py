@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, note
+from hypothesis import note
 from hypothesis import strategies as st
 
 from tests.conftest import selftest_spec
-from tests.fuzzing import assert_clean_end, budget, call_cli, time_limit
+from tests.fuzzing import NOT_A_CASE, assert_clean_end, call_cli, time_limit
 
 SPEC = selftest_spec().replace(
     "    params: {sleep: 0.0}\n", "    params: {sleep: 0.0}\n    cells: {'B|y': {fail_if_missing: /nonexistent/gate}}\n    rows: {A: {}}\n")
@@ -166,9 +166,11 @@ def _lost(folder: Path, originals: dict[str, bytes], victim: str, ran: bool) -> 
     return lost
 
 
-@given(data=st.data())
-@budget(40)
-def test_a_mutated_record_is_read_or_set_aside_in_one_line(fuzz_store, fuzz_cases, data):
+def test_a_mutated_record_is_read_or_set_aside_in_one_line(fuzz_store, fuzz):
+    fuzz.run(40, _a_mutated_record_is_read_or_set_aside_in_one_line, fuzz_store)
+
+
+def _a_mutated_record_is_read_or_set_aside_in_one_line(fuzz_store, data):
     root, folder, originals = fuzz_store
     _reset(folder, originals)
     victim = data.draw(st.sampled_from(sorted(originals)), label="record")
@@ -179,7 +181,6 @@ def test_a_mutated_record_is_read_or_set_aside_in_one_line(fuzz_store, fuzz_case
     (folder / victim).write_bytes(blob)
     argv = [a.format(baseline=root / "baseline", job=victim.split("--")[-1][:8])
             for a in data.draw(st.sampled_from(READERS), label="command")]
-    fuzz_cases()
     out = call_cli(argv)
     assert_clean_end(out, argv)
     assert not _lost(folder, originals, victim, ran=argv[0] == "run"), out.err
@@ -192,11 +193,13 @@ def _claim(pid: int) -> dict:
     return {"host": socket.gethostname(), "pid": pid, "proc_start": _proc_start(pid), "claimed_unix": 1.8e9}
 
 
-@given(data=st.data())
-@budget(40)
-def test_a_planted_claim_never_crashes_a_runner(fuzz_store, fuzz_cases, data):
+def test_a_planted_claim_never_crashes_a_runner(fuzz_store, fuzz):
     """A claim file of any content (valid JSON of the wrong type or shape, a half-written or
     binary file): `status` and `run` go on; the job it names runs or is reported held, once."""
+    fuzz.run(40, _a_planted_claim_never_crashes_a_runner, fuzz_store)
+
+
+def _a_planted_claim_never_crashes_a_runner(fuzz_store, data):
     from pubench.store.claims import ClaimBook
 
     root, folder, originals = fuzz_store
@@ -213,7 +216,6 @@ def test_a_planted_claim_never_crashes_a_runner(fuzz_store, fuzz_cases, data):
     book.path(job_id).write_bytes(blob)
     age = data.draw(st.sampled_from([0, 3600, -3600, 10**9]))
     os.utime(book.path(job_id), (time.time() - age, time.time() - age))
-    fuzz_cases()
     for argv in (["status", "table1-bcl", "--tier", "smoke"], ["run", "table1-bcl", "--tier", "smoke", "--no-progress"]):
         out = call_cli(argv)
         assert_clean_end(out, argv)
@@ -229,12 +231,14 @@ CACHED_COMMANDS = (["list"], ["show", "table1-bcl"], ["expand", "table1-bcl", "-
                    ["coverage", "table1-bcl"])
 
 
-@given(data=st.data())
-@budget(40)
-def test_a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, fuzz_cases, data):
+def test_a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, fuzz):
     """Each entry of the metadata cache (a parsed spec, its resolved cells, unit names, store
     scans, ...) with its fields dropped, retyped or replaced: the command that reads it answers
     as it does from a clean cache (the entry is a miss and rebuilt), never with a traceback."""
+    fuzz.run(40, _a_planted_meta_cache_entry_is_a_miss_or_the_same_answer, fuzz_store)
+
+
+def _a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, data):
     root, folder, originals = fuzz_store
     _reset(folder, originals)
     argv = data.draw(st.sampled_from(CACHED_COMMANDS), label="command")
@@ -249,7 +253,7 @@ def test_a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, fuz
     rank = data.draw(st.integers(0, 20), label="rank")
     entries = sorted((meta / kind).glob("*.json"))
     if not entries:
-        return
+        return NOT_A_CASE
     entry = entries[rank % len(entries)]
     with time_limit():
         doc, done = mutate_json(json.loads(entry.read_bytes()), data.draw)
@@ -257,7 +261,6 @@ def test_a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, fuz
     note(f"{entry.relative_to(meta)}: {done}")
     entry.write_bytes(blob)
     _forget_memos()
-    fuzz_cases()
     planted = call_cli(argv)
     assert_clean_end(planted, argv)
     assert planted.rc == clean.rc, planted.err
