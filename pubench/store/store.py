@@ -37,6 +37,13 @@ _JOB_TYPES = {"id": str, "spec_id": str, "spec_version": int, "tier": str, "row"
 _OPTIONAL_JOB_TYPES = {"name": str, "numerics": dict, "variant": (dict, type(None))}
 _OPTIONAL_TYPES = {"timing": dict, "provenance": dict, "machine": dict, "info": dict}
 _OPTIONAL_TIMING_TYPES = {"wall_s": (int, float), "start": str, "end": str}
+#: the parts of those that readers take without checking (the compute summary's device and CPU
+#: labels, verify's and the nightly's cache checks)
+_OPTIONAL_PART_TYPES = {
+    "machine": {"cpu_model": str, "gpu": (str, type(None)), "torch_threads": int},
+    "info": {"encoder_cache": dict, "shared_from": dict, "accelerator": dict, "pretrain": dict},
+}
+_OPTIONAL_NUMERICS_TYPES = {"device": str, "threads": int, "isa": str, "torch": str}
 
 
 def slug(text: str, limit: int = 48) -> str:
@@ -84,7 +91,10 @@ def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
         return f"job id {job['id']!r} differs from the file name"
     why = (_type_problem("job", job, _JOB_TYPES, required=True) or _type_problem("job", job, _OPTIONAL_JOB_TYPES)
            or _type_problem("", rec, _OPTIONAL_TYPES)
-           or _type_problem("timing", rec.get("timing") or {}, _OPTIONAL_TIMING_TYPES))
+           or _type_problem("timing", rec.get("timing") or {}, _OPTIONAL_TIMING_TYPES)
+           or _type_problem("job.numerics", job.get("numerics") or {}, _OPTIONAL_NUMERICS_TYPES)
+           or next(filter(None, (_type_problem(part, rec.get(part) or {}, types)
+                                 for part, types in _OPTIONAL_PART_TYPES.items())), None))
     if why:
         return why
     if job["seed_index"] < 0 or not all(isinstance(job["seeds"].get(k), int) for k in ("data", "init")):

@@ -112,7 +112,8 @@ def _rewrite(path, change) -> None:
 
 
 @pytest.mark.parametrize("case", ["no spec_version", "nested too deep", "traceback_tail a number",
-                                  "error message a list", "a lone surrogate"])
+                                  "error message a list", "a lone surrogate", "cpu_model a list",
+                                  "encoder_cache text"])
 def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
     ok = sorted(p for p in smoke_store.glob("*.json") if not p.name.endswith(".failed.json"))
     [failed] = smoke_store.glob("*.failed.json")
@@ -122,6 +123,10 @@ def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
         ok[0].write_text('{"job": ' + "[" * 3000 + "]" * 3000 + "}")
     elif case == "a lone surrogate":  # JSON's "\ud800": report's UTF-8 file could not hold it (UnicodeEncodeError)
         _rewrite(ok[0], lambda r: r["job"]["numerics"].update(device="\ud800"))
+    elif case == "cpu_model a list":  # report's compute summary counted CPU models: unhashable type: 'list'
+        _rewrite(ok[0], lambda r: r["machine"].update(cpu_model=[None]))
+    elif case == "encoder_cache text":  # report and verify asked it for "hit": 'str' object has no attribute 'get'
+        _rewrite(ok[0], lambda r: r["info"].update(encoder_cache="yes"))
     elif case == "traceback_tail a number":
         _rewrite(failed, lambda r: r["error"].update(traceback_tail=5))
     else:
