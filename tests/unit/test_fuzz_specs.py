@@ -59,6 +59,14 @@ def _write_spec(root: Path, original: Path, text: str) -> Path:
     return path
 
 
+def _validated(path: Path):
+    """`pubench validate FILE`: one line on stdout, exit 0 or 2."""
+    checked = call_cli(["validate", str(path)])
+    assert_clean_end(checked, ["validate", str(path)], bad_input_lines=0)
+    assert checked.rc in (0, 2) and len(checked.out.strip().splitlines()) == 1, checked.out[-2000:]
+    return checked
+
+
 def test_a_mutated_spec_is_valid_or_one_line(fuzz_registry, fuzz):
     fuzz.run(40, _a_mutated_spec_is_valid_or_one_line, fuzz_registry)
 
@@ -71,10 +79,7 @@ def _a_mutated_spec_is_valid_or_one_line(fuzz_registry, data):
         text = dump(parsed, data.draw)
     note(f"mutations: {done}")
     path = _write_spec(fuzz_registry, original, text)
-
-    checked = call_cli(["validate", str(path)])
-    assert_clean_end(checked, ["validate", str(path)], bad_input_lines=0)
-    assert checked.rc in (0, 2) and len(checked.out.strip().splitlines()) == 1, checked.out[-2000:]
+    checked = _validated(path)
     argv = [a.format(id=original.stem) for a in data.draw(st.sampled_from(REGISTRY_COMMANDS), label="command")]
     loaded = call_cli(argv)
     assert_clean_end(loaded, argv)
@@ -99,9 +104,7 @@ def _mutated_text_of_a_spec_is_valid_or_one_line(fuzz_registry, data):
         cut = data.draw(st.integers(0, 3))
         text = text[:i] + piece + text[i + cut:]
     path = _write_spec(fuzz_registry, original, text)
-    checked = call_cli(["validate", str(path)])
-    assert_clean_end(checked, ["validate", str(path)], bad_input_lines=0)
-    assert checked.rc in (0, 2) and len(checked.out.strip().splitlines()) == 1, checked.out[-2000:]
+    _validated(path)
     loaded = call_cli(["expand", original.stem, "--tier", "smoke"])
     assert_clean_end(loaded, ["expand", original.stem])
 

@@ -98,6 +98,13 @@ def encode(doc, draw) -> bytes:
     return data
 
 
+def mutated(doc, draw) -> tuple[bytes, list[str]]:
+    """The file of ``doc`` after :func:`mutate_json` and :func:`encode`, and what was done."""
+    with time_limit():
+        doc, done = mutate_json(doc, draw)
+        return encode(doc, draw), done
+
+
 # ---- a small real store ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def fuzz_store(tmp_path_factory):
@@ -174,9 +181,7 @@ def _a_mutated_record_is_read_or_set_aside_in_one_line(fuzz_store, data):
     root, folder, originals = fuzz_store
     _reset(folder, originals)
     victim = data.draw(st.sampled_from(sorted(originals)), label="record")
-    with time_limit():
-        doc, done = mutate_json(json.loads(originals[victim]), data.draw)
-        blob = encode(doc, data.draw)
+    blob, done = mutated(json.loads(originals[victim]), data.draw)
     note(f"{victim}: {done}")
     (folder / victim).write_bytes(blob)
     argv = [a.format(baseline=root / "baseline", job=victim.split("--")[-1][:8])
@@ -207,9 +212,7 @@ def _a_planted_claim_never_crashes_a_runner(fuzz_store, data):
     victim = data.draw(st.sampled_from(sorted(originals)), label="job")
     job_id = victim.split("--")[-1].split(".")[0]
     (folder / victim).unlink()  # the job is to run: its claim decides
-    with time_limit():
-        doc, done = mutate_json(_claim(os.getpid()), data.draw)
-        blob = encode(doc, data.draw)
+    blob, done = mutated(_claim(os.getpid()), data.draw)
     note(f"claim: {done}: {blob[:200]!r}")
     book = ClaimBook(folder / ".claims")
     book.folder.mkdir(exist_ok=True)
@@ -255,9 +258,7 @@ def _a_planted_meta_cache_entry_is_a_miss_or_the_same_answer(fuzz_store, data):
     if not entries:
         return NOT_A_CASE
     entry = entries[rank % len(entries)]
-    with time_limit():
-        doc, done = mutate_json(json.loads(entry.read_bytes()), data.draw)
-        blob = encode(doc, data.draw)
+    blob, done = mutated(json.loads(entry.read_bytes()), data.draw)
     note(f"{entry.relative_to(meta)}: {done}")
     entry.write_bytes(blob)
     _forget_memos()
