@@ -9,6 +9,7 @@ import os
 import socket
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +17,8 @@ import torch
 from pubench.cli import main
 from tests.conftest import selftest_spec
 from tests.fuzzing import call_cli
+
+REPO = Path(__file__).resolve().parents[2]
 
 GOOD = selftest_spec()
 EXTRA = "  params: {value: 0.0}\n"
@@ -92,6 +95,22 @@ def test_an_added_row_the_generated_inputs_broke_is_one_line(value, needle, tmp_
     overlay.write_text(f"rows:\n  Mine: {{like: A, set: {{value: {value}}}}}\n")
     out = call_cli(["run", "table1-bcl", "--tier", "smoke", "--dry-run", "--overlay", str(overlay)])
     assert out.rc == 2 and len(out.lines) == 1 and "Traceback" not in out.err, out.err
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("n_P=1k\": {data: {split: {n_labeled: 1000}}}", "n_P=1k\": {data: table3-punce}", "data is a str, not a mapping"),
+    ("data: {pu_dataset: CIFAR vehicle/animal}", "data: {pu_dataset: CIFAR vehicle/animal, labels: {positive: [0, 99]}}",
+     "must list class indices of cifar10 (0-9)"),
+])
+def test_an_exact_prior_of_a_data_block_the_generated_inputs_broke_is_one_line(old, new, needle, tmp_path):
+    """`prior: exact` of a cell whose data is no mapping, or whose labels name no class of the data set:
+    AttributeError / IndexError in validate, list and expand before."""
+    text = (REPO / "experiments" / "punce" / "table3-punce.yaml").read_text()
+    assert old in text
+    path = tmp_path / "table3-punce.yaml"
+    path.write_text(text.replace(old, new))
+    out = call_cli(["validate", str(path)])
+    assert out.rc == 2 and needle in out.out and len(out.out.strip().splitlines()) == 1, out.out + out.err
 
 
 # ---- records, claims, manifests, the meta cache -------------------------------------------------
