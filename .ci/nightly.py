@@ -8,7 +8,12 @@ night repeats it:
 * one fresh seed of the reduced cells whose rotation day is tonight's weekday, run into a
   scratch store and compared with the committed cells (``pubench compare``). A cell's day is
   a hash of its spec, row and column: it never moves when cells are added or records
-  change, so every reduced cell is compared within any 7 consecutive nights.
+  change, so every reduced cell is compared within any 7 consecutive nights;
+* two checks of every night (:data:`CHECKS`): the generated-input tests at their thorough
+  budget (``pytest -m fuzz``, thousands of cases from the date's seed: a night's cases are
+  tried again by its rerun) and the store soak (``.ci/soak.py``: ten minutes of runners and
+  a SLURM submission killed, stopped and restarted at random, then no job run twice, none
+  lost, ``verify`` of a sample), each charged its measured time.
 
 The projection reads the committed records' ``timing.wall_s``. A record that used a cache
 (an encoder or training prefix another job made, or a computation shared with another
@@ -42,6 +47,17 @@ VERIFY_SAMPLE = 2
 #: a command's start-up before its first job: the interpreter, torch and the specs (measured about 10 s on
 #: the 2 busy cores, 2026-11-30; counted twice for safety)
 COMMAND_START_S = 20.0
+#: the fixed checks of every night: name -> (command from the repository root, with {seed} and {scratch};
+#: projected seconds: the measured time on the 2 busy cores, 2026-11-29, with a margin)
+CHECKS = {
+    # 4,400 cases of the 11 generated-input tests: 8.3 min with -n 0 at load 4; -n 2 shares the cores with nothing else
+    "generated inputs (thorough budget)": (
+        ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "-m", "fuzz",
+         "tests/unit"], 900.0),
+    # 600 s of chaos, then the runners' last wave, SLURM's queue, the final run and verify: 12-14 min measured
+    "store soak": (["{python}", ".ci/soak.py", "--seconds", "600", "--seed", "{seed}",
+                    "--scratch", "{scratch}/soak", "--json", "{scratch}/soak.json"], 1020.0),
+}
 
 
 @dataclass
@@ -60,6 +76,15 @@ class Command:
 
 
 @dataclass
+class Check:
+    """A fixed check of every night (:data:`CHECKS`): a command run from the repository root."""
+
+    name: str
+    argv: list[str]
+    projected_s: float
+
+
+@dataclass
 class NightPlan:
     date: dt.date
     day: int
@@ -68,10 +93,11 @@ class NightPlan:
     fresh_cells: int
     reduced_cells: int
     sample: int
+    checks: list[Check] = field(default_factory=list)
 
     @property
     def projected_s(self) -> float:
-        return sum(c.projected_s for c in self.verify + self.fresh)
+        return sum(c.projected_s for c in self.verify + self.fresh) + sum(c.projected_s for c in self.checks)
 
     def summary(self) -> str:
         hours = lambda cmds: sum(c.projected_s for c in cmds) / 3600  # noqa: E731
@@ -79,6 +105,8 @@ class NightPlan:
                 f"verify {self.sample} record(s) of each of {len(self.verify)} committed tables "
                 f"({hours(self.verify):.1f} h); one fresh seed of {self.fresh_cells} of the {self.reduced_cells} "
                 f"reduced cells in {len(self.fresh)} tables, compared with the committed ones ({hours(self.fresh):.1f} h); "
+                f"{' and '.join(c.name for c in self.checks) or 'no fixed check'} "
+                f"({sum(c.projected_s for c in self.checks) / 3600:.1f} h); "
                 f"projected {self.projected_s / 3600:.1f} h on {WORKERS} cores from the committed records' wall times "
                 f"(budget {BUDGET_S / 3600:.0f} h)")
 
@@ -186,7 +214,13 @@ def plan_night(records: dict[tuple[str, str], list[dict]], date: dt.date, sample
             argv += ["--only", only_pattern(row, col)]
         seconds = [fresh_seconds(min(cells[cell], key=lambda r: r["job"]["seed_index"]), makers) for cell in tonight]
         fresh.append(Command("run", "reduced", spec_id, argv, seconds))
-    return NightPlan(date, day, verify, fresh, n_tonight, n_cells, sample)
+    return NightPlan(date, day, verify, fresh, n_tonight, n_cells, sample, checks(date))
+
+
+def checks(date: dt.date, scratch: Path | str = "SCRATCH") -> list[Check]:
+    """Tonight's fixed checks, their seeds the date's ordinal (a rerun of a night repeats it)."""
+    fill = {"python": str(ROOT / ".venv" / "bin" / "python"), "seed": str(date.toordinal()), "scratch": str(scratch)}
+    return [Check(name, [a.format(**fill) for a in argv], seconds) for name, (argv, seconds) in CHECKS.items()]
 
 
 # ---- running the night and writing its report ------------------------------------------
@@ -198,6 +232,14 @@ def run_command(argv: list[str], env: dict[str, str], log: Path) -> tuple[int, s
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log.write_text(f"$ pubench {shlex.join(argv)}\n{out.stdout}")
     return out.returncode, out.stdout, time.time() - t0
+
+
+def check_summary(output: str) -> str:
+    """The line a fixed check ends with: the soak's verdict, or the tests' generated-input count."""
+    keep = [line.strip() for line in output.splitlines()
+            if line.startswith("soak ") and ("PASSED" in line or "FAILED" in line) or "generated inputs, " in line]
+    last = [line.strip() for line in output.strip().splitlines()[-1:]]
+    return "; ".join(keep[-1:] + [x for x in last if x not in keep[-1:]])[:600]
 
 
 def verify_problems(output: str) -> list[str]:
@@ -239,6 +281,8 @@ def write_report(path: Path, plan: NightPlan, outcomes: dict, elapsed_s: float) 
         if v["rc"] != 0:
             problems.append(f"- `pubench run {spec_id}` (fresh seed, exit {v['rc']})")
     problems += [f"- job `{line}`" for line in outcomes["failed_jobs"]]
+    checks = outcomes.get("checks", {})
+    problems += [f"- {name} (exit {v['rc']}): {v['summary'] or 'see its log'}" for name, v in checks.items() if v["rc"]]
     if outcomes["compare"]["rc"] not in (0, 1):
         problems.append(f"- `pubench compare` (exit {outcomes['compare']['rc']}): see its log")
     lines += problems or ["Nothing."]
@@ -246,6 +290,7 @@ def write_report(path: Path, plan: NightPlan, outcomes: dict, elapsed_s: float) 
     lines += ["", "## Passed", "",
               f"- verify: {passed} of {len(outcomes['verify'])} tables reproduced their sampled records",
               f"- fresh seeds: {plan.fresh_cells} cells in {len(plan.fresh)} tables",
+              *[f"- {name}: {v['summary']}" for name, v in checks.items() if not v["rc"]],
               "", "Logs of every command: `logs/` beside this report.", ""]
     path.write_text("\n".join(lines))
 
@@ -279,11 +324,22 @@ def run_night(plan: NightPlan, scratch: Path) -> int:
         body = out.strip().splitlines()
         outcomes["compare"] = {"rc": rc, "flagged": body[:-1] if rc == 1 else [], "summary": body[-1] if body else ""}
     outcomes["failed_jobs"] = failed_jobs(fresh_store)
+    outcomes["checks"] = {}
+    for c in checks(plan.date, scratch):
+        t = time.time()
+        out = subprocess.run(c.argv, cwd=ROOT, env={**env, "PUBENCH_FUZZ_SEED": str(plan.date.toordinal())},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        name = "check-" + "".join(ch if ch.isalnum() else "-" for ch in c.name)
+        (logs / f"{name}.log").write_text(f"$ {shlex.join(c.argv)}\n{out.stdout}")
+        outcomes["checks"][c.name] = {"rc": out.returncode, "summary": check_summary(out.stdout)}
+        print(f"nightly: {c.name}: {'ok' if out.returncode == 0 else f'FAILED (exit {out.returncode})'}, "
+              f"{time.time() - t:.0f} s (projected {c.projected_s:.0f} s)", flush=True)
     report = scratch / "report.md"
     write_report(report, plan, outcomes, time.time() - t0)
     print(f"nightly: report {report}")
     bad = (any(v["rc"] for v in outcomes["verify"].values()) or any(v["rc"] for v in outcomes["run"].values())
-           or outcomes["compare"]["rc"] != 0 or outcomes["failed_jobs"])
+           or outcomes["compare"]["rc"] != 0 or outcomes["failed_jobs"]
+           or any(v["rc"] for v in outcomes["checks"].values()))
     return 1 if bad else 0
 
 
@@ -304,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         for c in plan.verify + plan.fresh:
             print(f"  {c.projected_s / 60:6.1f} min  pubench {shlex.join(c.argv)}")
+        for c in plan.checks:
+            print(f"  {c.projected_s / 60:6.1f} min  {shlex.join(c.argv)}")
         return 0
     if args.scratch is None:
         import tempfile

@@ -70,7 +70,7 @@ class _Verdicts:
         pkg = Path(__file__).resolve().parent
         files = [f for p in (*UNIT_PACKAGES, "utils") for f in pkg.joinpath(p).rglob("*.py")]
         self.key = cache.files_fingerprint(files, salt="verdicts")
-        self.known = cache.get("verdicts", self.key, dict) or {}
+        self.known = cache.get("verdicts", self.key, dict[tuple[str, str], str | None]) or {}
         self.added = False
         self.unchecked = 0
 

@@ -11,7 +11,6 @@ failed, 128 + the signal number when the run was interrupted.
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import sys
@@ -468,10 +467,9 @@ def _print_failures(store, tier: str, spec_id: str, jobs) -> None:
 def _failure_records(store, tier: str, spec_id: str):
     scan = store.scan(tier, spec_id)
     for path in scan.failed.values():
-        try:
-            yield json.loads(path.read_text()), path
-        except (OSError, ValueError):
-            continue
+        rec, _ = store.read_file(path, failed=True)
+        if rec is not None:
+            yield rec, path
 
 
 def split_unimplemented(jobs):

@@ -204,13 +204,10 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
 
 
 def _first_error_line(path) -> str:
-    import json
-
-    try:
-        err = json.loads(path.read_text())["error"]
-        return f"{err['type']}: {err['message']}".splitlines()[0][:200]
-    except (OSError, ValueError, KeyError):
+    rec, _ = ResultStore.read_file(path, failed=True)
+    if rec is None:
         return "failure record unreadable"
+    return (f"{rec['error']['type']}: {rec['error']['message']}".splitlines() or [""])[0][:200]
 
 
 def render_verification(v: Verification) -> str:

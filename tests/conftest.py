@@ -198,9 +198,23 @@ def pytest_configure(config):
     os.environ.setdefault("PUBENCH_NO_MALLOC_TUNING", "1")
     os.environ.setdefault("PUBENCH_ENCODER_CACHE", "0")  # tests never read or write the project's cache
     if not hasattr(config, "workerinput"):  # the controller: a folder of this session's own (xdist workers inherit it)
+        import random
         import tempfile
 
         os.environ["PUBENCH_TEST_RELIABILITY"] = tempfile.mkdtemp(prefix="pubench-test-reliability-")
+        # the thorough generated inputs' seed (tests/fuzzing.py): one for the session, its workers included
+        os.environ.setdefault("PUBENCH_FUZZ_SEED", str(random.SystemRandom().randrange(2**32)))
+
+
+@pytest.fixture(params=["fast", "thorough"])
+def fuzz(request):
+    """A generated-input test at each budget (tests/fuzzing.py): ``fuzz.run(n, case, ...)``
+    tries its cases; the session prints how many. The thorough one is slow (tests/markers.py)."""
+    from tests.fuzzing import Fuzz
+
+    f = Fuzz(request.param, request.node.nodeid)
+    yield f
+    f.record()
 
 
 # ---- reliability figures (README "Reliability"): tests record, the session prints -----
@@ -234,7 +248,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if "corrupt" in by:
         out.append(f"corrupt records: {len(by['corrupt'])} kinds, {sum(r['ok'] for r in by['corrupt'])} counted, "
                    "skipped with one warning, quarantined and rerun")
-    for kind in sorted(set(by) - {"malformed", "corrupt"}):
+    if "fuzz" in by:
+        for budget in ("fast", "thorough"):
+            f = [r for r in by["fuzz"] if r["budget"] == budget]
+            if f:
+                seeds = sorted({r["seed"] for r in f})
+                out.append(f"generated inputs, {budget} budget: {sum(r['cases'] for r in f)} cases in {len(f)} tests "
+                           f"(seed {', '.join(map(str, seeds))}), each ending in success or one line (tests/fuzzing.py)")
+    for kind in sorted(set(by) - {"malformed", "corrupt", "fuzz"}):
         for r in by[kind]:
             out.append(f"{kind}: {r['case']}: " + ", ".join(f"{k}={v}" for k, v in r.items() if k not in ("kind", "case")))
     terminalreporter.write_sep("-", "pubench reliability")

@@ -12,7 +12,9 @@ A test is ``slow`` (and carries the mark of its reason) when it
 * resumes a stopped unit bit for bit (a ``test_every_*_resumes_bit_for_bit`` test, one per
   registered unit): ``resume``;
 * runs pubench or pytest in subprocesses for seconds each (the files of
-  :data:`SUBPROCESS_FILES`): ``subprocess``.
+  :data:`SUBPROCESS_FILES`): ``subprocess``;
+* tries the thorough budget of generated inputs (the ``fuzz`` fixture's ``thorough`` parameter,
+  tests/fuzzing.py; its ``fast`` twin stays in ``make test``): ``fuzz``.
 
 ``make test`` runs ``-m "not slow"``; ``make test-all`` runs everything. ``pytest -m resume``
 (or ``slurm``, ``browser``, ...) runs one kind.
@@ -32,6 +34,7 @@ REASONS = {
     "real_data": "reads the real data sets of ../shared/data",
     "resume": "resumes a stopped unit bit for bit",
     "subprocess": "runs pubench or pytest in subprocesses for seconds each",
+    "fuzz": "tries the thorough budget of generated inputs (thousands of cases)",
 }
 FIXTURES = {
     "slurm_cluster": "slurm",
@@ -55,8 +58,11 @@ SUBPROCESS_FILES = {
     "tests/unit/test_campaign.py",           # two campaign windows of worker processes, and an import: 95-140 s
     "tests/unit/test_unit_packages.py",      # a package of one's own, through real smoke runs: about 60 s
     "tests/unit/test_slurm_packing.py",      # several workers in one array task, run for real: 46-50 s
+    "tests/unit/test_soak.py",               # the store soak's short mode, runners killed at random: about 150 s
 }
 RESUME_NAME = "resumes_bit_for_bit"
+#: the ``fuzz`` fixture's parameter whose cases are thousands (tests/fuzzing.py)
+FUZZ_SLOW_BUDGET = "thorough"
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,6 +81,9 @@ def reasons(item: pytest.Item) -> list[str]:
         found.add("subprocess")
     if RESUME_NAME in getattr(item, "originalname", item.name):
         found.add("resume")
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("fuzz") == FUZZ_SLOW_BUDGET:
+        found.add("fuzz")
     return sorted(found)
 
 

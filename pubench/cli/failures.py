@@ -8,6 +8,7 @@ from pathlib import Path
 from pubench import paths
 from pubench.cli._common import FMT, TIER_CHOICES, UsageError, bounded_int, specs
 from pubench.errors import PubenchError
+from pubench.utils.io import loads_json
 
 
 def failures_parser(sub) -> None:
@@ -69,9 +70,8 @@ def collect_failures(ids: list[str] | None, tiers: list[str] | None) -> list[dic
             for job_id, path in sorted(scan.failed.items(), key=lambda kv: str(kv[1])):
                 if job_id in scan.done:
                     continue
-                try:
-                    rec = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                rec, _ = ResultStore.read_file(path, failed=True)
+                if rec is None:  # vanished or rewritten since the scan
                     continue
                 stale = _stale(spec, tier, rec.get("job") or {}, current)
                 g = groups.setdefault((stale, reason_of(rec)), {
@@ -165,11 +165,12 @@ def find_job(prefix: str) -> dict:
     if logs.is_dir():
         for m in sorted(logs.glob("*/*/manifest-*.json")):
             try:
-                manifest = json.loads(m.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                manifest = loads_json(m.read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
                 continue
-            for e in manifest.get("jobs", []):
-                if str(e.get("id", "")).startswith(prefix):
+            entries = manifest.get("jobs") if isinstance(manifest, dict) else None
+            for e in entries if isinstance(entries, list) else ():
+                if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"].startswith(prefix):
                     found.setdefault(e["id"], {"id": e["id"], "records": [], "slurm": []})["slurm"].append(
                         {**e, "manifest": str(m)})
     if not found:
@@ -181,12 +182,14 @@ def find_job(prefix: str) -> dict:
 
 
 def cmd_log(args) -> int:
+    from pubench.store import ResultStore
+
     job = find_job(args.job)
     printed = False
     for entry in job["slurm"]:  # the newest submission last
         for stream in ("stdout", "stderr"):
-            path = Path(entry.get(stream) or "")
-            if entry.get(stream) and path.is_file():
+            path = Path(entry[stream]) if isinstance(entry.get(stream), str) else None
+            if path is not None and path.is_file():
                 print(f"==> {path} (SLURM job {entry.get('slurm_id')}, {stream}) <==")
                 print(_last_lines(path.read_text(encoding="utf-8", errors="replace"), args.tail)
                       if args.tail else path.read_text(encoding="utf-8", errors="replace").rstrip())
@@ -194,11 +197,10 @@ def cmd_log(args) -> int:
     for path in sorted(job["records"]):
         if not path.name.endswith(".failed.json"):
             continue
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        rec, _ = ResultStore.read_file(path, failed=True)
+        if rec is None:  # a corrupt failure record: `pubench status` counts it
             continue
-        tb = (rec.get("error") or {}).get("traceback_tail") or reason_of(rec)
+        tb = rec["error"].get("traceback_tail") or reason_of(rec)
         print(f"==> {path} (failure record of {rec['job'].get('name', job['id'])}) <==")
         print(_last_lines(tb, args.tail) if args.tail else tb.rstrip())
         printed = True

@@ -49,6 +49,7 @@ from pubench.executors.base import EXECUTORS, Executor, ExecutorContext, Submiss
 from pubench.errors import JobInterrupted
 from pubench.executors.worker import DEFAULT_CHECKPOINT_EVERY, execute_job
 from pubench.jobs.plan import Job
+from pubench.utils.io import loads_json
 from pubench.utils.io import atomic_write_json
 
 DEFAULT_MAX_NUM_TIMEOUT = 3   # submitit's default
@@ -374,10 +375,25 @@ def manifest_paths(logs_root: str | Path, tier: str, spec_id: str) -> list[Path]
     return sorted(folder.glob("manifest-*.json")) if folder.is_dir() else []
 
 
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    """A submission manifest, or None when the file does not hold one (damaged, or planted in
+    a shared log folder): JSON of the shape :meth:`SlurmExecutor._submit` writes."""
+    try:
+        m = loads_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    ok = (isinstance(m, dict) and isinstance(m.get("jobs"), list) and isinstance(m.get("params", {}), dict)
+          and isinstance(m.get("submitted_unix", 0), (int, float))
+          and all(isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("slurm_id"), str)
+                  for e in m["jobs"]))
+    return m if ok else None
+
+
 def read_manifests(logs_root: str | Path, tier: str, spec_id: str) -> list[dict[str, Any]]:
-    """The submissions that may still have jobs on the cluster (a cancelled one is left out)."""
-    manifests = [json.loads(p.read_text()) for p in manifest_paths(logs_root, tier, spec_id)]
-    return [m for m in manifests if not m.get("cancelled_at")]
+    """The submissions that may still have jobs on the cluster (a cancelled one is left out, as
+    is a file that holds no manifest)."""
+    manifests = [read_manifest(p) for p in manifest_paths(logs_root, tier, spec_id)]
+    return [m for m in manifests if m is not None and not m.get("cancelled_at")]
 
 
 def cancel_submissions(logs_root: str | Path, results_root: str | Path, tier: str, spec_id: str) -> dict[str, Any]:
@@ -393,10 +409,9 @@ def cancel_submissions(logs_root: str | Path, results_root: str | Path, tier: st
 
     live = []
     for p in manifest_paths(logs_root, tier, spec_id):
-        try:
-            m = json.loads(p.read_text())
-        except (OSError, ValueError) as e:
-            raise PubenchError(f"{p}: unreadable submission manifest ({type(e).__name__})") from None
+        m = read_manifest(p)
+        if m is None:
+            raise PubenchError(f"{p}: unreadable submission manifest (move it away to cancel the others)")
         if m.get("cluster") == "slurm" and not m.get("cancelled_at"):
             live.append((p, m))
     if not live:
@@ -443,6 +458,14 @@ def active_job_ids(logs_root: str | Path, tier: str, spec_id: str) -> dict[str, 
     now = time.time()
     return {
         e["id"]: e["slurm_id"] for m in manifests
-        if now - m.get("submitted_unix", 0) < 60 * float(m["params"].get("timeout_min", 0))
+        if now - m.get("submitted_unix", 0) < 60 * _minutes(m["params"].get("timeout_min"))
         for e in m["jobs"]
     }
+
+
+def _minutes(value: Any) -> float:
+    """A manifest's ``timeout_min`` (0 when it is not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

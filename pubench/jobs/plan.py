@@ -26,11 +26,8 @@ from typing import Any
 from pubench.errors import PubenchError, shorten
 from pubench.registry.overrides import apply_overrides
 from pubench.numerics import Numerics, resolve
-from pubench.registry.spec import CUSTOM, Spec, match_cell
+from pubench.registry.spec import CUSTOM, MAX_SEEDS, Spec, match_cell
 from pubench.utils.hashing import canonical_json, config_hash, derive_seed
-
-#: Upper bound of ``--seeds``: a typo such as 1000000000000 must not expand forever.
-MAX_SEEDS = 1000
 
 
 @dataclass(frozen=True)

@@ -74,22 +74,29 @@ def flow(value: Any) -> str:
 
 
 def parse_add_row(text: str, like: str | None) -> AddedRow:
-    """``NAME=YAML mapping`` (``--add-row``) with its ``--like`` row."""
-    import yaml
+    """``NAME=YAML mapping`` (``--add-row``) with its ``--like`` row. The mapping must be plain
+    data (no date, ``!!binary``, ``.nan``, alias that contains itself ...): it becomes canonical
+    JSON, the added jobs' ids."""
+    from pubench.utils.plaindata import data_problem
+    from pubench.utils.yamlio import NotYamlValue, load_value
 
     name, sep, body = text.partition("=")
     if not sep or not name.strip():
         raise UsageError(f"--add-row {shorten(text, 60)!r}: expected NAME=YAML (e.g. 'MyPU=pu_method: {{name: my_pu}}')")
+    shown = shorten(name.strip(), 60)
     if not like:
-        raise UsageError(f"--add-row {name.strip()!r}: name the baseline row it runs like with --like ROW")
+        raise UsageError(f"--add-row {shown!r}: name the baseline row it runs like with --like ROW")
     try:
-        sets = yaml.safe_load(body) if body.strip() else {}
-    except yaml.YAMLError as e:
-        raise UsageError(f"--add-row {name.strip()!r}: the value is not YAML ({' '.join(str(e).split())[:120]})") \
-            from None
+        sets = load_value(body) if body.strip() else {}
+    except NotYamlValue as e:
+        raise UsageError(f"--add-row {shown!r}: {e}") from None
     if not isinstance(sets, dict):
-        raise UsageError(f"--add-row {name.strip()!r}: the value must be a mapping of params (e.g. "
+        raise UsageError(f"--add-row {shown!r}: the value must be a mapping of params (e.g. "
                          f"'pu_method: {{name: my_pu}}'), got {shorten(repr(sets), 60)}")
+    problem = data_problem(sets)
+    if problem is not None:
+        key, why = problem
+        raise UsageError(f"--add-row {shown!r}: {'' if key == '(top level)' else f'at {shorten(key, 60)!r}: '}{why}")
     return AddedRow(name.strip(), like, canonical(sets))
 
 

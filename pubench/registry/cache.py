@@ -21,13 +21,17 @@ of plain data (an unknown tag or a file that is not JSON is a miss).
 from __future__ import annotations
 
 import base64
+import collections.abc
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import os
 import sys
 import tempfile
+import types
+import typing
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -100,9 +104,9 @@ def key_of(*parts: str | bytes) -> str:
     return h.hexdigest()[:32]
 
 
-def get(kind: str, key: str, expect: type | tuple[type, ...] = object) -> Any | None:
-    """The value stored under ``(kind, key)``, or None (missing, unreadable, not an ``expect``,
-    cache off)."""
+def get(kind: str, key: str, expect: Any = object) -> Any | None:
+    """The value stored under ``(kind, key)``, or None (missing, unreadable, not of the type
+    ``expect`` names, e.g. ``dict[str, list[str]]``, cache off)."""
     if not enabled():
         return None
     blob = _memo.get((kind, key))
@@ -115,7 +119,7 @@ def get(kind: str, key: str, expect: type | tuple[type, ...] = object) -> Any | 
         value = loads(blob)
     except Exception:  # noqa: BLE001 - a torn or foreign file is a miss
         return None
-    if not isinstance(value, expect):
+    if not conforms(value, expect):
         return None
     _memo[(kind, key)] = blob
     return value
@@ -149,8 +153,10 @@ def dumps(value: Any) -> bytes:
 
 def loads(blob: bytes) -> Any:
     """The value :func:`dumps` wrote; ValueError for a tag it does not know."""
+    from pubench.utils.io import loads_json
+
     if _TAG_JSON not in blob:  # no tagged value: plain JSON, parsed at C speed without a hook per object
-        return json.loads(blob)
+        return loads_json(blob)
     return json.loads(blob, object_hook=_decode)
 
 
@@ -196,5 +202,47 @@ def _decode(d: dict[str, Any]) -> Any:
     if tag in _DECODERS:
         return _DECODERS[tag](d)
     if tag in _classes:
-        return _classes[tag](**d["fields"])
+        cls, fields = _classes[tag], d["fields"]
+        hints = _field_types(cls)
+        for name, value in fields.items():
+            if name not in hints or not conforms(value, hints[name]):
+                raise ValueError(f"field {name!r} of {tag} in a cache entry is not a {hints.get(name)}")
+        return cls(**fields)
     raise ValueError(f"unknown tag {tag!r} in a cache entry")
+
+
+@functools.lru_cache(maxsize=None)
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the type ``hint`` names, containers and unions included (a
+    planted entry whose fields have other types is a miss, not a traceback where they are
+    read). ``Any`` and a ``Callable`` hint admit anything; a bool is no int, an int is a float."""
+    if hint is Any or hint is object:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is collections.abc.Callable or hint is collections.abc.Callable:
+        return value is None or callable(value)
+    if origin is None:
+        if hint is type(None) or hint is None:
+            return value is None
+        if hint is float:
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+        if hint is int:
+            return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, hint)
+    if not isinstance(value, origin):
+        return False
+    if origin in (list, set, frozenset):
+        return all(conforms(v, args[0]) for v in value) if args else True
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return len(args) == len(value) and all(conforms(v, a) for v, a in zip(value, args))
+    if origin is dict:
+        return all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items()) if args else True
+    return True

@@ -109,7 +109,7 @@ def _parse_file(path: Path, text: str, notes_text: str | None) -> Spec:
 
 def _precomputed(key: str, tier: str) -> dict[tuple[str, str], tuple[str, str]] | None:
     """The resolved cells at ``tier`` of the cached spec under ``key`` (:meth:`Spec.precompute`)."""
-    rows = cache.get("resolved", cache.key_of(key, tier), list)
+    rows = cache.get("resolved", cache.key_of(key, tier), list[list[str]])
     if rows is None or not all(isinstance(r, list) and len(r) == 4 and all(isinstance(x, str) for x in r)
                                for r in rows):
         return None  # missing, or a foreign entry: the cells are resolved again
@@ -685,7 +685,7 @@ def _designed_in(path: Path) -> list[str]:
     except SpecError:
         return []
     key = cache.key_of("designed", text)
-    hit = cache.get("designed", key, list)
+    hit = cache.get("designed", key, list[str])
     if hit is not None:
         return hit
     try:

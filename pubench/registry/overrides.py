@@ -20,7 +20,8 @@ class OverrideError(PubenchError, ValueError):
 
 def parse_override(text: str) -> tuple[list[str], Any, bool]:
     """``(path, value, delete)`` of ``"a.b=value"`` (``delete`` for ``a.b=~``)."""
-    import yaml
+    from pubench.utils.plaindata import data_problem
+    from pubench.utils.yamlio import NotYamlValue, load_value
 
     key, sep, raw = text.partition("=")
     path = key.strip().split(".")
@@ -29,15 +30,19 @@ def parse_override(text: str) -> tuple[list[str], Any, bool]:
     if raw.strip() == "~":
         return path, None, True
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-        if isinstance(value, str):  # YAML 1.1 reads 5e-5 as a string; a user means the number
-            try:
-                value = float(value) if any(c in value for c in ".eE") else int(value)
-            except ValueError:
-                pass
-    except yaml.YAMLError as e:
-        raise OverrideError(f"--set {shorten(text, 60)!r}: the value is not YAML ({' '.join(str(e).split())[:120]})") \
-            from None
+        value = load_value(raw) if raw.strip() else ""
+    except NotYamlValue as e:
+        raise OverrideError(f"--set {shorten(text, 60)!r}: {e}") from None
+    if isinstance(value, str):  # YAML 1.1 reads 5e-5 as a string; a user means the number
+        try:
+            value = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            pass
+    problem = data_problem(value, ".".join(path))
+    if problem is not None:
+        key, why = problem
+        where = "" if key == ".".join(path) else f"at {shorten(key, 60)!r}: "
+        raise OverrideError(f"--set {shorten(text, 60)!r}: {where}{why}")
     return path, value, False
 
 

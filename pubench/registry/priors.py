@@ -34,18 +34,25 @@ def exact_prior_of(data: dict[str, Any], counts: ClassCounts) -> float:
     images of the positive and negative classes; case-control: the split's
     ``unlabeled_prior``, or P* / (P* + N*) when the unlabeled set is the whole training split.
     """
-    per_class = counts.get(data.get("dataset"))
+    if not isinstance(data, dict):
+        raise PriorError(f"data is a {type(data).__name__}, not a mapping of the data set, its labels and split")
+    dataset = data.get("dataset")
+    per_class = counts.get(dataset) if isinstance(dataset, str) else None
     labels, split = data.get("labels") or {}, data.get("split") or {}
     if per_class is None:
-        raise PriorError(f"no class counts for data set {data.get('dataset')!r} (its entry in pubench/data "
-                         "records none)")
+        raise PriorError(f"no class counts for data set {dataset!r} (its entry in pubench/data records none)")
     if data.get("subset"):
         raise PriorError("a subset's exact prior is the realized split's: write null (computed when the job runs)")
-    if split.get("kind") != "pu" or "positive" not in labels:
+    if not isinstance(labels, dict) or not isinstance(split, dict) or split.get("kind") != "pu" \
+            or "positive" not in labels:
         raise PriorError("needs a PU split (split.kind pu) and labels.positive")
-    pos = set(labels["positive"])
-    neg = set(labels["negative"]) if labels.get("negative") is not None else set(range(len(per_class))) - pos
-    n_pos, n_neg = sum(per_class[c] for c in pos), sum(per_class[c] for c in neg)
+    try:
+        pos = set(labels["positive"])
+        neg = set(labels["negative"]) if labels.get("negative") is not None else set(range(len(per_class))) - pos
+        n_pos, n_neg = sum(per_class[c] for c in pos), sum(per_class[c] for c in neg)
+    except (TypeError, IndexError) as e:  # not lists of class indices of the data set
+        raise PriorError(f"labels.positive / labels.negative must list class indices of {dataset} "
+                         f"(0-{len(per_class) - 1}): {e}") from None
     if split.get("scheme") == "single_training_set":
         if not isinstance(split.get("n_labeled"), int):
             raise PriorError("a single-training-set split needs split.n_labeled")

@@ -10,14 +10,25 @@ that changes something lists its deviations, ...). Param blocks (``params``, ``r
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from pubench.registry.spec import CLAIM_KINDS, PAPERS, TIERS
+from pubench.registry.spec import CLAIM_KINDS, MAX_SEEDS, PAPERS, TIERS
 from pubench.utils.validation import STRICT
 
 Params = dict[str, Any]
+#: a format spec of printed numbers: an optional sign, width up to 2 digits, precision up to 2
+#: (a spec like ".100000000f" would print 100 MB per number)
+_NUMBER_FORMAT = re.compile(r"^[+\- ]?\d{0,2}[,_]?(\.\d{1,2})?[eEfFgG%]?$")
+
+
+def _number_format(v: str) -> str:
+    if not _NUMBER_FORMAT.match(v):
+        raise ValueError(f"{v!r} is not a format spec of numbers (e.g. '.2f', '.3g', '.1%')")
+    format(-1.5, v)  # a ValueError names what Python rejects
+    return v
 
 
 class _Model(BaseModel):
@@ -29,6 +40,8 @@ class MetricModel(_Model):
     higher_is_better: bool
     format: str = Field(".2f", description="Python format spec of the printed numbers")
 
+    _format = field_validator("format")(classmethod(lambda cls, v: _number_format(v)))
+
 
 class ReportedCellModel(_Model):
     missing_hints: ClassVar[dict[str, str]] = {
@@ -38,7 +51,7 @@ class ReportedCellModel(_Model):
     col: str
     metric: str | None = Field(None, description="required when the spec has several metrics")
     mean: float | None = Field(description="as printed; null when the paper prints no number (then a note says why)")
-    std: float | None = None
+    std: float | None = Field(None, ge=0)
     note: str | None = None
     mark: str | None = Field(None, description="a mark printed next to the number, e.g. a dagger")
 
@@ -197,6 +210,8 @@ class CurveModel(_Model):
     xlabel: str | None = Field(None, description="default: 'epoch', or the last part of x")
     ylabel: str
     format: str = Field(".2f", description="Python format spec of the curve's values in reports")
+
+    _format = field_validator("format")(classmethod(lambda cls, v: _number_format(v)))
     cols: list[str] | None = Field(None, description="the columns drawn, one panel each (default: every column)")
 
 
@@ -240,13 +255,13 @@ class MoreSeedsModel(_Model):
     experiment: its date and reason are part of the record)."""
 
     cells: str = Field(description="'row|col' glob of the cells")
-    seeds: int = Field(ge=2, description="seeds those cells run (more than the tier's)")
+    seeds: int = Field(ge=2, le=MAX_SEEDS, description="seeds those cells run (more than the tier's)")
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="when this was decided, before the seeds ran")
     why: str = Field(min_length=1, description="what the seeds are for: the claim or regime check they decide")
 
 
 class TierModel(LayerModel):
-    seeds: int = Field(ge=1, description="default --seeds of this tier")
+    seeds: int = Field(ge=1, le=MAX_SEEDS, description="default --seeds of this tier")
     more_seeds: list[MoreSeedsModel] = Field(
         [], description="cells that run more seeds than the tier's, each decided (dated, with why) before they ran; "
                         "`run` without --seeds runs them")

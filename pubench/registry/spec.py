@@ -37,6 +37,9 @@ TIERS = ("paper", "reduced", "smoke")
 #: The tier of a variant of a spec's cells (``pubench run --set key.path=value``): results/custom/<id>/
 CUSTOM = "custom"
 ID_RE = re.compile(r"^(table|fig)(\d+)([a-z]?)-([a-z]+)$")
+#: The most seeds a tier, a cell or ``--seeds`` may ask for: a typo such as 1000000000000 must
+#: not expand forever.
+MAX_SEEDS = 1000
 CLAIM_KINDS = ("best_row", "order", "greater", "best_col", "col_order", "curve_rises")
 
 

@@ -157,7 +157,7 @@ def committed_index() -> dict[str, Any] | None:
 @functools.lru_cache(maxsize=1)
 def _index() -> dict[str, list[str]]:
     fp = source_fingerprint()
-    names = cache.get("units", fp, dict)
+    names = cache.get("units", fp, dict[str, list[str]])
     if names is not None:
         return names
     committed = committed_index()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import socket
 import threading
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pubench.errors import StorageError
+from pubench.utils.io import loads_json
 from pubench.utils.threads import start_helper_thread
 
 HEARTBEAT_S = 30.0
@@ -89,6 +91,20 @@ def _write_synced(path: Path, flags: int, data: dict[str, Any]) -> None:
         raise
 
 
+def _holder(data: Any, mtime: float) -> dict[str, Any]:
+    """A claim file's content as its holder. A field of the wrong type (a damaged or planted
+    file: a list, a pid that is text or out of range) reads as unknown, and a claim without a
+    host is judged as a half-written one: live for 5 s after its last write."""
+    if not isinstance(data, dict):
+        return {"host": None, "pid": None, "heartbeat_unix": mtime}
+    host, pid, start, since = (data.get(k) for k in ("host", "pid", "proc_start", "claimed_unix"))
+    number = isinstance(since, (int, float)) and not isinstance(since, bool) and math.isfinite(since)
+    return {**data, "host": host if isinstance(host, str) else None,
+            "pid": pid if type(pid) is int and 0 < pid < 2**31 else None,
+            "proc_start": start if isinstance(start, str) else None,
+            "claimed_unix": since if number else None, "heartbeat_unix": mtime}
+
+
 @dataclass
 class Claim:
     path: Path
@@ -111,10 +127,10 @@ class Claim:
         if self._stop is not None:
             self._stop.set()
         try:
-            holder = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            holder = loads_json(self.path.read_text())
+        except (OSError, ValueError, RecursionError):
             return
-        if holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+        if isinstance(holder, dict) and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
             self.path.unlink(missing_ok=True)
 
 
@@ -136,14 +152,13 @@ class ClaimBook:
     def read(self, job_id: str) -> dict[str, Any] | None:
         p = self.path(job_id)
         try:
-            data = json.loads(p.read_text())
-            data["heartbeat_unix"] = p.stat().st_mtime
-            return data
+            data = loads_json(p.read_text())
+            return _holder(data, p.stat().st_mtime)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):  # half-written by a claimer that died mid-write: stale once old
+        except (OSError, ValueError, RecursionError):  # half-written by a claimer that died mid-write: stale once old
             try:
-                return {"host": None, "pid": None, "heartbeat_unix": p.stat().st_mtime}
+                return _holder(None, p.stat().st_mtime)
             except FileNotFoundError:
                 return None
 
@@ -162,7 +177,10 @@ class ClaimBook:
         """Who holds a claim, since when, and when it would be taken over (for messages)."""
         host, pid = holder.get("host") or "?", holder.get("pid")
         since = holder.get("claimed_unix")
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "an unknown time"
+        try:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "an unknown time"
+        except (OverflowError, OSError, ValueError):  # a planted claim's time beyond the calendar
+            when = "an unknown time"
         if host == socket.gethostname():
             expiry = "taken over when that process ends"
         else:

@@ -5,7 +5,6 @@ have been rerun (or to drop them on purpose)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,11 +31,11 @@ def stale_files(spec: Spec, tier: str, store: ResultStore) -> Stale:
     cells = set(spec.cells())
     current: dict[tuple[str, str], dict] = {}
     for path in sorted(folder.glob("*.json")):
-        try:
-            job = json.loads(path.read_text(encoding="utf-8"))["job"]
-            cell = (job["row"], job["col"])
-        except (OSError, ValueError, KeyError, TypeError):
+        rec, _ = ResultStore.read_file(path, failed=path.name.endswith(".failed.json"))
+        if rec is None:
             continue  # corrupt: `pubench run` quarantines those
+        job = rec["job"]
+        cell = (job["row"], job["col"])
         if job.get("spec_version") != spec.version:
             out.files[path] = f"spec version {job.get('spec_version')} (now {spec.version})"
         elif cell not in cells:

@@ -12,7 +12,6 @@ diagnosis and the job is retried on the next run. Claims of running jobs live in
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -25,12 +24,26 @@ from typing import Any, Iterator
 
 from pubench.jobs.plan import Job
 from pubench.store.provenance import provenance
-from pubench.utils.io import atomic_write_json, remove_stale_temps
+from pubench.utils.io import atomic_write_json, loads_json, remove_stale_temps
 
 SCHEMA_VERSION = 2
 QUARANTINE = "quarantine"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 _JOB_KEYS = ("id", "spec_id", "tier", "row", "col", "seed_index", "task", "params", "seeds")
+#: the types of what readers take from a record without checking (a planted or damaged record
+#: with another type is corrupt, not a traceback in `report`): job fields, then optional parts
+_JOB_TYPES = {"id": str, "spec_id": str, "spec_version": int, "tier": str, "row": str, "col": str, "seed_index": int,
+              "task": str, "params": dict, "seeds": dict}
+_OPTIONAL_JOB_TYPES = {"name": str, "numerics": dict, "variant": (dict, type(None))}
+_OPTIONAL_TYPES = {"timing": dict, "provenance": dict, "machine": dict, "info": dict}
+_OPTIONAL_TIMING_TYPES = {"wall_s": (int, float), "start": str, "end": str}
+#: the parts of those that readers take without checking (the compute summary's device and CPU
+#: labels, verify's and the nightly's cache checks)
+_OPTIONAL_PART_TYPES = {
+    "machine": {"cpu_model": str, "gpu": (str, type(None)), "torch_threads": int},
+    "info": {"encoder_cache": dict, "shared_from": dict, "accelerator": dict, "pretrain": dict},
+}
+_OPTIONAL_NUMERICS_TYPES = {"device": str, "threads": int, "isa": str, "torch": str}
 
 
 def slug(text: str, limit: int = 48) -> str:
@@ -76,8 +89,22 @@ def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
         return "no job description"
     if job["id"] != path.name.split("--")[-1].split(".")[0]:
         return f"job id {job['id']!r} differs from the file name"
+    why = (_type_problem("job", job, _JOB_TYPES, required=True) or _type_problem("job", job, _OPTIONAL_JOB_TYPES)
+           or _type_problem("", rec, _OPTIONAL_TYPES)
+           or _type_problem("timing", rec.get("timing") or {}, _OPTIONAL_TIMING_TYPES)
+           or _type_problem("job.numerics", job.get("numerics") or {}, _OPTIONAL_NUMERICS_TYPES)
+           or next(filter(None, (_type_problem(part, rec.get(part) or {}, types)
+                                 for part, types in _OPTIONAL_PART_TYPES.items())), None))
+    if why:
+        return why
+    if job["seed_index"] < 0 or not all(isinstance(job["seeds"].get(k), int) for k in ("data", "init")):
+        return "job seeds out of range"
     if failed:
-        return None if rec.get("status") == "failed" and isinstance(rec.get("error"), dict) else "not a failure record"
+        error = rec.get("error")
+        ok = (rec.get("status") == "failed" and isinstance(error, dict)
+              and all(isinstance(error.get(k), str) for k in ("type", "message"))
+              and isinstance(error.get("traceback_tail", ""), str))
+        return None if ok else "not a failure record"
     if rec.get("status") != "ok":
         return f"status {rec.get('status')!r}, expected 'ok'"
     metrics = rec.get("metrics")
@@ -86,6 +113,20 @@ def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
     for k, v in metrics.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             return f"metric {k!r} is {v!r}, not a finite number"
+    return None
+
+
+def _type_problem(where: str, part: dict[str, Any], types: dict[str, Any], required: bool = False) -> str | None:
+    """The first entry of ``part`` whose type is not the one ``types`` names (a missing entry
+    only when ``required``); booleans are not numbers here."""
+    for key, want in types.items():
+        if key not in part:
+            if required:
+                return f"{where}.{key} missing"
+            continue
+        value, wanted = part[key], want if isinstance(want, tuple) else (want,)
+        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+            return f"{f'{where}.' if where else ''}{key} is a {type(value).__name__}"
     return None
 
 
@@ -163,19 +204,21 @@ class ResultStore:
         return path.name.split("--")[-1].split(".")[0]
 
     @staticmethod
-    def _read(path: Path, failed: bool) -> tuple[dict[str, Any] | None, str | None]:
+    def read_file(path: Path, failed: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+        """``(record, None)`` when ``path`` holds a valid record (a failure record when
+        ``failed``), else ``(None, why)``."""
         try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
+            rec = loads_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None, "vanished while reading"
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON, not UTF-8; RecursionError: too deep
             return None, f"does not parse ({type(e).__name__}: {str(e)[:80]})"
         why = record_problem(rec, path, failed)
         return (None, why) if why else (rec, None)
 
     def read(self, job: Job) -> dict[str, Any] | None:
         """The valid ok record of ``job``, or None."""
-        return self._read(self.path(job), False)[0]
+        return self.read_file(self.path(job), False)[0]
 
     def scan(self, tier: str, spec_id: str, fields: tuple[str, ...] | None = None) -> Scan:
         """One pass over a folder. ``fields``: keep only these top-level keys of each valid
@@ -211,7 +254,7 @@ class ResultStore:
                     if entry is None or entry[0] != stamp:
                         entry = None
                 if entry is None:
-                    rec, why = self._read(p, failed=failed)
+                    rec, why = self.read_file(p, failed=failed)
                     if rec is not None and fields is not None:
                         rec = _project(rec, _FAILURE_FIELDS if failed else fields)
                     if new is not None and now_ns - stamp[0] > _RACY_NS:
@@ -257,7 +300,7 @@ class ResultStore:
         path = self.path(job)
         if not path.exists():
             return False
-        rec, _ = self._read(path, failed=False)
+        rec, _ = self.read_file(path, failed=False)
         return rec is not None
 
     def records(self, tier: str, spec_id: str, failed: bool = False) -> list[dict[str, Any]]:
@@ -266,7 +309,7 @@ class ResultStore:
             return self.scan(tier, spec_id).records
         out = []
         for p in self._files(tier, spec_id, failed=True):
-            rec, _ = self._read(p, failed=True)
+            rec, _ = self.read_file(p, failed=True)
             if rec is not None:
                 out.append(rec)
         return out

@@ -224,20 +224,28 @@ class Session:
             elif ok and self.config_hash is not None and payload.get("config_hash") != self.config_hash:
                 ok, reason = False, (f"its config hash {payload.get('config_hash')} differs from this job's "
                                      f"{self.config_hash}")
-            elif ok and not (payload.get("stage") == stage and payload.get("epochs") == epochs
-                             and 0 <= payload.get("epoch", -1) <= epochs):
+            elif ok and not (payload.get("stage") == stage and _is_int(payload.get("epochs"))
+                             and payload["epochs"] == epochs):
                 ok, reason = False, "it belongs to another stage"
             elif ok and payload.get("code") != code_fingerprint():
                 ok, reason = False, "the pubench code changed since it was written"
+            elif ok and (why := progress_problem(payload, 1, epochs)):
+                ok, reason = False, why
         except Exception as exc:  # noqa: BLE001 - any unreadable or unsafe file is discarded, never a crash loop
             ok, reason = False, f"unreadable: {type(exc).__name__}: {_first_line(exc)}"
         if not ok:
-            warnings.warn(f"{self.label or self.folder.name}: discarding checkpoint {path} ({reason}); "
-                          "the stage starts over", CheckpointWarning, stacklevel=3)
-            path.unlink(missing_ok=True)
+            self.discard(stage, reason)
             return None
         self.resumed.append({"stage": stage, "epoch": payload["epoch"]})
         return payload
+
+    def discard(self, stage: str, reason: str) -> None:
+        """Delete the checkpoint of ``stage`` with a one-line warning saying why; the stage starts over."""
+        path = self.path(stage)
+        warnings.warn(f"{self.label or self.folder.name}: discarding checkpoint {path} ({reason}); "
+                      "the stage starts over", CheckpointWarning, stacklevel=4)
+        path.unlink(missing_ok=True)
+        self.resumed = [r for r in self.resumed if r["stage"] != stage]
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -259,6 +267,33 @@ class Session:
             return False
         self.stop_signal = signum
         return True
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: an epoch's statistics as :class:`pubench.train.loop.EpochStats` holds them
+_EPOCH_FIELDS = {"epoch": int, "mean": float, "sums": dict, "steps": int, "seconds": float}
+
+
+def progress_problem(payload: dict[str, Any], lowest: int, epochs: int) -> str | None:
+    """Why a checkpoint's (or prefix-cache entry's) progress cannot be resumed: its ``epoch``
+    not an integer in ``lowest..epochs``, its ``history`` not one epoch's statistics per epoch
+    done, its ``trainer`` or ``rng`` not a mapping (a damaged or planted file; None when fine)."""
+    epoch, history = payload.get("epoch"), payload.get("history")
+    if not _is_int(epoch) or not lowest <= epoch <= epochs:
+        return f"its epoch {epoch!r} is not one of {lowest}..{epochs}"
+    if not isinstance(history, list) or len(history) != epoch:
+        return "its history is not one entry per epoch done"
+    for h in history:
+        if not isinstance(h, dict) or set(h) != set(_EPOCH_FIELDS) or not all(
+                _is_int(h[k]) if t is int else isinstance(h[k], t) and not isinstance(h[k], bool)
+                for k, t in _EPOCH_FIELDS.items()):
+            return "its history holds an entry that is not an epoch's statistics"
+    if not isinstance(payload.get("trainer"), dict) or not isinstance(payload.get("rng"), dict):
+        return "it holds no trainer state or random states"
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

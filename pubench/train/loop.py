@@ -107,12 +107,26 @@ class Trainer:
                 "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
                 "state": {k: checkpoint.object_state(v) for k, v in self.state.items()}}
 
+    def misfit(self, saved: Any) -> str | None:
+        """Why ``saved`` (a checkpoint's trainer state) is not this trainer's, checked before
+        anything is loaded (None when it fits): other modules, tensors of other shapes, other
+        registered state, an optimizer or scheduler state that is not a mapping."""
+        if not isinstance(saved, dict) or not isinstance(saved.get("modules"), list) \
+                or not isinstance(saved.get("state"), dict) or not isinstance(saved.get("optimizer"), dict) \
+                or not isinstance(saved.get("scheduler"), dict if self.scheduler is not None else type(None)):
+            return "it holds no trainer state of this shape"
+        if len(saved["modules"]) != len(self.modules) or set(saved["state"]) != set(self.state) or any(
+                not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values())
+                or {k: tuple(v.shape) for k, v in sd.items()} != {k: tuple(v.shape) for k, v in m.state_dict().items()}
+                for m, sd in zip(self.modules, saved["modules"])):
+            return "it holds other modules or state"
+        return None
+
     def load_state_dict(self, saved: dict[str, Any]) -> None:
         # check the shapes first: a failed load must not leave the modules half restored
-        if len(saved["modules"]) != len(self.modules) or set(saved["state"]) != set(self.state) or any(
-                {k: tuple(v.shape) for k, v in sd.items()} != {k: tuple(v.shape) for k, v in m.state_dict().items()}
-                for m, sd in zip(self.modules, saved["modules"])):
-            raise ValueError(f"{self.desc}: the checkpoint holds other modules or state")
+        why = self.misfit(saved)
+        if why is not None:
+            raise ValueError(f"{self.desc}: {why}")
         for m, sd in zip(self.modules, saved["modules"]):
             m.load_state_dict(sd)
         self.optimizer.load_state_dict(saved["optimizer"])
@@ -145,6 +159,9 @@ class Trainer:
         first = 0
         if session is not None:
             saved = session.load(stage, self.desc, epochs)
+            if saved is not None and (why := self.misfit(saved["trainer"]) or _rng_misfit(saved["rng"])):
+                session.discard(stage, why)  # nothing was loaded: starting over gives a clean run's numbers
+                saved = None
             if saved is not None:
                 try:
                     self.restore(saved)
@@ -156,7 +173,7 @@ class Trainer:
                 first = saved["epoch"]
         if first == 0 and self.prefix_key is not None:
             shared = prefix_cache.load(self.prefix_key, epochs)
-            if shared is not None:
+            if shared is not None and not (self.misfit(shared["trainer"]) or _rng_misfit(shared["rng"])):
                 self.restore(shared)
                 history = [EpochStats(**h) for h in shared["history"]]
                 first = self.prefix_start = shared["epoch"]
@@ -224,6 +241,14 @@ class Trainer:
         """Load a checkpoint's trainer state and global random states (on the modules' device)."""
         self.load_state_dict(saved["trainer"])
         checkpoint.set_global_rng_state(saved["rng"])
+
+
+def _rng_misfit(rng: Any) -> str | None:
+    """Why ``rng`` is not what :func:`checkpoint.global_rng_state` saves (None when it is)."""
+    if not isinstance(rng, dict) or not isinstance(rng.get("torch"), torch.Tensor) \
+            or not isinstance(rng.get("numpy"), tuple) or not isinstance(rng.get("python"), tuple):
+        return "it holds no random states of this shape"
+    return None
 
 
 # ------------------------------------------------------------------ callbacks

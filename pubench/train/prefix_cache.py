@@ -66,9 +66,11 @@ def load(key: str, max_epoch: int) -> dict[str, Any] | None:
     ``history``) if its epoch is at most ``max_epoch``; None otherwise or when off."""
     if not encoder_cache.enabled():
         return None
+    from pubench.train.checkpoint import progress_problem
+
     payload = _read(key)
-    if payload is None or not 0 < payload["epoch"] <= max_epoch:
-        return None
+    if payload is None or progress_problem(payload, 1, max_epoch) is not None:
+        return None  # none, or one that stopped later than this run (or cannot be resumed)
     return payload
 
 
@@ -78,7 +80,7 @@ def store(key: str, epoch: int, trainer_state: dict[str, Any], rng: dict[str, An
     if not encoder_cache.enabled():
         return False
     held = _read(key)
-    if held is not None and held["epoch"] >= epoch:
+    if held is not None and isinstance(held.get("epoch"), int) and held["epoch"] >= epoch:
         return False
     from pubench.train.checkpoint import atomic_save
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -15,6 +16,24 @@ from typing import IO, Any, Callable
 from pubench.errors import StorageError, UsageError
 
 TMP_PREFIX = ".tmp-"
+#: a JSON escape of a UTF-16 surrogate (``\ud800``): one of a pair, or a lone one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads(text)`` of a file pubench reads back (a record, a claim, a cache entry, a
+    manifest); ValueError also where a string holds a lone surrogate (``"\\ud800"``): JSON's
+    escapes can say one, but it is no text, and printing or writing it later would fail."""
+    value = json.loads(text)
+    escape = _SURROGATE_ESCAPE_BYTES if isinstance(text, bytes) else _SURROGATE_ESCAPE
+    if escape.search(text):  # rare: only then is the value encoded again to find a lone one
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate (a \\udXXX escape without its pair): not text") \
+                from None
+    return value
 
 
 def atomic_write(path: str | Path, write: Callable[[IO], None], *, binary: bool = False, prefix: str = TMP_PREFIX

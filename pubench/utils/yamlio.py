@@ -34,14 +34,76 @@ def read_text(path: Path) -> str:
 
 
 def parse_mapping(text: str, path: Path) -> dict[str, Any]:
-    """``text`` (the content of ``path``) as a YAML mapping; :class:`SpecError` otherwise."""
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as e:
-        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
+    """``text`` (the content of ``path``) as a YAML mapping of plain data
+    (:func:`pubench.utils.plaindata.data_problem`); :class:`SpecError` otherwise."""
+    from pubench.utils.plaindata import data_problem
+
+    data = parse_yaml(text, path)
     if not isinstance(data, dict):
         raise SpecError(str(path), "(top level)", "expected a mapping")
+    problem = data_problem(data)
+    if problem is not None:
+        raise SpecError(str(path), *problem)
     return data
+
+
+def parse_yaml(text: str, path: Path | str) -> Any:
+    """``text`` (the content of ``path``) parsed; :class:`SpecError` when it does not parse or
+    holds a value its tag cannot build (``!!int abc``, a date ``2026-02-30``)."""
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as e:
+        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
+    except Exception as e:  # noqa: BLE001 - the safe constructors raise ValueError, KeyError, ... for a bad value
+        raise SpecError(str(path), "(yaml)", unbuildable_value(text, e)) from None
+
+
+class NotYamlValue(ValueError):
+    """A command-line value (``--set``, ``--add-row``) that does not parse, or holds a scalar its
+    tag cannot build; its message is one line."""
+
+
+def load_value(raw: str) -> Any:
+    """``raw``, a value given on the command line, parsed as YAML; :class:`NotYamlValue` with one
+    line (``the value is not YAML (...)``, ``line 1: 'abc' is not a valid !!int``) otherwise.
+    Whether the value is plain data is the caller's check (:func:`pubench.utils.plaindata.data_problem`)."""
+    try:
+        return safe_load(raw)
+    except yaml.YAMLError as e:
+        raise NotYamlValue(f"the value is not YAML ({' '.join(str(e).split())[:120]})") from None
+    except Exception as e:  # noqa: BLE001 - the safe constructors raise ValueError, KeyError, ... for a bad value
+        raise NotYamlValue(unbuildable_value(raw, e)) from None
+
+
+def unbuildable_value(text: str, error: BaseException) -> str:
+    """Which scalar of ``text`` the safe constructors cannot build, and why, for a message:
+    ``line 5: 'abc' is not a valid !!int (invalid literal ...)``."""
+    why = " ".join(str(error).split())[:120] or type(error).__name__
+    try:
+        root = yaml.compose(text, Loader=SafeLoader)
+    except Exception:  # noqa: BLE001 - then no line can be named
+        return f"a value cannot be read ({why})"
+    builder = yaml.SafeLoader("")
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                builder.construct_object(node)
+            except Exception as e:  # noqa: BLE001 - the value the whole document failed on
+                tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+                shown = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+                # a ValueError says what is wrong; a KeyError or AttributeError only shows the constructor's insides
+                why = f" ({' '.join(str(e).split())[:120]})" if isinstance(e, ValueError) else ""
+                return f"line {node.start_mark.line + 1}: {shown!r} is not a valid {tag}{why}"
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(reversed([n for pair in node.value for n in pair]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+    return f"a value cannot be read ({why})"
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

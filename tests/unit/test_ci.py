@@ -91,7 +91,7 @@ def test_the_projection_schedules_each_command_on_two_workers(nightly):
     plan = nightly.plan_night(store(), dt.date(2026, 12, 1))
     for c in plan.verify + plan.fresh:
         assert c.projected_s == pytest.approx(nightly.COMMAND_START_S + nightly.makespan(c.job_seconds, 2))
-    assert plan.projected_s == pytest.approx(sum(c.projected_s for c in plan.verify + plan.fresh))
+    assert plan.projected_s == pytest.approx(sum(c.projected_s for c in plan.verify + plan.fresh + plan.checks))
     assert f"projected {plan.projected_s / 3600:.1f} h on 2 cores" in plan.summary()
 
 
@@ -104,6 +104,20 @@ def test_a_record_that_used_a_cache_is_charged_what_made_the_cache(nightly):
     makers = nightly.cache_makers([maker, hit, prefix_maker, prefix_hit, shared])
     assert [nightly.fresh_seconds(r, makers) for r in (maker, hit, prefix_maker, prefix_hit, shared)] == \
         [300.0, 300.0, 200.0, 200.0, 97.0]
+
+
+def test_every_night_runs_the_thorough_generated_inputs_and_the_soak_from_its_date(nightly, tmp_path):
+    plan = nightly.plan_night(store(), dt.date(2026, 12, 1))
+    fuzz, soak = plan.checks
+    assert fuzz.argv[1:3] == ["-m", "pytest"] and fuzz.argv[-3:] == ["-m", "fuzz", "tests/unit"]
+    assert soak.argv[1] == ".ci/soak.py" and soak.argv[soak.argv.index("--seconds") + 1] == "600"
+    assert soak.argv[soak.argv.index("--seed") + 1] == str(dt.date(2026, 12, 1).toordinal())
+    assert all(c.projected_s > 0 for c in plan.checks) and "store soak" in plan.summary()
+    assert [c.argv for c in nightly.checks(dt.date(2026, 12, 1), tmp_path)] != [c.argv for c in plan.checks]
+    assert str(tmp_path / "soak") in nightly.checks(dt.date(2026, 12, 1), tmp_path)[1].argv
+    out = "...\n--- pubench reliability ---\ngenerated inputs, thorough budget: 4400 cases in 11 tests (seed 7)\n11 passed\n"
+    assert nightly.check_summary(out) == "generated inputs, thorough budget: 4400 cases in 11 tests (seed 7); 11 passed"
+    assert nightly.check_summary("{\n}\nsoak 01:02:03: PASSED: 300 jobs\n") == "soak 01:02:03: PASSED: 300 jobs"
 
 
 def test_only_pattern_selects_exactly_its_cell(nightly):
@@ -133,6 +147,9 @@ def test_the_regression_report_says_what_moved_and_what_failed(nightly, tmp_path
         "compare": {"rc": 1, "flagged": ["fig4-punce  r1|c2  acc  80 ± 1 (3)  70 ± 0 (1)  -10  3  WORSE"],
                     "summary": "12 cell(s) compared, 1 outside tolerance"},
         "failed_jobs": ["fig4-punce/r1|c3/seed=0: RuntimeError: boom"],
+        "checks": {"store soak": {"rc": 1, "summary": "soak 01:02:03: FAILED: ... duplicates 1, lost 0"},
+                   "generated inputs (thorough budget)": {"rc": 0, "summary": "generated inputs, thorough budget: "
+                                                                             "4400 cases in 11 tests (seed 739951)"}},
     }
     path = tmp_path / "report.md"
     nightly.write_report(path, plan, outcomes, 3600.0)
@@ -141,6 +158,8 @@ def test_the_regression_report_says_what_moved_and_what_failed(nightly, tmp_path
     assert "r1|c2  acc" in moved and "WORSE" in moved
     assert "pubench verify table1-punce --tier reduced" in failed and "outside  <-- FAIL" in failed
     assert "pubench run fig4-punce" in failed and "RuntimeError: boom" in failed
+    assert "store soak (exit 1): soak 01:02:03: FAILED" in failed
+    assert "- generated inputs (thorough budget): generated inputs, thorough budget: 4400 cases" in text.split("## Passed")[1]
     assert "1 of 2 tables reproduced" in text and "projected" in text
     assert nightly.verify_problems("verify x\njob  canonical\nj1  yes  identical\nj2  yes  outside  <-- FAIL\n"
                                    "FAIL: 1 identical, 1 outside\n") == ["j2  yes  outside  <-- FAIL",
