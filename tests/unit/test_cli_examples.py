@@ -116,7 +116,7 @@ def scratch(tmp_path, monkeypatch, seeded):
     # the failure record `pubench log 94c0635a` finds
     job = {"id": LOG_JOB, "spec_id": "table1-pucl", "tier": "reduced", "row": "SimCLR", "col": "CIFAR10",
            "seed_index": 0, "task": "contrastive_probe", "params": {}, "seeds": {"data": 1, "init": 2},
-           "name": "table1-pucl/SimCLR|CIFAR10/seed=0"}
+           "name": "table1-pucl/SimCLR|CIFAR10/seed=0", "spec_version": 1}
     rec = tmp_path / "results" / "reduced" / "table1-pucl" / f"SimCLR__CIFAR10__s0--{LOG_JOB}.failed.json"
     rec.parent.mkdir(parents=True)
     rec.write_text(json.dumps({"schema": 2, "status": "failed", "job": job, "timing": {}, "error": {
