@@ -69,7 +69,7 @@ smoke: install
 # CUDA: one line, exit 0. GPU_PY=... picks the interpreter, GPU_CHECK_ARGS=... adds options.
 GPU_PY ?= python3
 gpu-check:
-	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench.tools.gpu_check $(GPU_CHECK_ARGS)
 
 # A campaign window on a machine with one CUDA GPU (docs/gpu.md, "A campaign"): the queue of
 # campaigns/paper-gpu.yaml for GPU_BUDGET (default 9m, from the command's start), run as gpu-check

@@ -4,7 +4,7 @@ one-class when given a misspecified class prior.
 Usage: python benchmarks/fig6_one_class.py [--out FILE.jsonl]
 
 Reruns committed reduced-tier jobs of fig6-wconpu (and one of its true-prior cells, taken from
-table2-wconpu) in this process with the canonical numerics, as benchmarks/findings36.py does,
+table2-wconpu) in this process with the canonical numerics, as benchmarks/reduced_internals.py does,
 checks that each job's metrics reproduce its record bit for bit (``reproduced``) and prints,
 one JSON line per job, what the record does not hold:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from findings36 import RECORDS, Capture, _record, _reexec, _run
+from reduced_internals import RECORDS, Capture, _record, _reexec, _run
 
 JOBS = [("nnPU", "pi_P=0.2", 0), ("nnPU", "pi_P=0.3", 0), ("nnPU", "pi_P=0.3", 1), ("nnPU", "pi_P=0.3", 2),
         ("Dist-PU", "pi_P=0.2", 1), ("Dist-PU", "pi_P=0.6", 0)]
@@ -31,15 +31,17 @@ JOBS = [("nnPU", "pi_P=0.2", 0), ("nnPU", "pi_P=0.3", 0), ("nnPU", "pi_P=0.3", 1
 TRUE_PRIOR = ("table2-wconpu", "nnPU", "CIFAR-10", 1)
 
 
-def score_summary(model, data, device) -> dict:
+def score_summary(model, data, ctx) -> dict:
     import torch
 
     from pubench.train.classifier import predict, to_float
 
     model.eval()
+    device = ctx.device
 
     def scores(x):
-        return predict(lambda idx: model(to_float(x[idx].to(device), data.mean, data.std)), x.shape[0]).reshape(-1)
+        return predict(lambda idx: model(to_float(x[idx].to(device), data.mean, data.std)), x.shape[0],
+                       ctx).reshape(-1)
 
     with torch.no_grad():
         train, test = scores(data.x_train), scores(data.x_test)
@@ -64,9 +66,9 @@ def measure(key: str) -> dict:
             return box["risk_per_epoch"]
 
         def evaluate(evaluate_network):
-            def evaluate_and_keep(model, data, device):
-                box["scores"] = score_summary(model, data, device)
-                return evaluate_network(model, data, device)
+            def evaluate_and_keep(model, data, ctx):
+                box["scores"] = score_summary(model, data, ctx)
+                return evaluate_network(model, data, ctx)
             return evaluate_and_keep
 
         cap.patch(end_to_end, "train_network", train_and_keep)

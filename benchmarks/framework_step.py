@@ -10,8 +10,8 @@ images, projector 64 -> 64 -> 32 as the reduced tiers, InfoNCE at the block's te
   forward (``Framework.projections``: SimCLR both views through encoder + projector, MoCo
   queries with gradient + keys through the key encoder, CMC Lab conversion + L and ab
   networks) and the backward of a stand-in objective;
-* ``step``: the whole step as ``pubench.train.pretrain`` runs it
-  (:func:`pubench.train.pretrain.pretrain_step` + ``Trainer.optimize``): indexing, the
+* ``step``: the whole step as ``pubench.frameworks.pretrain`` runs it
+  (:func:`pubench.frameworks.pretrain.pretrain_step` + ``Trainer.optimize``): indexing, the
   augmentations, the forward, queue / memory bank logits, the loss, backward, Adam, and
   the framework's ``after_step`` (momentum update, enqueue, bank update);
 * ``ratio`` = step / model (the target is <= 1.10: everything around the network costs
@@ -41,23 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 import torch
 
+from pubench.frameworks.pretrain import LossCall, build_framework, build_models, pretrain_step
 from pubench.models import build_backbone
 from pubench.models.heads import projection_head
+from pubench.tools.gpu_step import MEAN, STD, TEMPERATURE, framework_block
 from pubench.train.augment import build_augment
 from pubench.train.loop import Trainer
 from pubench.train.optim import build_optimizer
-from pubench.train.pretrain import LossCall, build_framework, build_models, pretrain_step
-
-MEAN, STD = [0.49, 0.48, 0.45], [0.25, 0.24, 0.26]
-TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}
-
-
-def framework_block(name: str, negatives: int) -> dict:
-    if name == "moco":
-        return {"name": "moco", "queue": negatives, "momentum": 0.99, "bn_splits": 8}
-    if name == "cmc":
-        return {"name": "cmc", "negatives": negatives, "bank_momentum": 0.5}
-    return {"name": "simclr"}
 
 
 class Case:

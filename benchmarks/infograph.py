@@ -58,7 +58,7 @@ class OldStep:
         return torch.cat([global_add_pool(h, data.batch, size=data.num_graphs) for h in xs], 1), torch.cat(xs, 1)
 
     def epoch(self) -> float:
-        from pubench.train.infograph import local_global_scores
+        from pubench.frameworks.infograph import local_global_scores
 
         obj, t0 = self.objective, time.perf_counter()
         for data in self.batches:
@@ -76,7 +76,7 @@ class OldStep:
 
 class NewStep:
     def __init__(self, model, graphs, objective, batch_size: int, seed: int, lr: float):
-        from pubench.train.infograph import prepare_batches
+        from pubench.frameworks.infograph import prepare_batches
 
         self.model, self.objective = model, objective
         t0 = time.perf_counter()
@@ -85,7 +85,7 @@ class NewStep:
         self.opt = torch.optim.Adam(model.parameters(), lr=lr)
 
     def epoch(self) -> float:
-        from pubench.train.infograph import train_step
+        from pubench.frameworks.infograph import train_step
 
         t0 = time.perf_counter()
         for pb in self.batches:
@@ -112,10 +112,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     from pubench.data.graphs import load_graphs
+    from pubench.frameworks.infograph import InfoGraph, embed
+    from pubench.models.gin import gin
     from pubench.registry import get_spec
     from pubench.tasks.infograph import parse_params
-    from pubench.train.infograph import InfoGraph, embed
-    from pubench.models.gin import gin
     from pubench.train.svm_eval import svm_cv
 
     spec = get_spec("table2-pucl")

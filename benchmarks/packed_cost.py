@@ -3,7 +3,7 @@ one job per GPU: the ``packed-cost`` section of docs/gpu.md.
 
 Usage: python benchmarks/packed_cost.py [--jobs-per-gpu 4] [--write]
 
-Per table, from docs/gpu.md's cost table (its GPU-hours on one GPU, ``benchmarks/paper_cost.py``)
+Per table, from docs/gpu.md's cost table (its GPU-hours on one GPU, ``pubench.tools.paper_cost``)
 and the committed CUDA figures (``pubench.preflight.committed``): each of the table's cells
 whose projection rests on a CUDA figure (measured, or scaled from a measured cell) draws the
 FLOP rate of that figure's main stage, a share u of the most any committed figure drew from the

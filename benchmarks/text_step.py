@@ -29,6 +29,7 @@ from torch import nn
 from pubench.losses.ce_contrastive import ce_plus_contrastive
 from pubench.models import build_backbone
 from pubench.tasks.text_fewshot import TextTrainConfig, _objective, fine_tune
+from pubench.train.context import PLAIN
 from pubench.train.optim import build_optimizer
 from pubench.utils.seeding import torch_generator
 
@@ -103,11 +104,11 @@ def main() -> None:
 
     def loop() -> float:
         t = time.process_time()
-        hist = fine_tune(encoder, head, train_ids, y, unl_ids, train, objective, loss, torch_generator(2), "cpu")
+        hist = fine_tune(encoder, head, train_ids, y, unl_ids, train, objective, loss, torch_generator(2), PLAIN)
         return (time.process_time() - t) / hist[0].steps
 
     # warm-up (allocator, first-call overheads), then alternate
-    fine_tune(encoder, head, train_ids[:a.batch], y[:a.batch], unl_ids, train, objective, loss, torch_generator(1), "cpu")
+    fine_tune(encoder, head, train_ids[:a.batch], y[:a.batch], unl_ids, train, objective, loss, torch_generator(1), PLAIN)
     loops, bares = [], []
     for _ in range(a.repeats):
         loops.append(loop())

@@ -18,8 +18,10 @@ names a :class:`Numerics` profile and its id hashes it:
 The pinned variables are read by the libraries when they load or first run, so a process
 must start with them: ``pubench run`` re-executes itself with :func:`process_env`, the
 SLURM executor exports them in the batch script, and :func:`check_process` refuses to run
-a job in a process that cannot deliver its profile. What a job cannot pin (CPU model,
-library versions, GPU model) is recorded in every record (:func:`machine`).
+a job in a process that cannot deliver its profile. The worker puts the job's profile in
+its context (:class:`pubench.train.context.JobContext`), where tasks read its device. What a
+job cannot pin (CPU model, library versions, GPU model) is recorded in every record
+(:func:`machine`).
 """
 
 from __future__ import annotations
@@ -27,10 +29,9 @@ from __future__ import annotations
 import functools
 import os
 import platform
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from importlib import metadata
-from typing import Any, Iterator
+from typing import Any
 
 from pubench.errors import PubenchError
 
@@ -174,31 +175,6 @@ def apply(numerics: Numerics) -> None:
     except RuntimeError:  # only settable before the first parallel region; 1 is set at start-up by THREAD_ENV
         pass
     torch.use_deterministic_algorithms(True, warn_only=numerics.device == "cpu")
-
-
-_CURRENT: list[Numerics] = []
-
-
-@contextmanager
-def active(numerics: Numerics) -> Iterator[Numerics]:
-    """Make ``numerics`` the profile tasks read through :func:`current` (the worker sets it)."""
-    _CURRENT.append(numerics)
-    try:
-        yield numerics
-    finally:
-        _CURRENT.pop()
-
-
-def current() -> Numerics:
-    """The running job's profile; outside a job (library use, tests), the canonical CPU one."""
-    return _CURRENT[-1] if _CURRENT else resolve()
-
-
-def device():
-    """The torch device of the running job."""
-    import torch
-
-    return torch.device(current().device)
 
 
 # ---- what is recorded ---------------------------------------------------------------

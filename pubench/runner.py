@@ -11,6 +11,8 @@ failed, 128 + the signal number when the run was interrupted.
 
 from __future__ import annotations
 
+import math
+import signal
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -18,9 +20,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from pubench import paths
-from pubench.errors import UsageError
+from pubench import numerics, paths
+from pubench.coverage import data_missing
+from pubench.errors import JobInterrupted, UsageError
+from pubench.executors import EXECUTORS, ExecutorContext
+from pubench.executors.cores import slots_folder
+from pubench.jobs import PlanError, expand
+from pubench.numerics import Numerics
+from pubench.registry import get_spec
+from pubench.registry.added_rows import block_of, budget_text, check_added, flow, inheritance, settings_run
+from pubench.registry.overrides import overridden_deviations, parse_override
+from pubench.registry.spec import CUSTOM
+from pubench.registry.task_check import jobs_rejection
+from pubench.registry.units import implemented, units
+from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
+from pubench.store import ResultStore
+from pubench.store import provenance as store_provenance  # the module: tests stand in for its code_changes
+from pubench.tasks import TASKS
 from pubench.utils.io import check_writable
+from pubench.utils.yamlio import problem_line
 
 
 @dataclass
@@ -52,8 +70,6 @@ class RunRequest:
 def executor_context(spec_id: str, tier: str, **fields: Any):
     """The :class:`~pubench.executors.base.ExecutorContext` of a run of ``spec_id`` at ``tier``
     over this project's folders (``fields``: the run's own settings)."""
-    from pubench.executors import ExecutorContext
-
     profile = fields.pop("profile", None)
     return ExecutorContext(results_root=paths.results_root(), logs_root=paths.logs_root(), spec_id=spec_id,
                            tier=tier, profile=paths.slurm_profiles_root() / f"{profile}.yaml" if profile else None,
@@ -62,11 +78,6 @@ def executor_context(spec_id: str, tier: str, **fields: Any):
 
 def run(req: RunRequest) -> int:
     """Plan and run (or submit) the jobs of ``req``; the exit status."""
-    from pubench.registry import get_spec
-    from pubench.store import ResultStore
-
-    from pubench.registry.spec import CUSTOM
-
     spec = get_spec(req.spec_id)
     if req.tier not in spec.tiers:
         raise UsageError(f"unknown tier {req.tier!r}")
@@ -76,12 +87,8 @@ def run(req: RunRequest) -> int:
         raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
     tier = CUSTOM if req.overrides or req.added else req.tier  # where the jobs are stored and claimed
     executor, context = _executor(req, spec.id, tier)
-    from pubench.jobs import expand
-
     view = None
     if req.added:
-        from pubench.registry.added_rows import check_added
-
         check_added(spec, req.added)
         view = spec.with_added_rows(req.tier, tuple(req.added))
         plan = expand(view, CUSTOM, req.seeds, req.only, numerics=context.numerics)
@@ -129,8 +136,6 @@ def missing_data(jobs: list) -> dict[str, str]:
     """Data set name -> what to place where, for every data set ``jobs`` read that is not under
     the data root ($PUBENCH_DATA) here (:func:`pubench.coverage.data_missing`; a data set no
     loader checks, e.g. a simulation's, counts as present)."""
-    from pubench.registry.units import units
-
     names, seen = set(), set()
     for j in jobs:
         if id(j.params) not in seen:  # the seeds of a cell share their params
@@ -138,8 +143,6 @@ def missing_data(jobs: list) -> dict[str, str]:
             names |= {n for k, n in units(j.task, j.params) if k == "dataset"}
     if not names:
         return {}
-    from pubench.coverage import data_missing
-
     out = {}
     for n in sorted(names):
         why = data_missing(n)
@@ -152,8 +155,6 @@ def missing_data_line(spec_id: str, jobs: list, lacking: dict[str, str], ran: bo
     """One line: the jobs that need missing data (``ran=False``: and that nothing was run,
     said before the file names, which a long data root may shorten away), and per data set
     the files to place."""
-    from pubench.registry.units import units
-
     n = sum(any(k == "dataset" and name in lacking for k, name in units(j.task, j.params)) for j in jobs)
     parts = []
     for name, why in lacking.items():
@@ -171,9 +172,6 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
     if req.overrides or req.added:
         rejected = variant_config_error(jobs)
         return rejected and f"{'--set' if req.overrides else '--add-row'}: {rejected}"
-    from pubench.registry.task_check import jobs_rejection
-    from pubench.utils.yamlio import problem_line
-
     rejection = jobs_rejection(spec, req.tier, jobs)
     return None if rejection is None else problem_line(rejection)
 
@@ -181,8 +179,6 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
 def variant_config_error(jobs: list) -> str | None:
     """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
     checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
-    from pubench.tasks import TASKS
-
     seen = set()
     for j in jobs:
         if (j.row, j.col) in seen:
@@ -200,10 +196,6 @@ def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:
     baseline at ``tier`` and what it sets, where its jobs are stored, and how many cells of the
     rows it is compared with (its block, in the settings and seeds of ``jobs``, the added rows'
     jobs) have records at ``tier``."""
-    from pubench.jobs import expand
-    from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
-    from pubench.registry.spec import CUSTOM
-
     block: set[str] = set()
     for row in view.added:
         inherited, replaced = inheritance(view, tier, row)
@@ -234,8 +226,6 @@ def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
     """The overrides whose key no cell's config at ``tier`` has (a typo makes every job fail
     on its config; a new key may be meant): one sentence each."""
-    from pubench.registry.overrides import parse_override
-
     configs = [spec.resolve(tier, r, c)["params"] for r, c in spec.cells()
                if spec.unavailable_reason(tier, r, c) is None]
     out = []
@@ -257,9 +247,6 @@ def _has_path(node, path: list[str]) -> bool:
 
 def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
     """The executor of the run, and its context (with the numerics of the run's jobs)."""
-    from pubench import numerics
-    from pubench.executors import EXECUTORS
-
     kind = EXECUTORS.get(req.executor)
     context = executor_context(spec_id, tier or req.tier, jobs=req.jobs, progress=req.progress, force=req.force,
                                profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every,
@@ -275,12 +262,10 @@ def _check_clean_tree(req: RunRequest, store_root: Path) -> None:
 
 def check_clean_tree(store_root: Path, allow_dirty: bool) -> None:
     """Writing into the committed store needs committed code and specs (or --allow-dirty)."""
-    from pubench.store.provenance import code_changes
-
     committed = (paths.project_root() / "results").resolve()
     if store_root.resolve() != committed:
         return
-    changes = code_changes()
+    changes = store_provenance.code_changes()
     if changes and not allow_dirty:
         raise UsageError(f"uncommitted changes to code or specs ({', '.join(changes[:3])}"
                          f"{' ...' if len(changes) > 3 else ''}) and the store is the committed one ({committed}): "
@@ -294,8 +279,6 @@ def _say_plan(spec, tier: str, plan, num, overrides: list[str] | None = None) ->
                     plan.seeds else ()))
     print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
-    from pubench.registry.overrides import overridden_deviations
-
     for d in overridden_deviations(spec.tiers[tier].deviations, overrides or []):
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:
@@ -318,8 +301,6 @@ def describe_numerics(num) -> str:
 def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:
     """The jobs to run: neither done (unless --force) nor in flight under any executor; a
     corrupt record is quarantined (its job runs again)."""
-    from pubench.executors import EXECUTORS
-
     tier = context.tier
     if not req.dry_run:
         store.clean_temps(tier, spec_id)
@@ -349,10 +330,6 @@ def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
     its own record, with ``info.shared_from`` naming it, and does not run. One experiment in two
     tables then shows one set of numbers and is computed once; ``pubench verify`` reruns such a
     record from scratch like any other (and samples them first)."""
-    from pubench.jobs import PlanError, expand
-    from pubench.numerics import Numerics
-    from pubench.registry import get_spec
-
     source_cell = {j.id: shared[1:] for j in todo if (shared := spec.shared_cell(j.row, j.col))}
     if not source_cell:
         return todo
@@ -391,9 +368,6 @@ def take_shared(spec, todo: list, store, dry_run: bool = False) -> list:
 
 
 def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
-    from pubench.executors.cores import slots_folder
-    from pubench.executors.worker import JobInterrupted
-
     if executor.runs_here and slots_folder() is not None:
         check_writable(slots_folder(), "core slots ($PUBENCH_CORE_SLOTS)")
     if not executor.runs_here:
@@ -402,8 +376,6 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
         sub = executor.submit(todo, on_done=_log_line(len(todo)) if req.log_lines else None)
     except (JobInterrupted, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", 2)
-        import signal
-
         print(f"pubench: interrupted ({signal.Signals(signum).name}); finished jobs are saved, the ones in flight "
               "are recorded as interrupted (with a checkpoint when they were training); rerun to continue",
               file=sys.stderr)
@@ -426,11 +398,9 @@ def _estimate(store, todo, concurrency: tuple[int, int, str] | None) -> str:
     committed under ``benchmarks/results/`` (:mod:`pubench.preflight.committed`). ``concurrency``:
     the executor's jobs at once, jobs per device and how, in words (the wall time; packed jobs
     are slowed by :mod:`pubench.preflight.packing`'s ratio)."""
-    from pubench.preflight.committed import project
+    from pubench.preflight.committed import project  # here: the preflight package costs every `status` 30 ms
     from pubench.preflight.packing import packing
     from pubench.preflight.report import cached
-    from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
-    from pubench.store import ResultStore
 
     committed = paths.project_root() / "results"
     stores = [store] + ([ResultStore(committed)] if committed.resolve() != store.root.resolve() else [])
@@ -460,8 +430,6 @@ def _log_line(total: int) -> Callable:
     """Progress lines when stderr is not a terminal (logs, CI, ``make demo``): one per finished
     job for up to :data:`LOG_EVERY_JOB` jobs; for more, one per twentieth of the run (and one
     for every job that did not end ok), each with the counts so far."""
-    import math
-
     n = Counter()
     every = 1 if total <= LOG_EVERY_JOB else math.ceil(total / 20)
 
@@ -507,8 +475,6 @@ def _failure_records(store, tier: str, spec_id: str):
 def split_unimplemented(jobs):
     """``(runnable jobs, {(row, col): missing units})``: a job naming a planned unit the
     code lacks could only fail, so it is neither run nor counted as pending."""
-    from pubench.registry.units import implemented, units
-
     have, keep, lacking, seen = implemented(), [], {}, {}
     for j in jobs:
         if id(j.params) not in seen:  # the seeds of a cell share their params: walk them once

@@ -261,14 +261,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("-", "pubench reliability")
     for line in out:
         terminalreporter.write_line(line)
-
-
-def load_benchmark(name: str):
-    """The module of ``benchmarks/<name>.py`` (the scripts are not a package)."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

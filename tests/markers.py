@@ -49,7 +49,7 @@ LATEX_FILES = {"tests/unit/test_latex_compile.py"}
 SUBPROCESS_FILES = {
     "tests/unit/test_faults.py",             # signals, full disks, stopped runners, umasks: 390 s
     "tests/unit/test_reliability.py",        # kill -9, SIGTERM, two runners on one store: 360 s
-    "tests/unit/test_gpu_check.py",          # benchmarks/gpu_check.py's CPU-capable parts: 190 s
+    "tests/unit/test_gpu_check.py",          # pubench.tools.gpu_check's CPU-capable parts: 190 s
     "tests/unit/test_cli_without_torch.py",  # each command in a fresh interpreter without torch: 180 s
     "tests/unit/test_executors.py",          # worker processes, submitit, a killed runner: 100 s
     "tests/unit/test_adding_units.py",       # pytest in a scratch checkout with two new units: 16-32 s

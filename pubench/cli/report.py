@@ -56,26 +56,28 @@ def cmd_report(args) -> int:
 
     store = ResultStore(paths.results_root(), memo=True)  # each folder read once: report, index and site share it
     chosen = specs(args.ids or None)
+    try:  # the registry, parsed once: the pooled spreads of every report and the index read it
+        all_specs = chosen if not args.ids else load_all()
+    except SpecError as e:  # an unrelated broken spec must not block the reports asked for
+        all_specs, broken = None, e
     tiers = args.tier or [*TIER_CHOICES, CUSTOM]
     check_writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
-    written = sum(_report(args, view, tier, store) for spec in chosen.values() for tier in tiers
+    written = sum(_report(args, view, tier, store, chosen if all_specs is None else all_specs) for spec in chosen.values() for tier in tiers
                   for view in (variants(spec, store) if tier == CUSTOM else [spec]))
     if not written:
         raise UsageError("no results for " + (", ".join(chosen) if args.ids else "any table")
                          + f" at tier(s) {', '.join(tiers)}; {run_first_hint(list(chosen) if args.ids else [], tiers)}")
-    try:
-        all_specs = load_all()
-        index = write_index(all_specs, store, paths.reports_root())
-    except SpecError as e:  # an unrelated broken spec must not lose the reports just written
-        print(f"pubench: index not updated: {e}", file=sys.stderr)
+    if all_specs is None:  # the reports just written stay
+        print(f"pubench: index not updated: {broken}", file=sys.stderr)
         return 0
+    index = write_index(all_specs, store, paths.reports_root())
     print(f"pubench: index {index}", file=sys.stderr)
     if args.html:
         print(f"pubench: site {write_site(all_specs, store, paths.reports_root() / 'site')}", file=sys.stderr)
     return 0
 
 
-def _report(args, spec, tier: str, store) -> bool:
+def _report(args, spec, tier: str, store, all_specs=None) -> bool:
     """Write (and print, with --print) the report of ``spec`` at ``tier``; False when there is nothing to report."""
     from pubench.report import render_latex, render_markdown, write_report
     from pubench.report.collect import scan_of
@@ -87,7 +89,7 @@ def _report(args, spec, tier: str, store) -> bool:
         print(f"pubench: warning: {spec.id} ({tier}): skipped {len(scan.corrupt)} corrupt record(s), e.g. "
               f"{scan.corrupt[0][0].name} ({scan.corrupt[0][1]}); `pubench run` moves them to quarantine "
               "and reruns their jobs", file=sys.stderr)
-    res, out = write_report(spec, tier, store, paths.reports_root(), standalone=args.standalone)
+    res, out = write_report(spec, tier, store, paths.reports_root(), standalone=args.standalone, specs=all_specs)
     if args.print_report and not args.quiet:
         print(render_latex(res, standalone=args.standalone) if args.format == "latex" else render_markdown(res))
     print("pubench: wrote " + ", ".join(str(p) for p in out), file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from pubench.cli._common import (DEFAULT_TIER, FMT, TIER_CHOICES, UsageError, added_row_options, added_rows,
@@ -23,18 +24,29 @@ def show_parser(sub) -> None:
     s.set_defaults(fn=cmd_show)
 
 
+class _AppendNamingOption(argparse._AppendAction):
+    """``append``, keeping which of the option's names was typed (``only_option``): a pattern that selects no
+    cell is named in the error as the user wrote it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        namespace.only_option = option_string
+
+
 def expand_parser(sub) -> None:
     s = sub.add_parser(
         "expand", help="each cell's resolved config at a tier (presets, PU data sets and priors filled in) and the "
                        "job id of seed 0, for review", formatter_class=FMT,
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
-               "  pubench expand table2-pupl --tier paper --cell 'puCL*|CIFAR-I' --json\n"
+               "  pubench expand table2-pupl --tier paper --only 'puCL*|CIFAR-I' --json\n"
                "  pubench expand fig5-bcl --tier smoke --set data.M=100\n"
                "  pubench expand table2-punce --tier reduced --add-row 'uPU again=pu_method: {name: upu, loss: sigmoid}' "
                "--like 'MLP nnPU'")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
-    s.add_argument("--cell", action="append", metavar="ROW|COL", help="only cells matching this glob (repeatable)")
+    s.add_argument("--only", "--cell", dest="only", action=_AppendNamingOption, metavar="ROW|COL",
+                   help="only cells matching this glob (repeatable; as in run and preflight; --cell: the same)")
+    s.set_defaults(only_option="--only")
     s.add_argument("--json", action="store_true", help="machine-readable")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
                    help="a variant: set this key of every cell's config at --tier (repeatable; the value is YAML; "
@@ -46,7 +58,9 @@ def expand_parser(sub) -> None:
 
 def schema_parser(sub) -> None:
     s = sub.add_parser("schema", help="the JSON Schema of a spec file (for editors; experiments/spec.schema.json)",
-                       formatter_class=FMT, epilog="example:\n  pubench schema > experiments/spec.schema.json")
+                       formatter_class=FMT, epilog="examples:\n  pubench schema > experiments/spec.schema.json\n"
+                                                   "  pubench schema --notes > experiments/notes.schema.json")
+    s.add_argument("--notes", action="store_true", help="the schema of a spec's notes file (<id>.notes.yaml)")
     s.set_defaults(fn=cmd_schema)
 
 
@@ -91,10 +105,11 @@ def cmd_expand(args) -> int:
 
         check_added(one, added)
         view = one.with_added_rows(args.tier, tuple(added))
-        plan = expand(view, CUSTOM, 1, only=args.cell, numerics=num, only_option="--cell")
+        plan = expand(view, CUSTOM, 1, only=args.only, numerics=num, only_option=args.only_option)
         one = view
     else:
-        plan = expand(one, args.tier, 1, only=args.cell, numerics=num, overrides=overrides, only_option="--cell")
+        plan = expand(one, args.tier, 1, only=args.only, numerics=num, overrides=overrides,
+                      only_option=args.only_option)
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
              | ({"added_row": j.variant["row"]} if added else {}) for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
@@ -157,5 +172,5 @@ def _review_dumper():
 def cmd_schema(args) -> int:
     from pubench.registry.schema import spec_json_schema
 
-    print(json.dumps(spec_json_schema(), indent=1, ensure_ascii=False))
+    print(json.dumps(spec_json_schema(notes=getattr(args, "notes", False)), indent=1, ensure_ascii=False))
     return 0

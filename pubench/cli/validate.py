@@ -13,26 +13,31 @@ def parser(sub) -> None:
         formatter_class=FMT,
         description="Check spec files as the registry checks them when it loads them: the schema, the unit names "
                     "(registered, or planned in experiments/_planned.yaml), the reported-cell layout, the references "
-                    "across fields, and every cell's config at every tier. The first problem of each file is one line "
+                    "across fields, and every cell's config at every tier; a spec's notes file (<id>.notes.yaml) is checked with it. The first problem of each file is one line "
                     "`file:line: dotted.key: problem`. Runs nothing, writes nothing; exit 0 when every file is valid, "
                     "2 otherwise.",
         epilog="examples:\n  pubench validate experiments/bcl/fig5-bcl.yaml\n"
                "  pubench validate experiments/punce/*.yaml")
-    s.add_argument("files", nargs="+", metavar="FILE.yaml", help="spec files (need not be in experiments/ yet)")
+    s.add_argument("files", nargs="+", metavar="FILE.yaml", help="spec files (need not be in experiments/ yet) or their notes files")
     s.set_defaults(fn=cmd_validate)
 
 
 def cmd_validate(args) -> int:
     from pubench.cli._common import one_line
+    from pubench.registry import notes
     from pubench.registry.loader import validate_file
     from pubench.registry.spec import SpecError
     from pubench.utils.yamlio import problem_line
 
-    bad = 0
+    bad, seen = 0, set()
     for name in args.files:
         path = Path(name)
         if not path.is_file():
             raise UsageError(f"no such file {name!r}")
+        spec_file = notes.spec_of(path) if notes.is_notes(path) else path
+        if spec_file.resolve() in seen:  # a spec and its notes file, checked together once
+            continue
+        seen.add(spec_file.resolve())
         if path.parent.name.startswith("_"):
             print(f"{path}: skipped: not a spec (experiments/_*/ holds presets and the planned units)")
             continue
@@ -42,6 +47,6 @@ def cmd_validate(args) -> int:
             bad += 1
             print(one_line(problem_line(e)))
             continue
-        print(f"{path}: ok ({spec.id}, version {spec.version}: {len(spec.cells())} cells, "
+        print(f"{spec_file}: ok ({spec.id}, version {spec.version}: {len(spec.cells())} cells, "
               f"{len(spec.reported)} reported number(s), tiers {', '.join(spec.tiers)})")
     return 2 if bad else 0

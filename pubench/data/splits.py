@@ -194,7 +194,8 @@ def make_split(y: torch.Tensor, labels: dict | None, split: dict | None, rng: np
     ``labels``. ``prior``: the class prior to use instead of the exact one (a spec's
     ``data.prior``, e.g. a printed or estimated value; same as ``split.prior``). Raises
     ValueError on any inconsistent request (unknown kind or key, more labeled positives
-    than positives, a prior that cannot be computed, ...).
+    than positives, a prior that cannot be computed, ...). Each kind draws its rows in its
+    own function (:data:`KIND_SPLITS`); the prior is resolved after (:func:`_resolve_prior`).
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError("make_split needs a numpy.random.Generator (the job's data seed)")
@@ -209,125 +210,165 @@ def make_split(y: torch.Tensor, labels: dict | None, split: dict | None, rng: np
     if lab is None and kind != "none":
         raise ValueError(f"split kind {kind!r} needs a binarization (labels: {{positive: [...]}}); "
                          "a multi-class data set only allows kind: none")
-
-    y_np = torch.as_tensor(y, dtype=torch.int64).numpy()
-    n = len(y_np)
-    if lab is not None:
-        ybin = binarize(torch.from_numpy(y_np), lab["positive"], lab["negative"]).numpy()
-        unknown = y_np < 0
-        kept = ~((ybin == -1) & ~unknown)  # drop rows of classes outside positive/negative
-    else:
-        ybin = y_np.copy()
-        unknown = y_np < 0
-        kept = np.ones(n, dtype=bool)
-    rows = np.nonzero(kept)[0]
-    pos_rows = np.nonzero(kept & (ybin == 1))[0]
-    neg_rows = np.nonzero(kept & (ybin == 0))[0] if lab is not None else np.zeros(0, dtype=np.int64)
-    counts: dict[str, Any] = {"n": n, "n_excluded": int(n - len(rows)), "n_unknown": int(unknown.sum())}
-    if lab is not None:
-        counts.update(n_pos=len(pos_rows), n_neg=len(neg_rows))
-        counts["prior_population"] = len(pos_rows) / max(1, len(pos_rows) + len(neg_rows))
+    rows = _rows(y, lab)
     given_prior, sp = None, split.get("prior")
     if sp is not None and prior is not None and float(sp) != float(prior):
         raise ValueError(f"two different priors given: split.prior = {sp}, prior = {prior}")
     if (sp if sp is not None else prior) is not None:
         given_prior = _fraction(sp if sp is not None else prior, "prior", lo_open=False)
     resolved: dict[str, Any] = {"kind": kind}
-
-    if kind == "none":
-        index = rows
-        observed = np.full(len(index), -1, dtype=np.int64)
-        counts.update(n_train=len(index), n_labeled=0, n_unlabeled=len(index))
-        if lab is not None:
-            prior_exact = counts["prior_population"]
-        else:
-            prior_exact = None
-    elif kind == "pu":
-        n_l = _count(split.get("n_labeled"), "n_labeled")
-        scheme = split.get("scheme", "single_training_set")
-        if scheme not in SCHEMES:
-            raise ValueError(f"unknown split scheme {scheme!r}; expected one of {list(SCHEMES)}")
-        candidates = np.nonzero(kept & (ybin == 1) & ~unknown)[0]
-        if n_l > len(candidates):
-            raise ValueError(f"split.n_labeled = {n_l} but the data hold only {len(candidates)} positives "
-                             f"(classes {lab['positive']})")
-        labeled = _choice(rng, candidates, n_l)
-        if scheme == "single_training_set":
-            pool = np.setdiff1d(rows, labeled, assume_unique=True)
-        else:
-            pool = rows[unknown[rows]] if unknown[rows].any() else rows
-        unl = _draw_unlabeled(rng, pool, ybin, unknown, split)
-        if scheme == "single_training_set":
-            index = np.sort(np.concatenate([labeled, unl]))
-            observed = np.isin(index, labeled).astype(np.int64)
-        else:
-            index = np.concatenate([labeled, unl])
-            observed = np.concatenate([np.ones(len(labeled), np.int64), np.zeros(len(unl), np.int64)])
-        resolved.update(scheme=scheme, n_labeled=n_l)
-        for k in ("n_unlabeled", "unlabeled_prior", "unlabeled_split"):
-            if split.get(k) is not None:
-                resolved[k] = split[k]
-        counts.update(n_train=len(index), n_labeled=len(labeled), n_unlabeled=len(unl),
-                      n_overlap=int(np.isin(unl, labeled).sum()))
-        prior_exact = _unlabeled_counts(counts, ybin, unknown, unl)
-    else:  # pnu
-        frac, n_lab = split.get("labeled_fraction"), split.get("n_labeled")
-        if (frac is None) == (n_lab is None):
-            raise ValueError("split kind pnu needs exactly one of labeled_fraction, n_labeled")
-        stratified = split.get("stratified", True)
-        if not isinstance(stratified, bool):
-            raise ValueError(f"split.stratified must be true or false, got {stratified!r}")
-        known = np.nonzero(kept & ~unknown)[0]
-        groups = [pos_rows, neg_rows] if stratified else [known]
-        sizes = np.array([len(g) for g in groups], dtype=np.int64)
-        if frac is not None:
-            frac = _fraction(frac, "labeled_fraction")
-            take = np.array([math.floor(frac * s + 0.5) for s in sizes], dtype=np.int64)
-            resolved["labeled_fraction"] = frac
-        else:
-            n_lab = _count(n_lab, "n_labeled")
-            if n_lab > len(known):
-                raise ValueError(f"split.n_labeled = {n_lab} but the data hold only {len(known)} labeled rows")
-            take = _largest_remainder(n_lab, sizes.astype(float)) if sizes.sum() else sizes
-            resolved["n_labeled"] = n_lab
-        resolved["stratified"] = stratified
-        labeled = np.sort(np.concatenate([_choice(rng, g, int(k)) for g, k in zip(groups, take)]))
-        index = rows
-        observed = np.full(n, -1, dtype=np.int64)
-        observed[labeled] = ybin[labeled]
-        observed = observed[index]
-        unl = np.setdiff1d(rows, labeled, assume_unique=True)
-        counts.update(n_train=len(index), n_labeled=len(labeled), n_labeled_pos=int((ybin[labeled] == 1).sum()),
-                      n_labeled_neg=int((ybin[labeled] == 0).sum()), n_unlabeled=len(unl))
-        prior_exact = _unlabeled_counts(counts, ybin, unknown, unl)
-
-    empty_u = kind != "none" and counts["n_unlabeled"] == 0
-    if empty_u:  # everything labeled (e.g. PNU with labeled_fraction 1.0): the data's positive fraction
-        prior_exact = counts["prior_population"]
-    if kind != "none" or lab is not None:
-        counts["prior_exact"] = prior_exact
-    if given_prior is not None:
-        prior, how = given_prior, "given"
-        resolved["prior"] = given_prior
-    elif prior_exact is None and lab is not None:
-        raise ValueError(f"the unlabeled set holds {counts.get('n_unlabeled_unknown', 0)} rows with unknown labels, "
-                         "so its class prior cannot be computed: give split.prior (e.g. the paper's estimate)")
-    else:
-        how = {"none": "positive fraction of the data" if lab is not None else "none (multi-class)",
-               "empty": "positive fraction of the data (no unlabeled rows)",
-               "pnu": "positive fraction of the unlabeled set",
-               "pu": "positive fraction of the unlabeled set" + (
-                   " = 001 A.1.1 (P - n_P)/(P + N - n_P)" if resolved.get("scheme") == "single_training_set"
-                   and "n_unlabeled" not in resolved else "")}["empty" if empty_u else kind]
-        prior = prior_exact
-    definition = {"labels": lab, "split": resolved, "prior": how}
-
+    index, observed, prior_exact = KIND_SPLITS[kind](rows, split, rng, resolved)
+    prior, how = _resolve_prior(rows, kind, resolved, prior_exact, given_prior)
+    counts = rows.counts
     index_t = torch.from_numpy(np.ascontiguousarray(index, dtype=np.int64))
-    y_true = torch.from_numpy(np.ascontiguousarray(ybin[index], dtype=np.int64))
+    y_true = torch.from_numpy(np.ascontiguousarray(rows.ybin[index], dtype=np.int64))
     observed_t = torch.from_numpy(np.ascontiguousarray(observed, dtype=np.int64))
     return Split(y_true=y_true, observed=observed_t, prior=None if prior is None else float(prior),
                  counts={k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in counts.items()},
-                 definition=definition, checksum=split_checksum(index_t, observed_t, y_true), index=index_t)
+                 definition={"labels": lab, "split": resolved, "prior": how},
+                 checksum=split_checksum(index_t, observed_t, y_true), index=index_t)
+
+
+@dataclass
+class _Rows:
+    """The data set's rows as a split sees them: the binarization ``lab`` (None:
+    multi-class), binarized labels ``ybin`` (-1: a class outside it, or unknown),
+    ``unknown`` labels, the ``kept`` rows (of a class the binarization names), and the
+    ``counts`` the split records, filled as it is drawn."""
+
+    lab: dict | None
+    ybin: np.ndarray
+    unknown: np.ndarray
+    kept: np.ndarray
+    counts: dict[str, Any]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return np.nonzero(self.kept)[0]
+
+    @property
+    def pos_rows(self) -> np.ndarray:
+        return np.nonzero(self.kept & (self.ybin == 1))[0]
+
+    @property
+    def neg_rows(self) -> np.ndarray:
+        return np.nonzero(self.kept & (self.ybin == 0))[0] if self.lab is not None else np.zeros(0, dtype=np.int64)
+
+
+def _rows(y: torch.Tensor, lab: dict | None) -> _Rows:
+    y_np = torch.as_tensor(y, dtype=torch.int64).numpy()
+    n = len(y_np)
+    unknown = y_np < 0
+    if lab is not None:
+        ybin = binarize(torch.from_numpy(y_np), lab["positive"], lab["negative"]).numpy()
+        kept = ~((ybin == -1) & ~unknown)  # drop rows of classes outside positive/negative
+    else:
+        ybin = y_np.copy()
+        kept = np.ones(n, dtype=bool)
+    out = _Rows(lab, ybin, unknown, kept, {})
+    n_pos, n_neg = len(out.pos_rows), len(out.neg_rows)
+    out.counts.update(n=n, n_excluded=int(n - len(out.rows)), n_unknown=int(unknown.sum()))
+    if lab is not None:
+        out.counts.update(n_pos=n_pos, n_neg=n_neg, prior_population=n_pos / max(1, n_pos + n_neg))
+    return out
+
+
+def _none_split(r: _Rows, split: dict, rng: np.random.Generator, resolved: dict):
+    """Kind ``none``: every kept row, none labeled. ``(index, observed, exact prior)``."""
+    index = r.rows
+    r.counts.update(n_train=len(index), n_labeled=0, n_unlabeled=len(index))
+    return index, np.full(len(index), -1, dtype=np.int64), r.counts["prior_population"] if r.lab is not None else None
+
+
+def _pu_split(r: _Rows, split: dict, rng: np.random.Generator, resolved: dict):
+    """Kind ``pu``: n_P labeled positives (SCAR) and the unlabeled set of the scheme."""
+    n_l = _count(split.get("n_labeled"), "n_labeled")
+    scheme = split.get("scheme", "single_training_set")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown split scheme {scheme!r}; expected one of {list(SCHEMES)}")
+    rows, ybin, unknown = r.rows, r.ybin, r.unknown
+    candidates = np.nonzero(r.kept & (ybin == 1) & ~unknown)[0]
+    if n_l > len(candidates):
+        raise ValueError(f"split.n_labeled = {n_l} but the data hold only {len(candidates)} positives "
+                         f"(classes {r.lab['positive']})")
+    labeled = _choice(rng, candidates, n_l)
+    if scheme == "single_training_set":
+        unl = _draw_unlabeled(rng, np.setdiff1d(rows, labeled, assume_unique=True), ybin, unknown, split)
+        index = np.sort(np.concatenate([labeled, unl]))
+        observed = np.isin(index, labeled).astype(np.int64)
+    else:  # case_control: the unlabeled set is the rows of unknown label, if any, else the whole set
+        unl = _draw_unlabeled(rng, rows[unknown[rows]] if unknown[rows].any() else rows, ybin, unknown, split)
+        index = np.concatenate([labeled, unl])
+        observed = np.concatenate([np.ones(len(labeled), np.int64), np.zeros(len(unl), np.int64)])
+    resolved.update(scheme=scheme, n_labeled=n_l)
+    for k in ("n_unlabeled", "unlabeled_prior", "unlabeled_split"):
+        if split.get(k) is not None:
+            resolved[k] = split[k]
+    r.counts.update(n_train=len(index), n_labeled=len(labeled), n_unlabeled=len(unl),
+                    n_overlap=int(np.isin(unl, labeled).sum()))
+    return index, observed, _unlabeled_counts(r.counts, ybin, unknown, unl)
+
+
+def _pnu_split(r: _Rows, split: dict, rng: np.random.Generator, resolved: dict):
+    """Kind ``pnu``: a fraction (or a number) of the known rows labeled, stratified by class
+    unless ``stratified: false``; every kept row is a training row."""
+    frac, n_lab = split.get("labeled_fraction"), split.get("n_labeled")
+    if (frac is None) == (n_lab is None):
+        raise ValueError("split kind pnu needs exactly one of labeled_fraction, n_labeled")
+    stratified = split.get("stratified", True)
+    if not isinstance(stratified, bool):
+        raise ValueError(f"split.stratified must be true or false, got {stratified!r}")
+    rows, ybin = r.rows, r.ybin
+    known = np.nonzero(r.kept & ~r.unknown)[0]
+    groups = [r.pos_rows, r.neg_rows] if stratified else [known]
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    if frac is not None:
+        frac = _fraction(frac, "labeled_fraction")
+        take = np.array([math.floor(frac * s + 0.5) for s in sizes], dtype=np.int64)
+        resolved["labeled_fraction"] = frac
+    else:
+        n_lab = _count(n_lab, "n_labeled")
+        if n_lab > len(known):
+            raise ValueError(f"split.n_labeled = {n_lab} but the data hold only {len(known)} labeled rows")
+        take = _largest_remainder(n_lab, sizes.astype(float)) if sizes.sum() else sizes
+        resolved["n_labeled"] = n_lab
+    resolved["stratified"] = stratified
+    labeled = np.sort(np.concatenate([_choice(rng, g, int(k)) for g, k in zip(groups, take)]))
+    observed = np.full(len(ybin), -1, dtype=np.int64)
+    observed[labeled] = ybin[labeled]
+    unl = np.setdiff1d(rows, labeled, assume_unique=True)
+    r.counts.update(n_train=len(rows), n_labeled=len(labeled), n_labeled_pos=int((ybin[labeled] == 1).sum()),
+                    n_labeled_neg=int((ybin[labeled] == 0).sum()), n_unlabeled=len(unl))
+    return rows, observed[rows], _unlabeled_counts(r.counts, ybin, r.unknown, unl)
+
+
+#: split kind -> the function that draws it: ``(rows, split, rng, resolved) -> (index, observed, exact prior)``
+KIND_SPLITS = {"none": _none_split, "pu": _pu_split, "pnu": _pnu_split}
+
+
+def _resolve_prior(r: _Rows, kind: str, resolved: dict, prior_exact: float | None,
+                   given_prior: float | None) -> tuple[float | None, str]:
+    """``(prior, how it was found)``: the given one, else the exact one (recorded in
+    ``r.counts`` either way)."""
+    counts = r.counts
+    empty_u = kind != "none" and counts["n_unlabeled"] == 0
+    if empty_u:  # everything labeled (e.g. PNU with labeled_fraction 1.0): the data's positive fraction
+        prior_exact = counts["prior_population"]
+    if kind != "none" or r.lab is not None:
+        counts["prior_exact"] = prior_exact
+    if given_prior is not None:
+        resolved["prior"] = given_prior
+        return given_prior, "given"
+    if prior_exact is None and r.lab is not None:
+        raise ValueError(f"the unlabeled set holds {counts.get('n_unlabeled_unknown', 0)} rows with unknown labels, "
+                         "so its class prior cannot be computed: give split.prior (e.g. the paper's estimate)")
+    how = {"none": "positive fraction of the data" if r.lab is not None else "none (multi-class)",
+           "empty": "positive fraction of the data (no unlabeled rows)",
+           "pnu": "positive fraction of the unlabeled set",
+           "pu": "positive fraction of the unlabeled set" + (
+               " = 001 A.1.1 (P - n_P)/(P + N - n_P)" if resolved.get("scheme") == "single_training_set"
+               and "n_unlabeled" not in resolved else "")}["empty" if empty_u else kind]
+    return prior_exact, how
 
 
 def _draw_unlabeled(rng, pool: np.ndarray, ybin: np.ndarray, unknown: np.ndarray, split: dict) -> np.ndarray:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM
 from pubench.downstream.linear_probe import ProbeConfig, RiskClassifier
 from pubench.pu.objective import train_and_evaluate
-from pubench.train import DOWNSTREAM
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
@@ -24,7 +25,8 @@ class FineTune(RiskClassifier):
             raise ConfigError(f"{where}.standardize is a linear_probe option")
 
     @classmethod
-    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, device="cpu"):
+    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+        device = ctx.device
         targets, settings, info = cls.targets_and_risk(cfg, data)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         head = seeded_head(encoder.out_dim, 1 if data.n_classes == 2 else data.n_classes, init_seed, device)
@@ -32,7 +34,7 @@ class FineTune(RiskClassifier):
             p.requires_grad_(True)
         model = nn.Sequential(encoder, head)
         metrics, hist = train_and_evaluate(model, cfg.optimizer, cfg.schedule, cfg.augment, targets, settings,
-                                           cfg.epochs, cfg.batch_size, data, order_seed, aug_seed, device,
+                                           cfg.epochs, cfg.batch_size, data, order_seed, aug_seed, ctx,
                                            f"finetune ({cfg.risk})")
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None, augment=cfg.augment)
         return Result(metrics, info)

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.objective import RiskSettings, Targets, fit_head, make_targets, resolve_prior
 from pubench.pu.risks import RISKS
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.augment import build_augment
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import check_loop_config
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -110,14 +111,15 @@ class LinearProbe(RiskClassifier):
         return None
 
     @classmethod
-    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, device="cpu"):
+    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+        device = ctx.device
         targets, settings, info = cls.targets_and_risk(cfg, data)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         encoder.eval()
         for p in encoder.parameters():
             p.requires_grad_(False)
         head = seeded_head(encoder.out_dim, 1 if data.n_classes == 2 else data.n_classes, init_seed, device)
-        feats = encode(encoder, data.x_train, data.mean, data.std, device)
+        feats = encode(encoder, data.x_train, data.mean, data.std, ctx)
         standardize = cfg.standardize is not False
         shift, scale = feature_standardizer(feats, standardize)
         state = {}
@@ -142,8 +144,8 @@ class LinearProbe(RiskClassifier):
                 return mix(unmixed(rows), rows)
             state = {**state, **mix.checkpoint_state}
         hist = fit_head(head, features, cfg.optimizer, cfg.schedule, targets, settings, cfg.epochs, cfg.batch_size,
-                        order_seed, f"linear probe ({cfg.risk})", state)
-        test_feats = (encode(encoder, data.x_test, data.mean, data.std, device) - shift) / scale
+                        order_seed, f"linear probe ({cfg.risk})", ctx, state)
+        test_feats = (encode(encoder, data.x_test, data.mean, data.std, ctx) - shift) / scale
         metrics = evaluate_head(head, test_feats, data, device)
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None,
                     features=int(encoder.out_dim), augment=cfg.augment, standardize=standardize)

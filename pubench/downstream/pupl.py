@@ -60,9 +60,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.objective import RiskSettings, Targets, fit_head
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -163,12 +164,13 @@ class PuPL(Downstream):
         schedule_config(cfg.schedule, f"{where}.schedule")
 
     @classmethod
-    def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, device="cpu"):
+    def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+        device = ctx.device
         cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError("downstream pupl needs a binary PU split (data.split.kind: pu)")
         init_seed, order_seed, cluster_seed = sub_seeds(seed, 3)
-        feats = encode(encoder, data.x_train, data.mean, data.std, device)
+        feats = encode(encoder, data.x_train, data.mean, data.std, ctx)
         if cfg.normalize:
             feats = F.normalize(feats, dim=1)
         labeled = data.observed == 1
@@ -179,8 +181,8 @@ class PuPL(Downstream):
         feats_d = ((feats - shift) / scale).to(device)
         targets = Targets("pn", torch.arange(len(pseudo)), target=pseudo)
         hist = fit_head(head, lambda rows: feats_d[rows.to(device)], cfg.optimizer, cfg.schedule, targets,
-                        RiskSettings("pn"), cfg.epochs, cfg.batch_size, order_seed, "puPL classifier")
-        test = encode(encoder, data.x_test, data.mean, data.std, device)
+                        RiskSettings("pn"), cfg.epochs, cfg.batch_size, order_seed, "puPL classifier", ctx)
+        test = encode(encoder, data.x_test, data.mean, data.std, ctx)
         if cfg.normalize:
             test = F.normalize(test, dim=1)
         metrics = evaluate_head(head, (test - shift) / scale, data, device)

@@ -26,9 +26,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from pubench.downstream.base import DOWNSTREAM, Downstream
 from pubench.pu.vpu import paired_batches, vpu_objective, vpu_rows, vpu_scores
-from pubench.train import DOWNSTREAM, Downstream
 from pubench.train.classifier import DownstreamData, encode, feature_standardizer, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer
 from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
@@ -65,7 +66,8 @@ class VPUProbe(Downstream):
         schedule_config(cfg.schedule, f"{where}.schedule")
 
     @classmethod
-    def run(cls, cfg: VPUProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, device="cpu"):
+    def run(cls, cfg: VPUProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+        device = ctx.device
         cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:
             raise ConfigError("downstream vpu_probe needs a binary PU split")
@@ -79,7 +81,7 @@ class VPUProbe(Downstream):
         for p in encoder.parameters():
             p.requires_grad_(False)
         head = seeded_head(encoder.out_dim, 1, init_seed, device)
-        feats = encode(encoder, data.x_train, data.mean, data.std, device)
+        feats = encode(encoder, data.x_train, data.mean, data.std, ctx)
         standardize = cfg.standardize is not False
         shift, scale = feature_standardizer(feats, standardize)
         feats = ((feats - shift) / scale).to(device)
@@ -99,12 +101,12 @@ class VPUProbe(Downstream):
                                                 feats[train_x[x_idx].to(device)], mu, partner, cfg.lam)
             return Step(loss, extra={"var_loss": var_loss.detach(), "reg_loss": reg.detach()})
 
-        history = Trainer([head], opt, sched, "vpu probe", state={"order": gen, "mixup": mix_rng}).run(
+        history = Trainer([head], opt, sched, "vpu probe", state={"order": gen, "mixup": mix_rng}, ctx=ctx).run(
             cfg.epochs, batches, step)
         head.eval()
         with torch.no_grad():
             log_phi_sample = nn.functional.logsigmoid(head(feats[train_x.to(device)]).reshape(-1)).cpu()
-            test_feats = ((encode(encoder, data.x_test, data.mean, data.std, device) - shift) / scale).to(device)
+            test_feats = ((encode(encoder, data.x_test, data.mean, data.std, ctx) - shift) / scale).to(device)
             log_phi_test = nn.functional.logsigmoid(head(test_feats).reshape(-1)).cpu()
         metrics = evaluate_scores(vpu_scores(log_phi_test, log_phi_sample), data.y_test, 2)
         single = data.pu_scheme == "single_training_set"

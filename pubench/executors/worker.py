@@ -3,8 +3,10 @@ in a worker process or on a SLURM node).
 
 Order of events: skip if done -> claim (skip if a live runner holds it; a stop signal
 waits until the claim is taken, so it is always recorded and released) -> check again
-that it is not done -> check the process can deliver the job's numerics -> run -> check
-the output -> write the record -> release the claim. SIGINT during a job, and SIGTERM /
+that it is not done -> check the process can deliver the job's numerics -> run (the task
+gets the job's context, :class:`pubench.train.context.JobContext`: its numerics, its
+checkpoint session, the real data) -> check the output -> write the record -> release the
+claim. SIGINT during a job, and SIGTERM /
 SIGUSR1 / SIGUSR2 outside a training loop, are recorded as an interrupted failure (retried
 by the next run) and then propagate. Inside a training loop the three stop signals first
 let the loop finish its epoch and write a checkpoint (:mod:`pubench.train.checkpoint`), so
@@ -77,17 +79,21 @@ def stop_signals(*signals: int) -> tuple[int, ...]:
     return tuple(sig for sig in signals or STOP_SIGNALS if not (HUP_IGNORED and sig == signal.SIGHUP))
 
 
-def _raise_interrupted(signum, frame):  # noqa: ARG001 - signal handler signature
-    """A training loop of a checkpointed job stops at its next epoch boundary, after a
-    checkpoint; anywhere else (or at a second signal) the job stops at once."""
-    from pubench.train import checkpoint
+def stop_handler(session):
+    """The stop signals' handler while the job of ``session`` (its
+    :class:`pubench.train.checkpoint.Session`) runs: a training loop of the job stops at its
+    next epoch boundary, after a checkpoint; anywhere else (or at a second signal) the job
+    stops at once."""
 
-    if not checkpoint.request_stop(signum):
-        raise JobInterrupted(signum)
+    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        if not session.request_stop(signum):
+            raise JobInterrupted(signum)
+
+    return handler
 
 
 def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool = True, force: bool = False,
-                checkpoint_every: int | None = None) -> str:
+                checkpoint_every: int | None = None, context: Any = None) -> str:
     """Run ``job``; write an ok record or a failure record. Returns ``"ok"``, ``"failed"``
     or ``"skipped"`` (done already, unless ``force``, or claimed by another live runner).
 
@@ -95,7 +101,10 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     ``checkpoint_every`` epochs (default :data:`DEFAULT_CHECKPOINT_EVERY`; 0: only at the
     end of each training stage and on a stop signal), resumed from when they exist,
     deleted when the record is written (kept when the job is interrupted). The record's
-    ``info.checkpoint`` says what was saved and resumed.
+    ``info.checkpoint`` says what was saved and resumed. ``context``: a
+    :class:`pubench.train.context.JobContext` to run the job in, with its own numerics and
+    checkpoint session put in (default: the plain one: the files under the data root, no
+    step cap; the GPU check passes stand-in data and a loop callback).
 
     Never raises for an error of the task itself (that becomes a failure record), so a
     failed job never stops its siblings. Interruptions are recorded and propagate, and so
@@ -105,6 +114,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     from pubench import numerics
     from pubench.tasks import TASKS
     from pubench.train import checkpoint
+    from pubench.train.context import PLAIN
 
     job = Job.from_dict(job) if isinstance(job, dict) else job
     store = ResultStore(results_root)
@@ -118,7 +128,7 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
     start, t0, machine = _now(), time.perf_counter(), None
     previous, held, finished = {}, None, False
     try:
-        previous = {sig: signal.signal(sig, _raise_interrupted) for sig in stop_signals()} if in_main else {}
+        previous = {sig: signal.signal(sig, stop_handler(session)) for sig in stop_signals()} if in_main else {}
         # A stop signal from the moment the claim file exists is the job's: recorded, claim released.
         if claim:
             with _signals_deferred(in_main):
@@ -140,8 +150,8 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
                 numerics.apply(num)
                 machine = numerics.machine()
                 task = TASKS.get(job.task)
-            with numerics.active(num), checkpoint.activate(session):
-                metrics, info = check_output(task.run(job.params, dict(job.seeds)))
+            ctx = (context or PLAIN).replace(numerics=num, session=session)
+            metrics, info = check_output(task.run(job.params, dict(job.seeds), ctx))
             info["checkpoint"] = session.record()
         except StorageError:
             raise  # the store cannot take writes: stop the run (checkpoints kept), not a failure of the job

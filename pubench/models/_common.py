@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -19,13 +19,16 @@ def count_parameters(*modules: nn.Module, trainable_only: bool = False) -> int:
     )
 
 
-def build_backbone(name: str, in_channels: int, seed: int | None = None, **kwargs: Any) -> nn.Module:
+def build_backbone(name: str, in_channels: int, seed: int | None = None, *,
+                   factory: Callable[..., nn.Module] | None = None, **kwargs: Any) -> nn.Module:
     """``BACKBONES.get(name)(in_channels, **kwargs)``; with ``seed`` the initial weights are
     drawn from ``torch.manual_seed(seed)`` inside :func:`torch.random.fork_rng`, so they depend
-    on ``seed`` only and the caller's global RNG state is left untouched."""
+    on ``seed`` only and the caller's global RNG state is left untouched. ``factory``: what
+    builds it instead of the registered one (a job's data source may stand in for a
+    pretrained encoder's weights: :meth:`pubench.data.source.DataSource.pretrained`)."""
     from pubench.models.base import BACKBONES
 
-    factory = BACKBONES.get(name)
+    factory = factory or BACKBONES.get(name)
     if seed is None:
         return factory(in_channels, **kwargs)
     with torch.random.fork_rng(devices=[]):

@@ -19,7 +19,7 @@ per device and configuration (:func:`pubench.preflight.plan.cost_key`) the newes
    rates of :mod:`pubench.preflight.rates` (per stage FLOPs / rate, at least one step floor
    per step), the model of docs/gpu.md's cost table;
 5. ``table average`` (cuda; no CPU figure: its check was skipped for memory): the GPU-hours
-   per job of the job's table in docs/gpu.md's cost table (``benchmarks/paper_cost.py``, the
+   per job of the job's table in docs/gpu.md's cost table (``pubench.tools.paper_cost``, the
    same FLOP model over every job of the table).
 
 The projection keeps the figure its time rests on (:attr:`Projection.reference`, the CUDA one
@@ -213,7 +213,7 @@ def _flop_model(job, cpu: Figure) -> Projection | None:
 @functools.lru_cache(maxsize=2)
 def table_costs(page: Path | None = None) -> dict[str, tuple[int, float]]:
     """spec id -> (jobs, GPU-hours on one GPU) of the cost table of docs/gpu.md (between its
-    ``paper-cost`` markers, written by ``benchmarks/paper_cost.py --write``)."""
+    ``paper-cost`` markers, written by ``python -m pubench.tools.paper_cost --write``)."""
     from pubench.paths import project_root
 
     try:

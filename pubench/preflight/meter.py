@@ -1,7 +1,7 @@
 """The step cap of ``pubench preflight``: what one capped job measures, and its projection.
 
-:class:`Meter` is the :class:`pubench.train.loop.StepCap` a preflight worker installs
-around a job (:func:`pubench.train.loop.capped`). Every training loop of the job (a
+:class:`Meter` is the :class:`pubench.train.context.StepCap` a preflight worker puts in
+a job's context (``JobContext(cap=...)``). Every training loop of the job (a
 *stage*: pre-training, a probe, a PU method's training, ...) then runs its first epoch
 and its last, each for at most ``steps`` optimizer steps, and counts the batches of its
 first epoch without running them; :func:`pubench.train.loop.predict` (feature
@@ -36,7 +36,8 @@ from typing import Any
 
 import torch
 
-from pubench.train.loop import EpochStats, StepCap
+from pubench.train.context import StepCap
+from pubench.train.loop import EpochStats
 
 #: the lines a stage prints as it begins and ends (the parent reads them back from the log)
 STAGE_BEGINS, STAGE_ENDS = "pubench-preflight: stage begins: ", "pubench-preflight: stage ends: "

@@ -5,7 +5,7 @@ network, and the least time of one optimizer step (launch-bound small nets).
 one H100 under deterministic algorithms; :func:`calibrate` replaces them by what a
 ``make gpu-check`` JSON measured (each preflight cell's counted FLOPs / measured step time),
 and :func:`committed_rates` does so from the newest such JSON under ``benchmarks/results/``.
-``benchmarks/paper_cost.py`` (the cost table of docs/gpu.md) and the estimates of
+``pubench.tools.paper_cost`` (the cost table of docs/gpu.md) and the estimates of
 :mod:`pubench.preflight.committed` read the same rates.
 """
 

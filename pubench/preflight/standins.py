@@ -15,20 +15,21 @@ data set's shape and size, and a randomly initialised text encoder.
   files come with the weights), about 1 token per word (BPE: about 1.2).
 
 The parent process decides what to replace (:func:`plan`, from the data root's
-availability, before any data loads); the worker installs it (:func:`installed`).
-Numbers computed on stand-ins are meaningless; costs and memory are the real job's.
+availability, before any data loads); the worker gives the job a :class:`StandIns` as its
+data source (``JobContext(data=...)``, :class:`pubench.data.source.DataSource`): the job
+reads every data set through it, so nothing is swapped. Numbers computed on stand-ins are
+meaningless; costs and memory are the real job's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pubench.data.images import ALZHEIMER_CLASSES
+from pubench.data.source import DataSource
 
 IMAGENET_DOGS = range(151, 269)
 #: distinct random images per split of a synthetic image set (the rest repeat them)
@@ -293,46 +294,35 @@ def roberta_stand_in(factory, notes: list[str]):
     return build
 
 
-@contextlib.contextmanager
-def installed(synthetic: dict[str, str], notes: list[str] | None = None) -> Iterator[list[str]]:
-    """Inside the block the loaders return the stand-ins of ``synthetic`` (name ->
-    modality) and ``roberta_large`` falls back to its stand-in; ``notes`` collects what
-    was replaced. Restores everything on exit."""
-    from pubench.data import graphs, images, text
-    from pubench.models import BACKBONES
+class StandIns(DataSource):
+    """The data source of a preflight check: the stand-ins of ``synthetic`` (name ->
+    modality) for those data sets, the real files for the others, and ``roberta_large``'s
+    stand-in where its pretrained weights are missing; ``notes`` collects what was replaced."""
 
-    notes = [] if notes is None else notes
-    cache: dict[tuple, Any] = {}
-    real_images, real_graphs, real_text = images.load_images, graphs.load_graphs, text.GlueTextDataset.load
+    def __init__(self, synthetic: dict[str, str], notes: list[str] | None = None):
+        self.synthetic = dict(synthetic)
+        self.notes = [] if notes is None else notes
+        self.cache: dict[tuple, Any] = {}
+        self.notes.extend(f"synthetic {name} ({kind}: {'random images' if kind == 'image' else 'random ' + kind})"
+                          for name, kind in sorted(self.synthetic.items()))
 
-    def load_images(name, split="train", root=None):
-        if synthetic.get(name) != "image":
-            return real_images(name, split, root)
-        if (name, split) not in cache:
-            cache.clear()  # one split at a time in memory besides what the task holds
-            cache[(name, split)] = synthetic_images(name, split)
-        return cache[(name, split)]
+    def images(self, name: str, split: str):
+        if self.synthetic.get(name) != "image":
+            return super().images(name, split)
+        if (name, split) not in self.cache:
+            self.cache.clear()  # one split at a time in memory besides what the task holds
+            self.cache[(name, split)] = synthetic_images(name, split)
+        return self.cache[(name, split)]
 
-    def load_graphs(name, root=None, *, features="auto"):
-        if synthetic.get(name) != "graph":
-            return real_graphs(name, root, features=features)
+    def graphs(self, name: str, features: str):
+        if self.synthetic.get(name) != "graph":
+            return super().graphs(name, features)
         return synthetic_graphs(name, features)
 
-    def load_text(self, split, root=None):
-        if synthetic.get(self.name) != "text":
-            return real_text(self, split, root)
-        return synthetic_text(self.name, split)
+    def text(self, dataset: Any, split: str):
+        if self.synthetic.get(dataset.name) != "text":
+            return super().text(dataset, split)
+        return synthetic_text(dataset.name, split)
 
-    BACKBONES._discover()
-    real_roberta = BACKBONES._items.get("roberta_large")
-    images.load_images, graphs.load_graphs, text.GlueTextDataset.load = load_images, load_graphs, load_text
-    if real_roberta is not None:
-        BACKBONES._items["roberta_large"] = roberta_stand_in(real_roberta, notes)
-    notes.extend(f"synthetic {name} ({kind}: {'random images' if kind == 'image' else 'random ' + kind})"
-                 for name, kind in sorted(synthetic.items()))
-    try:
-        yield notes
-    finally:
-        images.load_images, graphs.load_graphs, text.GlueTextDataset.load = real_images, real_graphs, real_text
-        if real_roberta is not None:
-            BACKBONES._items["roberta_large"] = real_roberta
+    def pretrained(self, name: str, factory: Callable[..., Any]) -> Callable[..., Any]:
+        return roberta_stand_in(factory, self.notes) if name == "roberta_large" else factory

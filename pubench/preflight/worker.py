@@ -2,8 +2,10 @@
 
 ``IN`` (JSON): ``task``, ``params``, ``seeds``, ``numerics`` (a job's), ``steps``,
 ``synthetic`` (stand-ins: name -> modality), ``flops``, ``eval_divisor``. The worker runs the job as
-``pubench run`` would (the numerics profile applied: threads, deterministic algorithms)
-under the step cap (:class:`pubench.preflight.meter.Meter`) and writes ``OUT``: ``ok``, the
+``pubench run`` would (the numerics profile applied: threads, deterministic algorithms),
+in a job context (:class:`pubench.train.context.JobContext`) whose step cap is a
+:class:`pubench.preflight.meter.Meter` and whose data source the stand-ins
+(:class:`pubench.preflight.standins.StandIns`), and writes ``OUT``: ``ok``, the
 error (one line, and its traceback), the measured figures and their projection (times on a CUDA
 device: wall clock; on the CPU: this process's CPU time per thread, which the machine's
 other work does not inflate), the peak
@@ -43,10 +45,10 @@ def check(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one capped job (module docstring); never raises for the job's own error."""
     from pubench import numerics
     from pubench.preflight.meter import Meter
-    from pubench.preflight.standins import installed
+    from pubench.preflight.standins import StandIns
     from pubench.tasks import TASKS
     from pubench.train import accel
-    from pubench.train.loop import capped
+    from pubench.train.context import JobContext
 
     num = numerics.Numerics.from_dict(spec["numerics"])
     out: dict[str, Any] = {"ok": False, "notes": []}
@@ -57,8 +59,8 @@ def check(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         numerics.apply(num)
         out["device_name"] = accel.device_name(num.device)
-        with installed(spec.get("synthetic") or {}, out["notes"]), numerics.active(num), capped(meter):
-            TASKS.get(spec["task"]).run(spec["params"], dict(spec["seeds"]))
+        ctx = JobContext(numerics=num, cap=meter, data=StandIns(spec.get("synthetic") or {}, out["notes"]))
+        TASKS.get(spec["task"]).run(spec["params"], dict(spec["seeds"]), ctx)
         out["ok"] = True
     except Exception as exc:  # noqa: BLE001 - a failed check is a result
         out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]

@@ -49,6 +49,7 @@ from pubench.pu.objective import resolve_prior
 from pubench.pu.risks import SURROGATES, surrogate
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -141,7 +142,8 @@ class APU(PUMethod):
 
     @classmethod
     def run(cls, cfg: APUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"apu needs a class prior in (0, 1), got {prior}")
@@ -166,9 +168,9 @@ class APU(PUMethod):
         opt = build_optimizer(train.optimizer, model)
         steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
         trainer = Trainer([model], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "apu",
-                          state={"order": gen, "augment": aug_gen, "branches": branches})
+                          state={"order": gen, "augment": aug_gen, "branches": branches}, ctx=ctx)
         hist = trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, gen, min_size=min_size), step)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {
             "risk": "aPU PURR (Hammoudeh & Lowd 2020) without positive shift: U_tr = U_te = X_U, pi_tr = pi_te",
             "prior_used": prior, "prior_source": source, "estimator": cfg.estimator, "loss": cfg.loss,

@@ -15,10 +15,12 @@ found automatically; the registration sets its ``name``) that subclasses :class:
 * ``uses_projector``: true when the method also trains a projection head (e.g. WConPU's
   query encoder): the task builds it from ``params.model.projector`` and passes it to
   ``run`` as ``projector=``;
-* ``run(cfg, backbone, train, data, seed, device, classifier) -> Result(metrics, info)``:
+* ``run(cfg, backbone, train, data, seed, ctx, classifier) -> Result(metrics, info)``:
   train on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split)
-  from the task's freshly built ``backbone`` (``out_dim`` features) and evaluate on the test
-  split; ``info`` holds at least :attr:`PUMethod.info_keys`. The caller has run
+  from the task's freshly built ``backbone`` (``out_dim`` features) in the job's context
+  ``ctx`` (:class:`pubench.train.context.JobContext`: its device, checkpoints, step cap;
+  pass it to every :class:`pubench.train.loop.Trainer` and ``predict``) and evaluate on
+  the test split; ``info`` holds at least :attr:`PUMethod.info_keys`. The caller has run
   :meth:`PUMethod.check_run` first (the task does, and the contract tests): ``run`` checks
   nothing of its own;
 * ``test_config``: a small valid ``pu_method`` block for the contract tests.
@@ -32,6 +34,7 @@ from typing import Any, ClassVar
 from torch import nn
 
 from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.registry import Registry, Unit, subclass_check
@@ -89,7 +92,7 @@ class PUMethod(Unit):
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device: Any = "cpu", classifier: Any = None) -> Result:
+            ctx: JobContext = PLAIN, classifier: Any = None) -> Result:
         ...
 
 

@@ -48,6 +48,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import resolve_prior
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, schedule_config
 from pubench.utils.config import ConfigError
@@ -136,14 +137,14 @@ class DistPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"dist_pu needs a class prior in (0, 1), got {prior}")
-        fit = _DistPUTraining(cfg, backbone, train, data, prior, seed, device)
+        fit = _DistPUTraining(cfg, backbone, train, data, prior, seed, ctx)
         fit.warm_up()
         fit.mix_up()
-        return Result(evaluate_network(fit.model, data, device), fit.info(source))
+        return Result(evaluate_network(fit.model, data, ctx), fit.info(source))
 
 
 class _DistPUTraining:
@@ -152,8 +153,9 @@ class _DistPUTraining:
     pseudo-labels are the state a checkpoint holds."""
 
     def __init__(self, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData,
-                 prior: float, seed: int, device):
-        self.cfg, self.train_cfg, self.data, self.prior, self.device = cfg, train, data, prior, device
+                 prior: float, seed: int, ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.prior, self.ctx = cfg, train, data, prior, ctx
+        self.device = device = ctx.device
         init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
         self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         self.labeled_all = data.observed == 1
@@ -196,7 +198,7 @@ class _DistPUTraining:
         cfg, train = self.cfg, self.train_cfg
         opt = build_optimizer(train.optimizer, self.model)
         stage = Trainer([self.model], opt, stage_scheduler(train.schedule, opt, self.steps, cfg.warmup_epochs, 0.0),
-                        "dist_pu warm-up", state=self.state)
+                        "dist_pu warm-up", state=self.state, ctx=self.ctx)
         stage.run(cfg.warmup_epochs, self.epoch_batches, self.warmup_step, start_epoch=self.start_epoch(stage),
                   end_epoch=self.end_epoch)
 
@@ -212,11 +214,12 @@ class _DistPUTraining:
         cfg, train, data, model = self.cfg, self.train_cfg, self.data, self.model
         model.eval()
         self.soft["pseudo"] = torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(self.device),
-                                                                             data.mean, data.std)), self.n).reshape(-1))
+                                                                             data.mean, data.std)), self.n,
+                                                      self.ctx).reshape(-1))
         opt = build_optimizer(dict(train.optimizer, **cfg.mixup_optimizer), model)
         stage = Trainer([model], opt, stage_scheduler(train.schedule, opt, self.steps, self.mix_epochs,
                                                       cfg.mixup_lr_floor),
-                        "dist_pu mixup", state={**self.state, "pseudo_labels": self.soft})
+                        "dist_pu mixup", state={**self.state, "pseudo_labels": self.soft}, ctx=self.ctx)
         stage.run(self.mix_epochs, self.epoch_batches, self.mixup_step, start_epoch=self.start_epoch(stage),
                   end_epoch=self.end_epoch)
 

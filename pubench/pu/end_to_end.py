@@ -29,6 +29,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_network
 from pubench.pu.risks import SURROGATES
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -66,7 +67,8 @@ class RiskMethod(PUMethod):
 
     @classmethod
     def run(cls, cfg: RiskMethodConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
         settings = cls.risk_settings(cfg, prior if cls.risk != "pn" else None)
         targets = make_targets(cls.risk, "pu", data.observed, data.y_true, 2)
@@ -74,9 +76,9 @@ class RiskMethod(PUMethod):
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         mix = cls.input_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
         hist = train_network(model, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
-                             train.batch_size, data, order_seed, aug_seed, device, f"{cfg.name}", mix=mix,
+                             train.batch_size, data, order_seed, aug_seed, ctx, f"{cfg.name}", mix=mix,
                              state=getattr(mix, "checkpoint_state", None))
-        metrics, extra = cls.evaluate(cfg, model, data, settings.prior, device)
+        metrics, extra = cls.evaluate(cfg, model, data, settings.prior, ctx)
         info = {"risk": cls.risk, "surrogate_loss": settings.surrogate(), "prior_used": settings.prior,
                 "prior_source": source if cls.risk != "pn" else "not used",
                 "final_train_risk": hist[-1] if hist else None}
@@ -95,10 +97,10 @@ class RiskMethod(PUMethod):
         return None
 
     @classmethod
-    def evaluate(cls, cfg, model: nn.Module, data: DownstreamData, prior: float | None, device
+    def evaluate(cls, cfg, model: nn.Module, data: DownstreamData, prior: float | None, ctx: JobContext
                  ) -> tuple[dict[str, float], dict]:
         """(test metrics, extra info) of the trained network: positive iff its score > 0."""
-        return evaluate_network(model, data, device), {}
+        return evaluate_network(model, data, ctx), {}
 
 
 @PU_METHODS.register("pn_naive")

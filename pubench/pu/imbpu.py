@@ -51,6 +51,6 @@ class ImbPU(RiskMethod):
         return RiskSettings(cls.risk, prior, cfg.loss, cfg.beta, cfg.gamma, target_prior=cfg.target_prior)
 
     @classmethod
-    def evaluate(cls, cfg: ImbPUConfig, model, data, prior, device):
-        metrics, info = super().evaluate(cfg, model, data, prior, device)
+    def evaluate(cls, cfg: ImbPUConfig, model, data, prior, ctx):
+        metrics, info = super().evaluate(cfg, model, data, prior, ctx)
         return metrics, info | {"target_prior": cfg.target_prior}

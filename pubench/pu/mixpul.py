@@ -48,6 +48,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.p3mix import ema_update, pu_batches
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -169,91 +170,118 @@ class MixPUL(PUMethod):
 
     @classmethod
     def run(cls, cfg: MixPULConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        fit = _MixPULTraining(cfg, backbone, train, data, seed, ctx)
+        fit.pretrain()
+        fit.consistency()
+        return Result(evaluate_network(fit.model, data, ctx), fit.info())
+
+
+class _MixPULTraining:
+    """One MixPUL run, in named steps: stage 1 (``pretrain``: supervised MixUp on T, the
+    labeled positives and the mined negatives), then stage 2 (``consistency``: the same plus
+    interpolation consistency on U with a mean teacher); ``hist``, the teacher and its step
+    ``counter`` are the state a checkpoint holds, with the generators."""
+
+    def __init__(self, cfg: MixPULConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
+                 ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.ctx = cfg, train, data, ctx
+        self.device = device = ctx.device
         init_seed, order_seed, aug_seed, mix_seed, mine_seed = sub_seeds(seed, 5)
-        model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
+        self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         labeled_all = data.observed == 1
         positive_rows = torch.nonzero(labeled_all).squeeze(1)
-        unlabeled_rows = torch.nonzero(~labeled_all).squeeze(1)
-        if len(positive_rows) == 0 or len(unlabeled_rows) == 0:
+        self.unlabeled_rows = torch.nonzero(~labeled_all).squeeze(1)
+        if len(positive_rows) == 0 or len(self.unlabeled_rows) == 0:
             raise ConfigError("mixpul needs labeled positives and unlabeled examples")
-        negatives = mine_random_negatives(unlabeled_rows, len(positive_rows), cfg.negatives_per_positive,
-                                          cfg.max_negative_fraction, torch_generator(mine_seed))
-        t_rows, t_labels = supervised_set(positive_rows, negatives)
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
-        perm_gen, mix_rng = torch_generator(mix_seed), np.random.default_rng(mix_seed)
-        min_size = 2 if has_batchnorm(model) else 1
+        self.negatives = mine_random_negatives(self.unlabeled_rows, len(positive_rows), cfg.negatives_per_positive,
+                                               cfg.max_negative_fraction, torch_generator(mine_seed))
+        self.t_rows, self.t_labels = supervised_set(positive_rows, self.negatives)
+        self.t_positions = torch.arange(len(self.t_rows))
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.perm_gen, self.mix_rng = torch_generator(mix_seed), np.random.default_rng(mix_seed)
+        self.min_size = 2 if has_batchnorm(self.model) else 1
+        self.hist: dict[str, list] = {"loss": [], "consistency": []}
+        self.opt = build_optimizer(train.optimizer, self.model)
+        self.state = {"order": self.gen, "augment": self.aug_gen, "permutations": self.perm_gen, "mixup": self.mix_rng,
+                      "history": self.hist}
+        self.epochs2 = train.epochs - cfg.pretrain_epochs
+        self.counter = {"steps": 0, "in_epoch": 0}
+        self.teacher: nn.Module | None = None   # stage 2's mean teacher
+        self.steps2 = 0                         # stage 2's steps per epoch
 
-        def inputs(rows):
-            xb = data.x_train[rows].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
+    def inputs(self, rows):
+        data = self.data
+        xb = data.x_train[rows].to(self.device)
+        return self.aug(xb, self.aug_gen) if self.aug is not None else to_float(xb, data.mean, data.std)
 
-        def supervised(pos):   # pos: positions in T
-            x, y = inputs(t_rows[pos]), t_labels[pos].to(device)
-            lam = float(mix_rng.beta(cfg.sup_alpha, cfg.sup_alpha))
-            perm = torch.randperm(len(pos), generator=perm_gen).to(device)
-            return mixup_cross_entropy(model(lam * x + (1.0 - lam) * x[perm]), y, y[perm], lam)
+    def supervised(self, pos):   # pos: positions in T
+        cfg, device = self.cfg, self.device
+        x, y = self.inputs(self.t_rows[pos]), self.t_labels[pos].to(device)
+        lam = float(self.mix_rng.beta(cfg.sup_alpha, cfg.sup_alpha))
+        perm = torch.randperm(len(pos), generator=self.perm_gen).to(device)
+        return mixup_cross_entropy(self.model(lam * x + (1.0 - lam) * x[perm]), y, y[perm], lam)
 
-        hist: dict[str, list] = {"loss": [], "consistency": []}
+    def end_epoch(self, stats):
+        self.hist["loss"].append(stats.mean)
+        self.hist["consistency"].append(stats.sums.get("consistency", 0.0) / max(1, stats.steps))
 
-        def end_epoch(stats):
-            hist["loss"].append(stats.mean)
-            hist["consistency"].append(stats.sums.get("consistency", 0.0) / max(1, stats.steps))
+    # ---- stage 1: supervised MixUp on T
+    def pretrain(self) -> None:
+        cfg, train, opt, n = self.cfg, self.train_cfg, self.opt, len(self.t_rows)
+        steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=self.min_size)))
+        Trainer([self.model], opt, build_scheduler(train.schedule, opt, steps, cfg.pretrain_epochs),
+                "mixpul pre-training", state=self.state, ctx=self.ctx).run(
+            cfg.pretrain_epochs, lambda epoch: batches(n, train.batch_size, self.gen, min_size=self.min_size),
+            lambda pos, epoch: Step(self.supervised(self.t_positions[pos])), end_epoch=self.end_epoch)
 
-        opt = build_optimizer(train.optimizer, model)
-        state = {"order": gen, "augment": aug_gen, "permutations": perm_gen, "mixup": mix_rng, "history": hist}
-
-        # ---- stage 1: supervised MixUp on T
-        t_positions = torch.arange(len(t_rows))
-        steps1 = max(1, len(batches(len(t_rows), train.batch_size, torch_generator(0), min_size=min_size)))
-        Trainer([model], opt, build_scheduler(train.schedule, opt, steps1, cfg.pretrain_epochs), "mixpul pre-training",
-                state=state).run(
-            cfg.pretrain_epochs, lambda epoch: batches(len(t_rows), train.batch_size, gen, min_size=min_size),
-            lambda pos, epoch: Step(supervised(t_positions[pos])), end_epoch=end_epoch)
-
-        # ---- stage 2: + interpolation consistency on U with a mean teacher
-        teacher = copy.deepcopy(model)
-        for p in teacher.parameters():
+    # ---- stage 2: + interpolation consistency on U with a mean teacher
+    def consistency(self) -> None:
+        train, opt = self.train_cfg, self.opt
+        self.teacher = copy.deepcopy(self.model)
+        for p in self.teacher.parameters():
             p.requires_grad_(False)
-        counter = {"steps": 0, "in_epoch": 0}
-        epochs2 = train.epochs - cfg.pretrain_epochs
-        steps2 = max(1, len(pu_batches(t_positions, unlabeled_rows, train.batch_size, torch_generator(0), min_size)))
+        self.steps2 = max(1, len(self.epoch_batches(torch_generator(0))))
+        Trainer([self.model], opt, build_scheduler(train.schedule, opt, self.steps2, self.epochs2), "mixpul consistency",
+                state={**self.state, "teacher": self.teacher, "counter": self.counter}, ctx=self.ctx).run(
+            self.epochs2, lambda epoch: self.epoch_batches(self.gen), self.consistency_step,
+            start_epoch=self.start_epoch, end_epoch=self.end_epoch)
 
-        def consistency_step(batch, epoch):
-            t_pos, u_rows = batch
-            sup = supervised(t_pos)
-            u = inputs(u_rows)
-            teacher.train()     # as the released code: the teacher runs in train mode
-            with torch.no_grad():
-                t_logits = teacher(u).reshape(-1)
-            lam = float(mix_rng.beta(cfg.unsup_alpha, cfg.unsup_alpha))
-            perm = torch.randperm(len(u_rows), generator=perm_gen).to(device)
-            cons = interpolation_consistency(model(lam * u + (1.0 - lam) * u[perm]),
-                                             ict_target(t_logits, perm, lam, cfg.consistency_target))
-            weight = consistency_weight_at(epoch, counter["in_epoch"], steps2, cfg)
-            counter["in_epoch"] += 1
+    def epoch_batches(self, gen: torch.Generator):
+        return pu_batches(self.t_positions, self.unlabeled_rows, self.train_cfg.batch_size, gen, self.min_size)
 
-            def follow():
-                counter["steps"] += 1
-                ema_update(teacher, model, min(1.0 - 1.0 / (counter["steps"] + 1), cfg.ema_decay))
-                return {}
-            return Step(sup + weight * cons, extra={"consistency": cons.detach()}, after_backward=follow)
+    def start_epoch(self, epoch):
+        self.counter["in_epoch"] = 0
 
-        def start_epoch(epoch):
-            counter["in_epoch"] = 0
+    def consistency_step(self, batch, epoch):
+        cfg, model, teacher, counter = self.cfg, self.model, self.teacher, self.counter
+        t_pos, u_rows = batch
+        sup = self.supervised(t_pos)
+        u = self.inputs(u_rows)
+        teacher.train()     # as the released code: the teacher runs in train mode
+        with torch.no_grad():
+            t_logits = teacher(u).reshape(-1)
+        lam = float(self.mix_rng.beta(cfg.unsup_alpha, cfg.unsup_alpha))
+        perm = torch.randperm(len(u_rows), generator=self.perm_gen).to(self.device)
+        cons = interpolation_consistency(model(lam * u + (1.0 - lam) * u[perm]),
+                                         ict_target(t_logits, perm, lam, cfg.consistency_target))
+        weight = consistency_weight_at(epoch, counter["in_epoch"], self.steps2, cfg)
+        counter["in_epoch"] += 1
+        return Step(sup + weight * cons, extra={"consistency": cons.detach()}, after_backward=self.follow)
 
-        Trainer([model], opt, build_scheduler(train.schedule, opt, steps2, epochs2), "mixpul consistency",
-                state={**state, "teacher": teacher, "counter": counter}).run(
-            epochs2, lambda epoch: pu_batches(t_positions, unlabeled_rows, train.batch_size, gen, min_size),
-            consistency_step, start_epoch=start_epoch, end_epoch=end_epoch)
+    def follow(self) -> dict:
+        """After each stage-2 step: the teacher's EMA of the student."""
+        self.counter["steps"] += 1
+        ema_update(self.teacher, self.model, min(1.0 - 1.0 / (self.counter["steps"] + 1), self.cfg.ema_decay))
+        return {}
 
-        metrics = evaluate_network(model, data, device)
-        info = {"risk": "MixPUL: supervised MixUp on P + mined negatives, interpolation consistency on U",
-                "prior_used": None, "prior_source": "not used", "reliable_negatives": len(negatives),
-                "supervised_positives": len(t_rows) - len(negatives), "pretrain_epochs": cfg.pretrain_epochs,
-                "consistency_epochs": epochs2, "loss_per_epoch": hist["loss"],
-                "consistency_per_epoch": hist["consistency"],
+    def info(self) -> dict:
+        hist = self.hist
+        return {"risk": "MixPUL: supervised MixUp on P + mined negatives, interpolation consistency on U",
+                "prior_used": None, "prior_source": "not used", "reliable_negatives": len(self.negatives),
+                "supervised_positives": len(self.t_rows) - len(self.negatives),
+                "pretrain_epochs": self.cfg.pretrain_epochs, "consistency_epochs": self.epochs2,
+                "loss_per_epoch": hist["loss"], "consistency_per_epoch": hist["consistency"],
                 "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
                 "model_selection": "the last epoch's model"}
-        return Result(metrics, info)

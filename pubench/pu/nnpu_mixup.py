@@ -85,6 +85,6 @@ class NNPUMixup(RiskMethod):
         return mix
 
     @classmethod
-    def evaluate(cls, cfg: NNPUMixupConfig, model, data, prior, device):
-        metrics, info = super().evaluate(cfg, model, data, prior, device)
+    def evaluate(cls, cfg: NNPUMixupConfig, model, data, prior, ctx):
+        metrics, info = super().evaluate(cfg, model, data, prior, ctx)
         return metrics, info | {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha}}

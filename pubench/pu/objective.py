@@ -17,6 +17,7 @@ from pubench.pu.risks import RISKS
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -119,35 +120,36 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
 
 def fit(forward: Callable[[torch.Tensor], torch.Tensor], modules: list[nn.Module], optimizer, scheduler,
         t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str,
-        state: dict | None = None) -> list[float]:
-    """Train for ``epochs`` over ``t.rows`` in shuffled mini-batches; ``forward(rows)`` returns
-    the outputs for those training examples. Returns the mean reported risk per epoch.
-    ``state``: what ``forward`` draws from (e.g. an augmentation's generator), for checkpoints."""
+        ctx: JobContext, state: dict | None = None) -> list[float]:
+    """Train for ``epochs`` over ``t.rows`` in shuffled mini-batches, in the job's context
+    ``ctx``; ``forward(rows)`` returns the outputs for those training examples. Returns the
+    mean reported risk per epoch. ``state``: what ``forward`` draws from (e.g. an
+    augmentation's generator), for checkpoints."""
     min_size = 2 if any(has_batchnorm(m) for m in modules) else 1
 
     def step(pos: torch.Tensor, epoch: int) -> Step:
         obj, value = risk_step(forward(t.rows[pos]), t, pos, s)
         return Step(obj, value=value, weight=len(pos))
 
-    history = Trainer(modules, optimizer, scheduler, desc, state={"order": gen, **(state or {})}).run(
+    history = Trainer(modules, optimizer, scheduler, desc, state={"order": gen, **(state or {})}, ctx=ctx).run(
         epochs, lambda epoch: batches(len(t.rows), batch_size, gen, min_size=min_size), step)
     return [e.mean for e in history]
 
 
 def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], optimizer: dict, schedule: dict,
              targets: Targets, settings: RiskSettings, epochs: int, batch_size: int, order_seed: int,
-             desc: str, state: dict | None = None) -> list[float]:
+             desc: str, ctx: JobContext, state: dict | None = None) -> list[float]:
     """Train ``head`` on ``features(rows)`` (fixed or recomputed per batch) with a risk."""
     opt = build_optimizer(optimizer, head)
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
     return fit(lambda rows: head(features(rows)), [head], opt, sched, targets, settings, epochs, batch_size,
-               torch_generator(order_seed), desc, state)
+               torch_generator(order_seed), desc, ctx, state)
 
 
 def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
                   settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                  order_seed: int, aug_seed: int, device, desc: str,
+                  order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
                   mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
                   state: dict | None = None) -> list[float]:
     """Train a whole network (images -> score) with a risk; returns the mean risk per epoch.
@@ -156,6 +158,7 @@ def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: di
     the steps use (e.g. ``mix``'s generator), for checkpoints."""
     aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
     aug_gen = torch_generator(aug_seed)
+    device = ctx.device
     x_train = accel.data_on_device(data.x_train, device)
 
     def forward(rows):
@@ -167,16 +170,16 @@ def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: di
     steps = max(1, -(-len(targets.rows) // batch_size))
     sched = build_scheduler(schedule, opt, steps, epochs)
     return fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc,
-               state={"augment": aug_gen, **(state or {})})
+               ctx, state={"augment": aug_gen, **(state or {})})
 
 
 def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
                        settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                       order_seed: int, aug_seed: int, device, desc: str,
+                       order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
                        mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
                        ) -> tuple[dict[str, float], list[float]]:
     """:func:`train_network`, then the test metrics of the network (score > 0: positive).
     Shared by ``finetune`` and the end-to-end risk-based PU methods."""
     hist = train_network(model, optimizer, schedule, augment, targets, settings, epochs, batch_size, data,
-                         order_seed, aug_seed, device, desc, mix)
-    return evaluate_network(model, data, device), hist
+                         order_seed, aug_seed, ctx, desc, mix)
+    return evaluate_network(model, data, ctx), hist

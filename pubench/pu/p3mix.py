@@ -52,6 +52,7 @@ from torch import nn
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
@@ -224,91 +225,10 @@ class P3Mix(PUMethod):
 
     @classmethod
     def run(cls, cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
-        init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
-        model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
-        teacher = cls.make_teacher(cfg, model)
-        labeled_all = data.observed == 1
-        labeled_rows = torch.nonzero(labeled_all).squeeze(1)
-        unlabeled_rows = torch.nonzero(~labeled_all).squeeze(1)
-        if len(labeled_rows) == 0 or len(unlabeled_rows) == 0:
-            raise ConfigError(f"{cfg.name} needs labeled positives and unlabeled examples")
-        aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
-        gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
-        pair_gen, mix_rng = torch_generator(mix_seed), np.random.default_rng(mix_seed)
-        min_size = 2 if has_batchnorm(model) else 1
-        steps = max(1, len(pu_batches(labeled_rows, unlabeled_rows, train.batch_size, torch_generator(0), min_size)))
-        # the candidate pool is a function of the model at the epoch's start: recomputed, never saved
-        pool: dict[str, torch.Tensor] = {"rows": labeled_rows[:0]}
-
-        def inputs(rows):
-            xb = data.x_train[rows].to(device)
-            return aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
-
-        @torch.no_grad()
-        def refresh_pool(epoch: int) -> None:
-            if epoch < cfg.start_hmix:
-                return
-            model.eval()
-            logits = torch.cat([model(to_float(data.x_train[labeled_rows[i:i + 1024]].to(device), data.mean,
-                                              data.std)).reshape(-1).float().cpu()
-                                for i in range(0, len(labeled_rows), 1024)])
-            model.train()
-            pool["rows"] = labeled_rows[boundary_pool(logits, cfg.top_k)]
-
-        hist: dict[str, list] = {"loss": [], "marginal_fraction": [], "corrected_fraction": []}
-
-        def step(batch, epoch):
-            p_rows, u_rows = batch
-            rows = torch.cat([p_rows, u_rows])
-            lab = torch.cat([torch.ones(len(p_rows), dtype=torch.bool), torch.zeros(len(u_rows), dtype=torch.bool)])
-            x = inputs(rows)
-            n = len(rows)
-            with torch.no_grad():
-                prob = torch.sigmoid(model(x).reshape(-1).float()).cpu()
-            hmix = epoch >= cfg.start_hmix
-            labels = cls.labels(cfg, prob, lab, hmix)
-            if hmix:
-                marginal = marginal_pseudo_negatives(prob, lab, cfg.gamma)
-                pool_rows = pool["rows"]
-                partner = select_partners(marginal, len(pool_rows), pair_gen)
-                x_all = torch.cat([x, inputs(pool_rows)]) if len(pool_rows) else x
-                labels_all = torch.cat([labels, torch.ones(len(pool_rows))])
-            else:
-                marginal = torch.zeros(n, dtype=torch.bool)
-                partner = torch.randperm(n, generator=pair_gen)
-                x_all, labels_all, pool_rows = x, labels, rows[:0]
-            lam = mixup_lambda(mix_rng, cfg.alpha)
-            partner_dev = partner.to(device)
-            logits = model(lam * x + (1.0 - lam) * x_all[partner_dev]).reshape(-1)
-            targets = (lam * labels + (1.0 - lam) * labels_all[partner]).to(device)
-            teacher_targets = cls.teacher_targets(teacher, x, x_all, len(pool_rows), partner_dev, lam)
-            loss = cls.loss(cfg, logits, targets, lab.to(device), teacher_targets)
-            corrected = float(((labels > 0) & ~lab).float().mean())
-            return Step(loss, extra={"marginal": float(marginal.float().mean()), "corrected": corrected})
-
-        def end_epoch(stats):
-            hist["loss"].append(stats.mean)
-            hist["marginal_fraction"].append(stats.sums.get("marginal", 0.0) / max(1, stats.steps))
-            hist["corrected_fraction"].append(stats.sums.get("corrected", 0.0) / max(1, stats.steps))
-            cls.after_epoch(cfg, teacher, model, stats.epoch)
-
-        opt = build_optimizer(train.optimizer, model)
-        sched = build_scheduler(train.schedule, opt, steps, train.epochs)
-        state = {"order": gen, "augment": aug_gen, "partners": pair_gen, "mixup": mix_rng, "history": hist}
-        if teacher is not None:
-            state["teacher"] = teacher
-        Trainer([model], opt, sched, cfg.name, state=state).run(
-            train.epochs, lambda epoch: pu_batches(labeled_rows, unlabeled_rows, train.batch_size, gen, min_size),
-            step, start_epoch=refresh_pool, end_epoch=end_epoch)
-        metrics = evaluate_network(model, data, device)
-        info = {"risk": f"P3Mix-{cls.variant}: heuristic mixup, cross-entropy with U as negative + entropy",
-                "prior_used": None, "prior_source": "not used", "variant": cls.variant,
-                "loss_per_epoch": hist["loss"], "marginal_fraction_per_epoch": hist["marginal_fraction"],
-                "corrected_fraction_per_epoch": hist["corrected_fraction"],
-                "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
-                "model_selection": "the last epoch's model"}
-        return Result(metrics, info)
+            ctx: JobContext = PLAIN, classifier=None):
+        fit = _P3MixTraining(cls, cfg, backbone, train, data, seed, ctx)
+        fit.train()
+        return Result(evaluate_network(fit.model, data, ctx), fit.info())
 
     # ---- what the variants change
     @classmethod
@@ -331,6 +251,112 @@ class P3Mix(PUMethod):
     def after_epoch(cls, cfg, teacher, model, epoch: int) -> None:
         pass
 
+
+
+class _P3MixTraining:
+    """One run of a P3Mix variant (``method``: its labels, teacher and loss), in named steps:
+    the candidate pool at each epoch's start (``refresh_pool``), the mixup ``step`` and the
+    epoch's end; ``hist`` (and P3Mix-E's teacher) are the state a checkpoint holds, with the
+    generators."""
+
+    def __init__(self, method: type[P3Mix], cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig,
+                 data: DownstreamData, seed: int, ctx: JobContext):
+        self.method, self.cfg, self.train_cfg, self.data, self.ctx = method, cfg, train, data, ctx
+        self.device = device = ctx.device
+        init_seed, order_seed, aug_seed, mix_seed = sub_seeds(seed, 4)
+        self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
+        self.teacher = method.make_teacher(cfg, self.model)
+        labeled_all = data.observed == 1
+        self.labeled_rows = torch.nonzero(labeled_all).squeeze(1)
+        self.unlabeled_rows = torch.nonzero(~labeled_all).squeeze(1)
+        if len(self.labeled_rows) == 0 or len(self.unlabeled_rows) == 0:
+            raise ConfigError(f"{cfg.name} needs labeled positives and unlabeled examples")
+        self.aug = build_augment(train.augment, data.mean, data.std, "train.augment") if train.augment else None
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.pair_gen, self.mix_rng = torch_generator(mix_seed), np.random.default_rng(mix_seed)
+        self.min_size = 2 if has_batchnorm(self.model) else 1
+        # the candidate pool is a function of the model at the epoch's start: recomputed, never saved
+        self.pool_rows = self.labeled_rows[:0]
+        self.hist: dict[str, list] = {"loss": [], "marginal_fraction": [], "corrected_fraction": []}
+
+    def train(self) -> None:
+        train = self.train_cfg
+        steps = max(1, len(self.epoch_batches(torch_generator(0))))
+        opt = build_optimizer(train.optimizer, self.model)
+        sched = build_scheduler(train.schedule, opt, steps, train.epochs)
+        state = {"order": self.gen, "augment": self.aug_gen, "partners": self.pair_gen, "mixup": self.mix_rng,
+                 "history": self.hist}
+        if self.teacher is not None:
+            state["teacher"] = self.teacher
+        Trainer([self.model], opt, sched, self.cfg.name, state=state, ctx=self.ctx).run(
+            train.epochs, lambda epoch: self.epoch_batches(self.gen), self.step, start_epoch=self.refresh_pool,
+            end_epoch=self.end_epoch)
+
+    def epoch_batches(self, gen: torch.Generator):
+        return pu_batches(self.labeled_rows, self.unlabeled_rows, self.train_cfg.batch_size, gen, self.min_size)
+
+    def inputs(self, rows):
+        data = self.data
+        xb = data.x_train[rows].to(self.device)
+        return self.aug(xb, self.aug_gen) if self.aug is not None else to_float(xb, data.mean, data.std)
+
+    @torch.no_grad()
+    def refresh_pool(self, epoch: int) -> None:
+        cfg, data, model, rows = self.cfg, self.data, self.model, self.labeled_rows
+        if epoch < cfg.start_hmix:
+            return
+        model.eval()
+        logits = torch.cat([model(to_float(data.x_train[rows[i:i + 1024]].to(self.device), data.mean,
+                                          data.std)).reshape(-1).float().cpu()
+                            for i in range(0, len(rows), 1024)])
+        model.train()
+        self.pool_rows = rows[boundary_pool(logits, cfg.top_k)]
+
+    def step(self, batch, epoch):
+        cfg, method, model, device = self.cfg, self.method, self.model, self.device
+        p_rows, u_rows = batch
+        rows = torch.cat([p_rows, u_rows])
+        lab = torch.cat([torch.ones(len(p_rows), dtype=torch.bool), torch.zeros(len(u_rows), dtype=torch.bool)])
+        x = self.inputs(rows)
+        n = len(rows)
+        with torch.no_grad():
+            prob = torch.sigmoid(model(x).reshape(-1).float()).cpu()
+        hmix = epoch >= cfg.start_hmix
+        labels = method.labels(cfg, prob, lab, hmix)
+        if hmix:
+            marginal = marginal_pseudo_negatives(prob, lab, cfg.gamma)
+            pool_rows = self.pool_rows
+            partner = select_partners(marginal, len(pool_rows), self.pair_gen)
+            x_all = torch.cat([x, self.inputs(pool_rows)]) if len(pool_rows) else x
+            labels_all = torch.cat([labels, torch.ones(len(pool_rows))])
+        else:
+            marginal = torch.zeros(n, dtype=torch.bool)
+            partner = torch.randperm(n, generator=self.pair_gen)
+            x_all, labels_all, pool_rows = x, labels, rows[:0]
+        lam = mixup_lambda(self.mix_rng, cfg.alpha)
+        partner_dev = partner.to(device)
+        logits = model(lam * x + (1.0 - lam) * x_all[partner_dev]).reshape(-1)
+        targets = (lam * labels + (1.0 - lam) * labels_all[partner]).to(device)
+        teacher_targets = method.teacher_targets(self.teacher, x, x_all, len(pool_rows), partner_dev, lam)
+        loss = method.loss(cfg, logits, targets, lab.to(device), teacher_targets)
+        corrected = float(((labels > 0) & ~lab).float().mean())
+        return Step(loss, extra={"marginal": float(marginal.float().mean()), "corrected": corrected})
+
+    def end_epoch(self, stats):
+        hist = self.hist
+        hist["loss"].append(stats.mean)
+        hist["marginal_fraction"].append(stats.sums.get("marginal", 0.0) / max(1, stats.steps))
+        hist["corrected_fraction"].append(stats.sums.get("corrected", 0.0) / max(1, stats.steps))
+        self.method.after_epoch(self.cfg, self.teacher, self.model, stats.epoch)
+
+    def info(self) -> dict:
+        hist, variant = self.hist, self.method.variant
+        return {"risk": f"P3Mix-{variant}: heuristic mixup, cross-entropy with U as negative + entropy",
+                "prior_used": None, "prior_source": "not used", "variant": variant,
+                "loss_per_epoch": hist["loss"], "marginal_fraction_per_epoch": hist["marginal_fraction"],
+                "corrected_fraction_per_epoch": hist["corrected_fraction"],
+                "final_train_loss": hist["loss"][-1] if hist["loss"] else None,
+                "model_selection": "the last epoch's model"}
 
 BASE_TEST_CONFIG = {"alpha": 1.0, "gamma": 0.6, "top_k": 4, "start_hmix": 1, "positive_weight": 1.0,
                     "unlabeled_weight": 1.0, "entropy_weight": 0.1}

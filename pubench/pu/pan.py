@@ -14,7 +14,7 @@ pushed to call positive the unlabeled examples that ``D`` finds positive-like (`
 and negative the others, while ``D`` is pushed away from ``C``'s calls. Prediction:
 positive iff ``C(x) > 0``. Prior-free.
 
-The paper is not among this project's papers (``/work/shared/papers``): the value above,
+The paper is not among the five papers this project reproduces (README): the value above,
 with Bernoulli divergences and no ``eps`` (so its KL term is the unbounded ``-(2 d - 1)
 C(x)``), is the KL-based value the paper proposes as we read it, and the authors'
 released code (morning-dews/PAN, ``main.py``, ``--model pan``) optimises it up to the
@@ -30,7 +30,7 @@ copied). Where that code differs, and what we keep (docs/tasks.md, the spec's de
   weight decay stops it). ``classifier_eps: 0.0`` (the default: the formula, exact
   closed form) or ``0.01`` (the released code; :func:`pan_kl_term`). Every spec keeps
   the default (its records were made with it). Measured at the reduced tier, table3-pupl
-  PAN (1), seed 0 (benchmarks/fidelity50.py pan): F-MNIST-I acc 82.65 -> 80.10, AUC 92.0
+  PAN (1), seed 0 (benchmarks/baseline_fidelity.py pan): F-MNIST-I acc 82.65 -> 80.10, AUC 92.0
   -> 90.7, recall 43.3 -> 34.7% with 0.01, the classifier's test logits -201..28 -> -6.3..2.9;
   F-MNIST-II stays all-negative (recall 0; AUC 64.3 -> 75.4), so the eps does not explain
   that cell (the discriminator form does: ``PAN released D (1)``);
@@ -64,6 +64,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -191,7 +192,8 @@ class PAN(PUMethod):
 
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         c_head_seed, d_seed, d_head_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         discriminator = nn.Sequential(fresh_copy(backbone, d_seed), seeded_head(backbone.out_dim, 1, d_head_seed))
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, c_head_seed))
@@ -215,9 +217,9 @@ class PAN(PUMethod):
         opt = build_optimizer(train.optimizer, list(model.parameters()) + list(discriminator.parameters()))
         steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
         trainer = Trainer([model, discriminator], opt, build_scheduler(train.schedule, opt, steps, train.epochs),
-                          "pan", state={"order": gen, "augment": aug_gen})
+                          "pan", state={"order": gen, "augment": aug_gen}, ctx=ctx)
         hist = trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, gen, min_size=min_size), step)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {
             "risk": "PAN: classifier vs discriminator, KL-based value (prior-free)", "prior_used": None,
             "prior_source": "none", "lam": cfg.lam, "discriminator": cfg.discriminator,

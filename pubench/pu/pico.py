@@ -54,6 +54,7 @@ from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -181,15 +182,17 @@ class PiCO(PUMethod):
 
     @classmethod
     def run(cls, cfg: PiCOConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
+        device = ctx.device
         use_dis = cfg.dist_loss["name"] == "dist_pu"
         prior, source = resolve_prior(cfg.prior, data.prior, use_dis, "pu_method")
         head_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         head = seeded_head(backbone.out_dim, 2, head_seed)
-        hist = _train(cfg, backbone, projector, head, train, data, prior if use_dis else None, order_seed, aug_seed,
-                      device)
+        hist = _PiCOTraining(cfg, backbone, projector, head, train, data, prior if use_dis else None, order_seed,
+                             aug_seed, ctx).train()
         net = nn.Sequential(backbone, head).eval()
-        logits = predict(lambda k: net(to_float(data.x_test[k].to(device), data.mean, data.std)), data.x_test.shape[0])
+        logits = predict(lambda k: net(to_float(data.x_test[k].to(device), data.mean, data.std)), data.x_test.shape[0],
+                         ctx)
         metrics = evaluate_scores(logits[:, 1] - logits[:, 0], data.y_test, 2)
         info = {
             "risk": "PiCO: L_cls + lambda L_cont (+ w L_dis of 004 Eq. 27)",
@@ -203,45 +206,71 @@ class PiCO(PUMethod):
         return Result(metrics, info)
 
 
-def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
-           data: DownstreamData, prior: float | None, order_seed: int, aug_seed: int, device) -> dict:
-    query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
-        backbone, projector, head, cfg.augment, data, device)
-    gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
-    n = data.x_train.shape[0]
-    observed = data.observed.clone()
-    emb_dim = projector.out_dim
-    state = {
-        "protos": torch.zeros(2, emb_dim, device=device),
-        "s": W.init_pseudo_labels(observed, 0.5),     # uniform over the candidate set
-        "queue_k": torch.zeros(0, emb_dim, device=device),
-        "queue_label": torch.zeros(0, dtype=torch.long, device=device),
-    }
-    bs = min(train.batch_size, n)
-    n_steps = len(batches(n, bs, torch_generator(0), drop_last=True, min_size=2))
-    opt = build_optimizer(train.optimizer, query_net)
-    sched = build_scheduler(train.schedule, opt, n_steps, train.epochs)
-    hist: dict[str, list] = {"loss": [], "l_cls": [], "l_cont": [], "l_dis": [], "phi": [], "pseudo_label_acc": []}
-    trainer = Trainer([query_net], opt, sched, "pico",
-                      state={"order": gen, "augment": aug_gen, "key_backbone": key_backbone,
-                             "key_projector": key_projector, "pico": state, "history": hist})
-    start, end = (float(v) for v in cfg.pseudo_target_momentum)
-    dis_weight = float(cfg.dist_loss["weight"])
+class _PiCOTraining:
+    """One PiCO run (004's L_dis added), in named steps: the query and key views' ``step``
+    (classifier, prototypes, the contrastive term against the key queue, the label
+    distribution term), the key encoder's momentum update and the queue after it
+    (``after_step``) and the epoch's record (``end_epoch``); ``state`` (prototypes,
+    pseudo-labels, the queue) and ``hist`` are what a checkpoint holds, with the key encoder
+    and the generators."""
 
-    def step(idx: torch.Tensor, epoch: int) -> Step:
-        x = data.x_train[idx].to(device)
-        o = observed[idx].to(device)
-        feats = backbone(aug_q(x, aug_gen))
-        logits = head(feats)
-        q = F.normalize(projector(feats), dim=1)
+    def __init__(self, cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module,
+                 train: TrainConfig, data: DownstreamData, prior: float | None, order_seed: int, aug_seed: int,
+                 ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.prior, self.ctx = cfg, train, data, prior, ctx
+        self.device = device = ctx.device
+        self.backbone, self.projector, self.head = backbone, projector, head
+        (self.query_net, self.key_backbone, self.key_projector, self.q_params, self.k_params, self.aug_q,
+         self.aug_k) = query_key_encoders(backbone, projector, head, cfg.augment, data, device)
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.n = data.x_train.shape[0]
+        self.observed = data.observed.clone()
+        emb_dim = projector.out_dim
+        self.state = {
+            "protos": torch.zeros(2, emb_dim, device=device),
+            "s": W.init_pseudo_labels(self.observed, 0.5),     # uniform over the candidate set
+            "queue_k": torch.zeros(0, emb_dim, device=device),
+            "queue_label": torch.zeros(0, dtype=torch.long, device=device),
+        }
+        self.bs = min(train.batch_size, self.n)
+        self.hist: dict[str, list] = {"loss": [], "l_cls": [], "l_cont": [], "l_dis": [], "phi": [],
+                                      "pseudo_label_acc": []}
+        self.start, self.end = (float(v) for v in cfg.pseudo_target_momentum)
+        self.dis_weight = float(cfg.dist_loss["weight"])
+
+    def train(self) -> dict:
+        """Trains the query network in place; returns what ``info`` records of the run."""
+        train, hist = self.train_cfg, self.hist
+        n_steps = len(self.epoch_batches(torch_generator(0)))
+        opt = build_optimizer(train.optimizer, self.query_net)
+        sched = build_scheduler(train.schedule, opt, n_steps, train.epochs)
+        trainer = Trainer([self.query_net], opt, sched, "pico",
+                          state={"order": self.gen, "augment": self.aug_gen, "key_backbone": self.key_backbone,
+                                 "key_projector": self.key_projector, "pico": self.state, "history": hist},
+                          ctx=self.ctx)
+        trainer.run(train.epochs, lambda epoch: self.epoch_batches(self.gen), self.step, end_epoch=self.end_epoch)
+        self.key_backbone.cpu(), self.key_projector.cpu()
+        hist["final_train_loss"] = hist["loss"][-1] if hist["loss"] else None
+        return hist
+
+    def epoch_batches(self, gen: torch.Generator):
+        return batches(self.n, self.bs, gen, drop_last=True, min_size=2)
+
+    def step(self, idx: torch.Tensor, epoch: int) -> Step:
+        cfg, state, device = self.cfg, self.state, self.device
+        x = self.data.x_train[idx].to(device)
+        o = self.observed[idx].to(device)
+        feats = self.backbone(self.aug_q(x, self.aug_gen))
+        logits = self.head(feats)
+        q = F.normalize(self.projector(feats), dim=1)
         labels = candidate_pseudo_labels(logits.softmax(1).detach(), o)
         proto_labels = prototype_pseudo_labels(q.detach(), state["protos"], o)
         state["protos"] = W.update_prototypes(state["protos"], q, labels, cfg.prototype_momentum)
         with torch.no_grad():
-            k = F.normalize(key_projector(key_backbone(aug_k(x, aug_gen))), dim=1)
+            k = F.normalize(self.key_projector(self.key_backbone(self.aug_k(x, self.aug_gen))), dim=1)
         disambiguate = epoch >= cfg.prototype_start_epoch
         if disambiguate:
-            phi = pseudo_target_momentum(epoch, train.epochs, start, end)
+            phi = pseudo_target_momentum(epoch, self.train_cfg.epochs, self.start, self.end)
             state["s"][idx] = W.update_pseudo_labels(state["s"][idx], proto_labels.cpu(), o.cpu(), phi)
             pool = torch.cat([q, k, state["queue_k"]])
             positives = positive_pool_mask(labels, torch.cat([labels, labels, state["queue_label"]]))
@@ -251,35 +280,31 @@ def _train(cfg: PiCOConfig, backbone: nn.Module, projector: nn.Module, head: nn.
         else:
             l_cont = moco_loss(q, k, state["queue_k"], cfg.temperature)
         l_cls = W.soft_cross_entropy(logits, state["s"][idx].to(device))
-        if prior is not None:
-            l_dis = W.label_distribution_loss(logits.softmax(1)[:, 1], o, prior)
+        if self.prior is not None:
+            l_dis = W.label_distribution_loss(logits.softmax(1)[:, 1], o, self.prior)
         else:
             l_dis = logits.sum() * 0.0
-        loss = pico_objective(l_cls, l_cont, l_dis, cfg.contrastive_weight, dis_weight)
-
-        def after() -> dict:
-            momentum_update_(k_params, q_params, cfg.momentum)
-            state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
-            state["queue_label"] = torch.cat([labels, state["queue_label"]])[:cfg.queue]
-            return {}
-
-        return Step(loss, weight=len(idx), after_backward=after,
+        loss = pico_objective(l_cls, l_cont, l_dis, cfg.contrastive_weight, self.dis_weight)
+        return Step(loss, weight=len(idx), after_backward=lambda: self.after_step(k, labels),
                     extra={"l_cls": l_cls.detach(), "l_cont": l_cont.detach(), "l_dis": l_dis.detach()})
 
-    def end_epoch(stats) -> None:
+    def after_step(self, k: torch.Tensor, labels: torch.Tensor) -> dict:
+        """The key encoder follows the query's by momentum; the batch's keys join the queue."""
+        cfg, state = self.cfg, self.state
+        momentum_update_(self.k_params, self.q_params, cfg.momentum)
+        state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
+        state["queue_label"] = torch.cat([labels, state["queue_label"]])[:cfg.queue]
+        return {}
+
+    def end_epoch(self, stats) -> None:
+        cfg, hist, observed = self.cfg, self.hist, self.observed
         steps = max(1, stats.steps)
         hist["loss"].append(stats.mean)
         for key in ("l_cls", "l_cont", "l_dis"):
             hist[key].append(float(stats.sums.get(key, 0.0)) / steps)
         epoch = len(hist["phi"])
-        hist["phi"].append(pseudo_target_momentum(epoch, train.epochs, start, end)
+        hist["phi"].append(pseudo_target_momentum(epoch, self.train_cfg.epochs, self.start, self.end)
                            if epoch >= cfg.prototype_start_epoch else None)
         unl = observed == 0
-        hist["pseudo_label_acc"].append(
-            100.0 * float((state["s"][unl].argmax(1) == data.y_true[unl]).float().mean()) if bool(unl.any()) else None)
-
-    trainer.run(train.epochs, lambda epoch: batches(n, bs, gen, drop_last=True, min_size=2), step,
-                end_epoch=end_epoch)
-    key_backbone.cpu(), key_projector.cpu()
-    hist["final_train_loss"] = hist["loss"][-1] if hist["loss"] else None
-    return hist
+        hist["pseudo_label_acc"].append(100.0 * float((self.state["s"][unl].argmax(1) == self.data.y_true[unl])
+                                                      .float().mean()) if bool(unl.any()) else None)

@@ -39,6 +39,7 @@ from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, trai
 from pubench.pu.risks import SURROGATES
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -78,7 +79,8 @@ class PUbN(PUMethod):
 
     @classmethod
     def run(cls, cfg: PUbNConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         sigma_head_seed, head_seed, order_seed, aug_seed, sigma_order_seed, sigma_aug_seed = sub_seeds(seed, 6)
         sigma_model = nn.Sequential(copy.deepcopy(backbone), seeded_head(backbone.out_dim, 1, sigma_head_seed)).to(device)
@@ -88,12 +90,12 @@ class PUbN(PUMethod):
         targets = make_targets("nnpu", "pu", data.observed, data.y_true, 2)
         settings = RiskSettings("nnpu", prior, cfg.sigma_loss, cfg.beta, cfg.gamma)
         sigma_hist = train_network(sigma_model, train.optimizer, train.schedule, train.augment, targets, settings,
-                                   train.epochs, train.batch_size, data, sigma_order_seed, sigma_aug_seed, device,
+                                   train.epochs, train.batch_size, data, sigma_order_seed, sigma_aug_seed, ctx,
                                    "pubn sigma")
         sigma_model.eval()
         sigma = torch.sigmoid(predict(
             lambda k: sigma_model(to_float(data.x_train[k].to(device), data.mean, data.std)),
-            data.x_train.shape[0]).reshape(-1)).double()
+            data.x_train.shape[0], ctx).reshape(-1)).double()
         labeled_all = data.observed == 1
         if not bool((~labeled_all).any()):
             raise ValueError("pubn needs unlabeled examples")
@@ -115,9 +117,9 @@ class PUbN(PUMethod):
 
         opt = build_optimizer(train.optimizer, model)
         steps = max(1, len(batches(n, train.batch_size, torch_generator(0), min_size=min_size)))
-        trainer = Trainer([model], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "pubn")
+        trainer = Trainer([model], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "pubn", ctx=ctx)
         hist = trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, gen, min_size=min_size), step)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         unl = sigma[~labeled_all]
         info = {
             "risk": "PUbN\\N (rho = 0): nnPU sigma, then the PUbN risk", "prior_used": prior, "prior_source": source,

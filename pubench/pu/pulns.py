@@ -58,6 +58,7 @@ from pubench.pu.vpu import vpu_rows
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -182,10 +183,10 @@ class PULNS(PUMethod):
 
     @classmethod
     def run(cls, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
-        fit = _PULNSTraining(cfg, backbone, train, data, seed, device)
+            ctx: JobContext = PLAIN, classifier=None):
+        fit = _PULNSTraining(cfg, backbone, train, data, seed, ctx)
         hist = fit.train()
-        return Result(evaluate_network(fit.model, data, device), fit.info(hist))
+        return Result(evaluate_network(fit.model, data, ctx), fit.info(hist))
 
 
 class _PULNSTraining:
@@ -195,8 +196,9 @@ class _PULNSTraining:
     checkpoint holds."""
 
     def __init__(self, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-                 device):
-        self.cfg, self.backbone, self.train_cfg, self.data, self.device = cfg, backbone, train, data, device
+                 ctx: JobContext):
+        self.cfg, self.backbone, self.train_cfg, self.data, self.ctx = cfg, backbone, train, data, ctx
+        self.device = device = ctx.device
         head_seed, selector_seed, order_seed, aug_seed, action_seed, holdout_seed = sub_seeds(seed, 6)
         self.head = seeded_head(backbone.out_dim, 1, head_seed)
         self.model = nn.Sequential(backbone, self.head).to(device)
@@ -225,7 +227,7 @@ class _PULNSTraining:
         trainer = Trainer([self.model, self.selector], opt, build_scheduler(train.schedule, opt, steps, train.epochs),
                           "pulns", state={"order": self.gen, "augment": self.aug_gen, "actions": self.action_gen,
                                           "episode": self.episode, "baseline": self.baseline,
-                                          "selector_optimizer": self.selector_opt})
+                                          "selector_optimizer": self.selector_opt}, ctx=self.ctx)
         return trainer.run(train.epochs, lambda epoch: batches(n, train.batch_size, self.gen, min_size=self.min_size),
                            self.step, end_epoch=self.end_epoch)
 
@@ -282,7 +284,7 @@ class _PULNSTraining:
         self.model.eval()
         scores = predict(lambda k: self.model(accel.input_format(to_float(self.x_train[val_rows[k]].to(self.device),
                                                                           data.mean, data.std))),
-                         len(val_rows)).reshape(-1)
+                         len(val_rows), self.ctx).reshape(-1)
         return pu_f1_criterion(scores[self.val_labeled], scores[~self.val_labeled])
 
     def end_epoch(self, stats: EpochStats) -> None:

@@ -74,11 +74,13 @@ class PUSB(RiskMethod):
             raise ConfigError(f"{where}.threshold_sample: {cfg.threshold_sample!r} is not one of {THRESHOLD_SAMPLES}")
 
     @classmethod
-    def evaluate(cls, cfg: PUSBConfig, model, data, prior, device):
+    def evaluate(cls, cfg: PUSBConfig, model, data, prior, ctx):
         model.eval()
+        device = ctx.device
 
         def scores(x: torch.Tensor) -> torch.Tensor:
-            return predict(lambda k: model(to_float(x[k].to(device), data.mean, data.std)), x.shape[0]).reshape(-1)
+            return predict(lambda k: model(to_float(x[k].to(device), data.mean, data.std)), x.shape[0],
+                           ctx).reshape(-1)
 
         test_scores = scores(data.x_test)
         if cfg.threshold_sample == "unlabeled":

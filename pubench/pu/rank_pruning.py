@@ -36,6 +36,7 @@ from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import RiskSettings, Targets, train_network
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -128,7 +129,8 @@ class RankPruning(PUMethod):
 
     @classmethod
     def run(cls, cfg: RankPruningConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
+        device = ctx.device
         s = data.observed == 1
         if int(s.sum()) < cfg.cv_folds or int((~s).sum()) < cfg.cv_folds:
             raise ValueError(f"rank_pruning needs at least {cfg.cv_folds} labeled and unlabeled examples")
@@ -145,10 +147,10 @@ class RankPruning(PUMethod):
             net = nn.Sequential(copy.deepcopy(initial), seeded_head(backbone.out_dim, 1, f_head)).to(device)
             targets = Targets("pn", rows, target=s[rows].long())
             train_network(net, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
-                          train.batch_size, data, f_order, f_aug, device, f"rank_pruning fold {f + 1}")
+                          train.batch_size, data, f_order, f_aug, ctx, f"rank_pruning fold {f + 1}")
             net.eval()
             g = torch.sigmoid(predict(lambda k: net(to_float(data.x_train[held[k]].to(device), data.mean, data.std)),
-                                      len(held)).reshape(-1)).double()
+                                      len(held), ctx).reshape(-1)).double()
             prob[held] = g
             rates.append(confident_noise_rate(g, s[held]))
         rho1 = float(sum(rates) / len(rates))
@@ -172,10 +174,10 @@ class RankPruning(PUMethod):
 
         opt = build_optimizer(train.optimizer, model)
         steps = max(1, len(batches(len(kept), train.batch_size, torch_generator(0), min_size=min_size)))
-        trainer = Trainer([model], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "rank_pruning")
+        trainer = Trainer([model], opt, build_scheduler(train.schedule, opt, steps, train.epochs), "rank_pruning", ctx=ctx)
         hist = trainer.run(train.epochs, lambda epoch: batches(len(kept), train.batch_size, gen, min_size=min_size),
                            step)
-        metrics = evaluate_network(model, data, device)
+        metrics = evaluate_network(model, data, ctx)
         info = {
             "risk": "Rank Pruning (PU): cross-validated P(s=1|x), confident-count rho_1, pruning, re-weighted fit",
             "prior_used": None, "prior_source": "not used (prior-free)", "cv_folds": cfg.cv_folds,

@@ -45,6 +45,7 @@ from pubench.pu.risks import SURROGATES
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, cosine_factor, linear_factor, schedule_config
 from pubench.utils.config import ConfigError
@@ -159,11 +160,11 @@ class SelfPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
+            ctx: JobContext = PLAIN, classifier=None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"self_pu needs a class prior in (0, 1), got {prior}")
-        fit = _SelfPUTraining(cfg, backbone, train, data, prior, seed, device)
+        fit = _SelfPUTraining(cfg, backbone, train, data, prior, seed, ctx)
         fit.train()
         return fit.result(source)
 
@@ -176,8 +177,9 @@ class _SelfPUTraining:
     ``sets``, ``ema`` and ``hist`` are the state a checkpoint holds, with the teachers."""
 
     def __init__(self, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData,
-                 prior: float, seed: int, device):
-        self.cfg, self.train_cfg, self.data, self.prior, self.device = cfg, train, data, prior, device
+                 prior: float, seed: int, ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.prior, self.ctx = cfg, train, data, prior, ctx
+        self.device = device = ctx.device
         init1, init2, backbone2_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         self.students = [
             nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init1)).to(device),
@@ -210,7 +212,7 @@ class _SelfPUTraining:
         state = {"order": self.gen, "augment": self.aug_gen, "teacher_1": self.teachers[0],
                  "teacher_2": self.teachers[1], "confident_sets": self.sets, "mean_teacher": self.ema,
                  "history": self.hist}
-        Trainer(self.students, self.optimizer, None, "self_pu", state=state).run(
+        Trainer(self.students, self.optimizer, None, "self_pu", state=state, ctx=self.ctx).run(
             self.train_cfg.epochs, self.epoch_batches, self.step, start_epoch=self.start_epoch,
             end_epoch=self.end_epoch)
 
@@ -312,7 +314,7 @@ class _SelfPUTraining:
             scorer = self.teachers[k] if self.teacher_on(epoch) else self.students[k]
             scorer.eval()
             prob = torch.sigmoid(predict(lambda idx: scorer(accel.input_format(to_float(
-                data.x_train[idx].to(device), data.mean, data.std))), self.n).reshape(-1))
+                data.x_train[idx].to(device), data.mean, data.std))), self.n, self.ctx).reshape(-1))
             count = T.confident_count(len(self.unlabeled_rows), epoch, cfg.pace_ramp_epochs, self.paces[k])
             pos, neg = T.select_confident(prob, self.labeled, count)
             rows = torch.cat([pos, neg])
@@ -333,10 +335,10 @@ class _SelfPUTraining:
 
     def result(self, source: str) -> Result:
         """The reported network's test metrics, and what ``info`` records of the run."""
-        cfg, data, device, hist = self.cfg, self.data, self.device, self.hist
+        cfg, data, ctx, hist = self.cfg, self.data, self.ctx, self.hist
         networks = dict(zip(NETWORKS, [*self.students, *self.teachers]))
-        metrics = evaluate_network(networks[cfg.reported_network], data, device)
-        last_acc = {name: metrics["acc"] if name == cfg.reported_network else evaluate_network(net, data, device)["acc"]
+        metrics = evaluate_network(networks[cfg.reported_network], data, ctx)
+        last_acc = {name: metrics["acc"] if name == cfg.reported_network else evaluate_network(net, data, ctx)["acc"]
                     for name, net in networks.items()}
         info = {
             "risk": "Self-PU: self-paced selection + meta re-weighted nnPU + mutual and mean-teacher distillation",

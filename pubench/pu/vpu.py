@@ -22,6 +22,7 @@ from pubench.pu import risks as R
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.optim import build_optimizer, build_scheduler, schedule_config
@@ -202,8 +203,8 @@ class VPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None):
-        fit = _VPUTraining(cfg, backbone, train, data, seed, device)
+            ctx: JobContext = PLAIN, classifier=None):
+        fit = _VPUTraining(cfg, backbone, train, data, seed, ctx)
         fit.train()
         return fit.result()
 
@@ -214,8 +215,9 @@ class _VPUTraining:
     model selection (``end_epoch``), then the scores and ``info`` (``result``)."""
 
     def __init__(self, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-                 device):
-        self.cfg, self.train_cfg, self.data, self.device = cfg, train, data, device
+                 ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.ctx = cfg, train, data, ctx
+        self.device = device = ctx.device
         init_seed, order_seed, aug_seed, mix_seed, holdout_seed = sub_seeds(seed, 5)
         self.model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         self.rows = vpu_rows(data.observed, data.pu_scheme, cfg.validation_fraction, torch_generator(holdout_seed))
@@ -234,7 +236,7 @@ class _VPUTraining:
         self.hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
         self.best = {"val": math.inf, "epoch": None, "state": None}
         self.trainer = Trainer([self.model], opt, sched, "vpu", state={
-            "order": self.gen, "augment": self.aug_gen, "mixup": self.mix_rng, "history": self.hist, "best": self.best})
+            "order": self.gen, "augment": self.aug_gen, "mixup": self.mix_rng, "history": self.hist, "best": self.best}, ctx=ctx)
 
     def train(self) -> None:
         self.trainer.run(self.train_cfg.epochs, self.batches, self.step, start_epoch=self.start_epoch,
@@ -248,7 +250,7 @@ class _VPUTraining:
     def log_phi(self, x_uint8: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         data = self.data
         return F.logsigmoid(predict(lambda k: self.model(to_float(x_uint8[idx[k]].to(self.device), data.mean,
-                                                                  data.std)), len(idx)).reshape(-1))
+                                                                  data.std)), len(idx), self.ctx).reshape(-1))
 
     def val_loss(self) -> float:
         x = self.data.x_train

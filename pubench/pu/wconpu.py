@@ -44,6 +44,7 @@ from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
 from pubench.train.classifier import DownstreamData, seeded_head
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -182,7 +183,7 @@ class WConPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            device="cpu", classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
         head = seeded_head(backbone.out_dim, 2, head_seed)
@@ -205,14 +206,14 @@ class WConPU(PUMethod):
             projector.load_state_dict(initial["projector"])
             head.load_state_dict(initial["head"])
             gammas = {"gamma0": point.get("gamma0", 0.0), "gamma1": point["gamma1"]}
-            out = _train_one(cfg, backbone, projector, head, train, data, prior, gammas, con, order_seed, aug_seed,
-                             device)
+            out = _WConPUTraining(cfg, backbone, projector, head, train, data, prior, gammas, con, order_seed,
+                                  aug_seed, ctx).train()
             net = nn.Sequential(backbone, head).eval()
             val_acc = None
             if val_rows is not None:
-                logits = _logits(net, data.x_train, val_rows, data, device)
+                logits = _logits(net, data.x_train, val_rows, data, ctx)
                 val_acc = 100.0 * float((logits.argmax(1) == data.y_true[val_rows]).float().mean())
-            test_logits = _logits(net, data.x_test, torch.arange(data.x_test.shape[0]), data, device)
+            test_logits = _logits(net, data.x_test, torch.arange(data.x_test.shape[0]), data, ctx)
             metrics = evaluate_scores(test_logits[:, 1] - test_logits[:, 0], data.y_test, 2)
             metrics["time"] = out["minutes_per_epoch"]
             runs.append({"gammas": point, "val_acc": val_acc, "metrics": metrics, "history": out})
@@ -252,53 +253,76 @@ def clean_validation_rows(y_true: torch.Tensor, fraction: float, rng: np.random.
     return torch.from_numpy(np.sort(np.concatenate(rows))).long()
 
 
-def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, device) -> torch.Tensor:
-    return predict(lambda k: net(to_float(x[rows[k]].to(device), data.mean, data.std)), len(rows))
+def _logits(net: nn.Module, x: torch.Tensor, rows: torch.Tensor, data: DownstreamData, ctx: JobContext) -> torch.Tensor:
+    device = ctx.device
+    return predict(lambda k: net(to_float(x[rows[k]].to(device), data.mean, data.std)), len(rows), ctx)
 
 
-def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module, train: TrainConfig,
-               data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int, aug_seed: int,
-               device) -> dict:
-    """One WConPU training run (Algorithm 1) with fixed gamma0 / gamma1; trains the modules in place."""
-    query_net, key_backbone, key_projector, q_params, k_params, aug_q, aug_k = query_key_encoders(
-        backbone, projector, head, cfg.augment, data, device)
-    gen, aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
-    lam, n = cfg.momentum, data.x_train.shape[0]
-    observed = data.observed.clone()
-    emb_dim = projector.out_dim
-    state = {
-        "tau": torch.tensor(float(cfg.positives["init"])),
-        "p_tilde": torch.full((2,), float(cfg.positives["init"])),
-        "protos": torch.zeros(2, emb_dim, device=device),
-        "s": W.init_pseudo_labels(observed, prior),
-        "queue_k": torch.zeros(0, emb_dim, device=device),
-        "queue_pred": torch.zeros(0, dtype=torch.long, device=device),
-        "queue_conf": torch.zeros(0, device=device),
-    }
-    mining = cfg.hard_negatives.get("mining", "none")
-    bs = min(train.batch_size, n)
-    epoch_batches = {"n": len(batches(n, bs, torch_generator(0), drop_last=True, min_size=2))}
-    opt = build_optimizer(train.optimizer, query_net)
-    sched = build_scheduler(train.schedule, opt, epoch_batches["n"], train.epochs)
-    hist: dict[str, list] = {"loss": [], "l_class": [], "l_con": [], "l_dis": [], "n_hard_per_anchor": [],
-                             "n_peers_per_anchor": [], "pseudo_label_acc": [], "pseudo_label_mean_max": [], "tau": [],
-                             "epoch_seconds": []}
-    # what a checkpoint must hold besides the query network: the key network, the queue,
-    # prototypes, thresholds and pseudo labels (read through `state`), the generators
-    trainer = Trainer([query_net], opt, sched, "wconpu",
-                      state={"order": gen, "augment": aug_gen, "key_backbone": key_backbone,
-                             "key_projector": key_projector, "wconpu": state, "history": hist})
-    t_epoch = {"t0": 0.0}
+class _WConPUTraining:
+    """One WConPU training run (Algorithm 1) with fixed gamma0 / gamma1, in named steps: the
+    query view's ``step`` (classifier, self-adaptive thresholds, prototypes, pseudo-labels,
+    the label distribution term), its ``contrastive`` term against the key queue (peers,
+    mined hard negatives), the key encoder's momentum update and the queue after it
+    (``after_step``) and the epoch's record (``end_epoch``). What a checkpoint must hold
+    besides the query network: the key network, ``state`` (the queue, prototypes,
+    thresholds and pseudo labels), ``hist`` and the generators. Trains the modules in place."""
 
-    def batch_iter(epoch: int):
-        yield from batches(n, bs, gen, drop_last=True, min_size=2)
+    def __init__(self, cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module,
+                 train: TrainConfig, data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int,
+                 aug_seed: int, ctx: JobContext):
+        self.cfg, self.train_cfg, self.data, self.prior, self.ctx = cfg, train, data, prior, ctx
+        self.gammas, self.con = gammas, con
+        self.device = device = ctx.device
+        self.backbone, self.projector, self.head = backbone, projector, head
+        (self.query_net, self.key_backbone, self.key_projector, self.q_params, self.k_params, self.aug_q,
+         self.aug_k) = query_key_encoders(backbone, projector, head, cfg.augment, data, device)
+        self.gen, self.aug_gen = torch_generator(order_seed), torch_generator(aug_seed)
+        self.lam, self.n = cfg.momentum, data.x_train.shape[0]
+        self.observed = data.observed.clone()
+        emb_dim = projector.out_dim
+        self.state = {
+            "tau": torch.tensor(float(cfg.positives["init"])),
+            "p_tilde": torch.full((2,), float(cfg.positives["init"])),
+            "protos": torch.zeros(2, emb_dim, device=device),
+            "s": W.init_pseudo_labels(self.observed, prior),
+            "queue_k": torch.zeros(0, emb_dim, device=device),
+            "queue_pred": torch.zeros(0, dtype=torch.long, device=device),
+            "queue_conf": torch.zeros(0, device=device),
+        }
+        self.mining = cfg.hard_negatives.get("mining", "none")
+        self.bs = min(train.batch_size, self.n)
+        self.hist: dict[str, list] = {"loss": [], "l_class": [], "l_con": [], "l_dis": [], "n_hard_per_anchor": [],
+                                      "n_peers_per_anchor": [], "pseudo_label_acc": [], "pseudo_label_mean_max": [],
+                                      "tau": [], "epoch_seconds": []}
+        self.t0 = 0.0   # the running epoch's start (wall clock)
 
-    def step(idx: torch.Tensor, epoch: int) -> Step:
-        x = data.x_train[idx].to(device)
-        o = observed[idx].to(device)
-        feats = backbone(aug_q(x, aug_gen))
-        logits = head(feats)
-        q = F.normalize(projector(feats), dim=1)
+    def train(self) -> dict:
+        """Trains the query network in place; returns what ``info`` records of the run."""
+        train, hist = self.train_cfg, self.hist
+        opt = build_optimizer(train.optimizer, self.query_net)
+        sched = build_scheduler(train.schedule, opt, len(self.epoch_batches(torch_generator(0))), train.epochs)
+        trainer = Trainer([self.query_net], opt, sched, "wconpu",
+                          state={"order": self.gen, "augment": self.aug_gen, "key_backbone": self.key_backbone,
+                                 "key_projector": self.key_projector, "wconpu": self.state, "history": hist},
+                          ctx=self.ctx)
+        trainer.run(train.epochs, lambda epoch: self.epoch_batches(self.gen), self.step, start_epoch=self.start_epoch,
+                    end_epoch=self.end_epoch)
+        self.key_backbone.cpu(), self.key_projector.cpu()
+        secs = hist["epoch_seconds"]
+        hist["minutes_per_epoch"] = (sum(secs) / len(secs) / 60.0) if secs else 0.0
+        hist["final_train_loss"] = hist["loss"][-1] if hist["loss"] else None
+        return hist
+
+    def epoch_batches(self, gen: torch.Generator):
+        return batches(self.n, self.bs, gen, drop_last=True, min_size=2)
+
+    def step(self, idx: torch.Tensor, epoch: int) -> Step:
+        cfg, state, device, lam = self.cfg, self.state, self.device, self.lam
+        x = self.data.x_train[idx].to(device)
+        o = self.observed[idx].to(device)
+        feats = self.backbone(self.aug_q(x, self.aug_gen))
+        logits = self.head(feats)
+        q = F.normalize(self.projector(feats), dim=1)
         probs = logits.softmax(1).detach()
         conf, pred = probs.max(1)
         state["tau"], state["p_tilde"] = W.sat_update(state["tau"], state["p_tilde"], probs.cpu(), lam)
@@ -310,79 +334,83 @@ def _train_one(cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, hea
             state["s"][idx] = W.update_pseudo_labels(state["s"][idx], nearest.cpu(), o.cpu(), cfg.alpha)
         l_class = W.soft_cross_entropy(logits, state["s"][idx].to(device))
         if cfg.dist_loss["name"] == "dist_pu":
-            l_dis = W.label_distribution_loss(logits.softmax(1)[:, 1], o, prior)
+            l_dis = W.label_distribution_loss(logits.softmax(1)[:, 1], o, self.prior)
         else:
             l_dis = W.unlabeled_negative_ce(logits, o)
-        extra = {}
-        if con:
-            with torch.no_grad():
-                k = F.normalize(key_projector(key_backbone(aug_k(x, aug_gen))), dim=1)
-            b = q.shape[0]
-            qk, qp, qc = state["queue_k"], state["queue_pred"], state["queue_conf"]
-            pool = torch.cat([q, k, qk])
-            pool_pred = torch.cat([pred, pred, qp])
-            pool_conf = torch.cat([conf, conf, qc])
-            pool_lab_query = torch.cat([o == 1, torch.zeros(b + len(qk), dtype=torch.bool, device=device)])
-            positives = W.positive_peer_mask(o, pred, pool_pred, pool_conf, pool_lab_query, thresholds)
-            hard = torch.zeros_like(positives)
-            weight = torch.ones(positives.shape, device=device)
-            if mining != "none" and len(qk):
-                dis = W.dissim(q.detach(), qk)
-                if mining == "prototype":
-                    q_lab, k_lab = nearest, W.nearest_prototype(qk, state["protos"])
-                else:
-                    q_lab, k_lab = pred, qp
-                hard[:, 2 * b:] = W.hard_negative_mask(dis, q_lab, k_lab, float(cfg.hard_negatives["quantile"]))
-                weight[:, 2 * b:] = W.hard_negative_weight(dis)
-            l_con = W.weighted_contrastive_loss(q, pool, positives, hard, weight, cfg.temperature)
-            extra = {"n_hard": hard.sum(1).float().mean().detach(), "n_peers": positives.sum(1).float().mean().detach()}
-
-            def after() -> dict:
-                momentum_update_(k_params, q_params, lam)
-                state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
-                state["queue_pred"] = torch.cat([pred, state["queue_pred"]])[:cfg.queue]
-                state["queue_conf"] = torch.cat([conf, state["queue_conf"]])[:cfg.queue]
-                return {}
+        if self.con:
+            l_con, extra, after = self.contrastive(x, q, o, conf, pred, nearest, thresholds)
         else:
-            l_con, after = logits.sum() * 0.0, None
-        loss = W.wconpu_objective(l_class, l_con, l_dis, gammas["gamma0"], gammas["gamma1"])
+            l_con, extra, after = logits.sum() * 0.0, {}, None
+        loss = W.wconpu_objective(l_class, l_con, l_dis, self.gammas["gamma0"], self.gammas["gamma1"])
         return Step(loss, weight=len(idx), after_backward=after,
                     extra={"l_class": l_class.detach(), "l_con": l_con.detach(), "l_dis": l_dis.detach(), **extra})
 
-    def start_epoch(epoch: int) -> None:
-        t_epoch["t0"] = time.perf_counter()
+    def contrastive(self, x, q, o, conf, pred, nearest, thresholds):
+        """``(L_con, reported values, after_backward)`` of the batch: the queries against their
+        keys and the queue, with peers and (optionally) mined hard negatives."""
+        cfg, state, device, mining = self.cfg, self.state, self.device, self.mining
+        with torch.no_grad():
+            k = F.normalize(self.key_projector(self.key_backbone(self.aug_k(x, self.aug_gen))), dim=1)
+        b = q.shape[0]
+        qk, qp, qc = state["queue_k"], state["queue_pred"], state["queue_conf"]
+        pool = torch.cat([q, k, qk])
+        pool_pred = torch.cat([pred, pred, qp])
+        pool_conf = torch.cat([conf, conf, qc])
+        pool_lab_query = torch.cat([o == 1, torch.zeros(b + len(qk), dtype=torch.bool, device=device)])
+        positives = W.positive_peer_mask(o, pred, pool_pred, pool_conf, pool_lab_query, thresholds)
+        hard = torch.zeros_like(positives)
+        weight = torch.ones(positives.shape, device=device)
+        if mining != "none" and len(qk):
+            dis = W.dissim(q.detach(), qk)
+            if mining == "prototype":
+                q_lab, k_lab = nearest, W.nearest_prototype(qk, state["protos"])
+            else:
+                q_lab, k_lab = pred, qp
+            hard[:, 2 * b:] = W.hard_negative_mask(dis, q_lab, k_lab, float(cfg.hard_negatives["quantile"]))
+            weight[:, 2 * b:] = W.hard_negative_weight(dis)
+        l_con = W.weighted_contrastive_loss(q, pool, positives, hard, weight, cfg.temperature)
+        extra = {"n_hard": hard.sum(1).float().mean().detach(), "n_peers": positives.sum(1).float().mean().detach()}
+        return l_con, extra, lambda: self.after_step(k, pred, conf)
+
+    def after_step(self, k: torch.Tensor, pred: torch.Tensor, conf: torch.Tensor) -> dict:
+        """The key encoder follows the query's by momentum; the batch's keys join the queue."""
+        cfg, state = self.cfg, self.state
+        momentum_update_(self.k_params, self.q_params, self.lam)
+        state["queue_k"] = torch.cat([k, state["queue_k"]])[:cfg.queue]
+        state["queue_pred"] = torch.cat([pred, state["queue_pred"]])[:cfg.queue]
+        state["queue_conf"] = torch.cat([conf, state["queue_conf"]])[:cfg.queue]
+        return {}
+
+    def start_epoch(self, epoch: int) -> None:
+        self.t0 = time.perf_counter()
 
     @torch.no_grad()
-    def recompute_prototypes() -> None:
-        query_net.eval()
+    def recompute_prototypes(self) -> None:
+        data, device, n = self.data, self.device, self.n
+        self.query_net.eval()
         rows = torch.arange(n)
-        feats = predict(lambda kk: backbone(to_float(data.x_train[rows[kk]].to(device), data.mean, data.std)), n)
-        emb = F.normalize(projector(feats.to(device)), dim=1)
-        pred = head(feats.to(device)).argmax(1)
+        feats = predict(lambda kk: self.backbone(to_float(data.x_train[rows[kk]].to(device), data.mean, data.std)), n,
+                        self.ctx)
+        emb = F.normalize(self.projector(feats.to(device)), dim=1)
+        pred = self.head(feats.to(device)).argmax(1)
         for c in (0, 1):
             if bool((pred == c).any()):
-                state["protos"][c] = F.normalize(emb[pred == c].mean(0), dim=0)
+                self.state["protos"][c] = F.normalize(emb[pred == c].mean(0), dim=0)
 
-    def end_epoch(stats) -> None:
-        if cfg.prototypes["update"] == "recompute_epoch":
-            recompute_prototypes()
-        hist["epoch_seconds"].append(time.perf_counter() - t_epoch["t0"])
+    def end_epoch(self, stats) -> None:
+        hist, state = self.hist, self.state
+        if self.cfg.prototypes["update"] == "recompute_epoch":
+            self.recompute_prototypes()
+        hist["epoch_seconds"].append(time.perf_counter() - self.t0)
         steps = max(1, stats.steps)
         hist["loss"].append(stats.mean)
         for key in ("l_class", "l_con", "l_dis"):
             hist[key].append(stats.sums.get(key, 0.0) / steps)
         hist["n_hard_per_anchor"].append(stats.sums.get("n_hard", 0.0) / steps)
         hist["n_peers_per_anchor"].append(stats.sums.get("n_peers", 0.0) / steps)
-        unl = observed == 0
-        hist["pseudo_label_acc"].append(
-            100.0 * float((state["s"][unl].argmax(1) == data.y_true[unl]).float().mean()) if bool(unl.any()) else None)
+        unl = self.observed == 0
+        hist["pseudo_label_acc"].append(100.0 * float((state["s"][unl].argmax(1) == self.data.y_true[unl])
+                                                      .float().mean()) if bool(unl.any()) else None)
         # Fig. 5(b): (1/n) sum_i max(s_i) over the n training rows (labeled positives' s_i stay one-hot)
         hist["pseudo_label_mean_max"].append(float(state["s"].max(1).values.mean()))
         hist["tau"].append(float(state["tau"]))
-
-    trainer.run(train.epochs, batch_iter, step, start_epoch=start_epoch, end_epoch=end_epoch)
-    key_backbone.cpu(), key_projector.cpu()
-    secs = hist["epoch_seconds"]
-    hist["minutes_per_epoch"] = (sum(secs) / len(secs) / 60.0) if secs else 0.0
-    hist["final_train_loss"] = hist["loss"][-1] if hist["loss"] else None
-    return hist

@@ -1,6 +1,7 @@
 """Load and validate every spec under ``experiments/`` (YAML only: no torch import).
 
-A spec file is read, its structure validated (:class:`pubench.registry.schema.SpecFile`),
+A spec file is read with its notes file merged in (``<id>.notes.yaml``: :mod:`pubench.registry.notes`),
+its structure validated (:class:`pubench.registry.schema.SpecFile`),
 its param layers expanded (presets, ``experiments/_presets``; PU data sets,
 ``pubench/data/pu_datasets.yaml``), and the references across fields checked here (a claim's
 rows exist, a tier that changes something lists its deviations, ...). Every problem is a
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 from dataclasses import is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pubench.paths import experiments_root as experiments_root  # where the specs are (re-exported)
-from pubench.registry import cache
+from pubench.registry import cache, notes
 from pubench.registry import spec as spec_module
 from pubench.registry.catalogue import class_counts, expand_pu_datasets
 from pubench.registry.shared import expand_shared, expand_shared_list
@@ -45,7 +47,7 @@ cache.register(*(c for c in vars(spec_module).values()
                  if isinstance(c, type) and is_dataclass(c) and c.__module__ == spec_module.__name__))
 
 if TYPE_CHECKING:
-    from pubench.registry.schema import SpecFile
+    from pubench.registry.schema import ReportedCellModel, SpecFile
 
 LAYER_KEYS = ("params", "rows", "cols", "cells")
 
@@ -67,16 +69,19 @@ def _spec_inputs() -> str:
     return cache.files_fingerprint(files, salt=f"{folder}|{shared_path()}")
 
 
-def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
-    """Parse and validate one spec file; every unit name must be registered or planned
-    (``experiments/_planned.yaml``). A file parsed before with the same content, presets,
-    catalogue and code comes from the cache (:mod:`pubench.registry.cache`)."""
+def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | None = None) -> Spec:
+    """Parse and validate one spec file, its notes file (``<id>.notes.yaml``) merged in; every
+    unit name must be registered or planned (``experiments/_planned.yaml``). A file parsed before
+    with the same content, notes, presets, catalogue and code comes from the cache
+    (:mod:`pubench.registry.cache`). ``inputs``: :func:`_spec_inputs`, when the caller loads many
+    specs at once."""
     path = Path(path)
-    text = read_text(path)
-    key = cache.key_of("spec", str(path), _spec_inputs(), text)
+    text, notes_text = read_text(path), notes.notes_text(path)
+    key = cache.key_of("spec", str(path), inputs or _spec_inputs(), text,
+                       *([notes_text] if notes_text is not None else []))
     spec = cache.get("specs", key, Spec)
     if spec is None:
-        spec = parse_spec(parse_mapping(text, path), str(path))
+        spec = _parse_file(path, text, notes_text)
         spec.precompute()
         spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
         # the resolved cells apart, one entry per tier: most commands read one tier, `list` none
@@ -91,6 +96,15 @@ def load_spec(path: str | Path, check_unit_names: bool = True) -> Spec:
 
         check_names(spec.raw, str(path))
     return spec
+
+
+def _parse_file(path: Path, text: str, notes_text: str | None) -> Spec:
+    """The spec of the file ``path`` (its ``text``) with its notes (``notes_text``) merged in; a
+    problem of a key the notes hold is named in the notes file."""
+    try:
+        return parse_spec(notes.read_raw(path, text, notes_text), str(path))
+    except SpecError as e:
+        raise notes.locate(e, path, notes_text) from None
 
 
 def _precomputed(key: str, tier: str) -> dict[tuple[str, str], tuple[str, str]] | None:
@@ -291,12 +305,54 @@ def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], runnin
                                      f"`inherits: {{{lacking[0]}: ROW}}`")
 
 
+def _table_cells(model, file: str) -> list[tuple[str, ReportedCellModel]]:
+    """``reported.table`` as cells, in table order: (where, cell) pairs."""
+    from pubench.registry.schema import ReportedCellModel
+
+    metrics = list(model.metrics)
+    out = []
+    for row, entries in model.reported.table.items():
+        for col, entry in entries.items():
+            where = f"reported.table.{row}.{col}"
+            if isinstance(entry, list):
+                if len(entry) != len(metrics):
+                    raise SpecError(file, where, f"{len(entry)} entries for the {len(metrics)} metrics "
+                                                 f"({', '.join(metrics)}): one each, null where there is no cell")
+                per_metric = list(zip(metrics, entry))
+            else:
+                per_metric = [(None, entry)]
+            for i, (metric, e) in enumerate(per_metric):
+                if e is not None:
+                    at = where if metric is None else f"{where}[{i}]"
+                    out.append((at, ReportedCellModel(row=row, col=col, metric=metric, **_entry(e, file, at))))
+    return out
+
+
+#: "MEAN", "MEAN ± STD", either followed by the printed mark
+_ENTRY = re.compile(r"(?P<mean>[-+]?[0-9][0-9.eE+-]*)(?:\s*±\s*(?P<std>[0-9][0-9.eE+-]*))?(?:\s+(?P<mark>\S.*))?")
+
+
+def _entry(entry, file: str, where: str) -> dict[str, Any]:
+    """A ``reported.table`` entry as a cell's mean, std, note and mark."""
+    if isinstance(entry, (int, float)):
+        return {"mean": float(entry)}
+    if not isinstance(entry, str):
+        return entry.model_dump(exclude_unset=True)
+    m = _ENTRY.fullmatch(entry.strip())
+    try:
+        mean, std = float(m["mean"]), None if m["std"] is None else float(m["std"])
+    except (TypeError, ValueError):
+        raise SpecError(file, where, f"{entry!r} does not read 'MEAN', 'MEAN ± STD' or either with the printed mark "
+                                     "after it (or give {mean, std, note, mark})") from None
+    return {"mean": mean, "std": std, **({"mark": m["mark"]} if m["mark"] else {})}
+
+
 def _reported_cells(model, file: str) -> list[ReportedCell]:
     metrics, rows, cols = list(model.metrics), model.rows, model.cols
     only_metric = metrics[0] if len(metrics) == 1 else None
     out: dict[tuple[str, str, str], ReportedCell] = {}
-    for i, c in enumerate(model.reported.cells):
-        where = f"reported.cells[{i}]"
+    cells = [*_table_cells(model, file), *((f"reported.cells[{i}]", c) for i, c in enumerate(model.reported.cells))]
+    for where, c in cells:
         if c.row not in rows:
             raise SpecError(file, f"{where}.row", f"{c.row!r} is not one of the rows")
         if c.col not in cols:
@@ -525,8 +581,13 @@ def validate_file(path: str | Path) -> Spec:
     from pubench.registry.units import check_names
 
     path = Path(path)
+    if notes.is_notes(path):  # a notes file is checked with its spec
+        spec_file = notes.spec_of(path)
+        if not spec_file.is_file():
+            raise SpecError(str(path), "(file)", f"a notes file without its spec: no {spec_file.name} beside it")
+        path = spec_file
     file = str(path)
-    spec = parse_spec(parse_mapping(read_text(path), path), file)
+    spec = _parse_file(path, read_text(path), notes.notes_text(path))
     check_names(spec.raw, file)
     if path.parent.parent.resolve() == experiments_root().resolve() and spec.paper != path.parent.name:
         raise SpecError(file, "paper", f"spec of paper {spec.paper!r} lives in folder {path.parent.name!r}")
@@ -559,14 +620,23 @@ def spec_paths(root: Path | None = None) -> list[Path]:
     if not root.is_dir():
         raise SpecError(str(root), "(folder)", "no such folder of specs (set PUBENCH_EXPERIMENTS or run from a "
                                                "pubench checkout)")
-    return sorted(p for p in root.glob("*/*.yaml") if not p.parent.name.startswith("_"))
+    return sorted(p for p in root.glob("*/*.yaml") if not p.parent.name.startswith("_") and not notes.is_notes(p))
+
+
+def orphan_notes(root: Path | None = None) -> list[Path]:
+    """Notes files (``<id>.notes.yaml``) with no spec ``<id>.yaml`` beside them."""
+    root = root or experiments_root()
+    return sorted(p for p in root.glob(f"*/*{notes.SUFFIX}") if not notes.spec_of(p).is_file())
 
 
 def load_all(root: Path | None = None) -> dict[str, Spec]:
     """Every spec by id; raises SpecError on the first invalid file or a duplicate id."""
     specs: dict[str, Spec] = {}
+    for p in orphan_notes(root)[:1]:
+        raise SpecError(str(p), "(file)", f"a notes file without its spec: no {notes.spec_of(p).name} beside it")
+    inputs = _spec_inputs()  # the same for every file: globbing and stat-ing ~60 files once, not per spec
     for p in spec_paths(root):
-        s = load_spec(p)
+        s = load_spec(p, inputs=inputs)
         if s.paper != p.parent.name:
             raise SpecError(str(p), "paper", f"spec of paper {s.paper!r} lives in folder {p.parent.name!r}")
         if s.id in specs:

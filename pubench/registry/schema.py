@@ -56,6 +56,22 @@ class ReportedCellModel(_Model):
     mark: str | None = Field(None, description="a mark printed next to the number, e.g. a dagger")
 
 
+class ReportedEntryModel(_Model):
+    """A number of ``reported.table`` in full (a cell of ``cells`` without its row, column and metric)."""
+
+    missing_hints: ClassVar[dict[str, str]] = ReportedCellModel.missing_hints
+
+    mean: float | None = Field(description="as printed; null when the paper prints no number (then a note says why)")
+    std: float | None = None
+    note: str | None = None
+    mark: str | None = Field(None, description="a mark printed next to the number, e.g. a dagger")
+
+
+#: an entry of ``reported.table``: "MEAN", "MEAN ± STD", either followed by the printed mark ("88.41 ± 0.41 ✓"),
+#: a number, or the full form
+ReportedEntry = str | float | ReportedEntryModel
+
+
 class SignificanceModel(_Model):
     mark: str = Field(description="the mark the paper prints after a cell, e.g. ✓")
     better: str = Field(description="the row whose superiority the mark asserts (the paper's method)")
@@ -82,6 +98,10 @@ class ReportedModel(_Model):
     notes: list[str | SharedTextModel] = Field([], description="notes about the whole table; {shared: NAME}: a "
                                                                "text of experiments/_shared.yaml")
     cells: list[ReportedCellModel] = []
+    table: dict[str, dict[str, ReportedEntry | list[ReportedEntry | None] | None]] = Field(
+        {}, description="the printed numbers in the table's shape: row -> column -> 'MEAN ± STD MARK' (or a number, "
+                        "or {mean, std, note, mark}); with several metrics a list, one entry per metric in the order "
+                        "of `metrics`; null: no cell. Read as `cells` in table order, before them")
     unreported: str | None = Field(
         None, description="the note of every cell not listed in `cells`: those cells are reported as null with it "
                           "(e.g. 'lost in the text conversion of the paper')")
@@ -162,6 +182,10 @@ class RegimeBlockModel(_Model):
 
 
 class BlockRevisionModel(_Model):
+    missing_hints: ClassVar[dict[str, str]] = {
+        "why": "missing: say why the block changed, here or in the spec's notes file (<id>.notes.yaml, "
+               "regime.BLOCK.revised.DATE)"}
+
     date: str = Field(pattern=_DATE, description="when the block was changed (or added)")
     was: dict[str, Any] | None = Field(description="the block as it was, its keys as a block's (null: the block did "
                                                    "not exist then)")
@@ -304,6 +328,42 @@ class SpecFile(_Model):
         return v
 
 
+# ------------------------------------------------------------------ a spec's notes file
+class NotesTierModel(_Model):
+    deviations: dict[str, str] = Field(
+        {}, description="a deviation line of the spec's tier, word for word -> the rest of its text (why, how it was "
+                        "measured, its history); the tier's deviation reads `line rest`")
+    one_class_why: dict[str, str] = Field({}, description="as a tier's one_class_why (the spec sets none of the same)")
+
+
+class NotesTiersModel(_Model):
+    extra_hint: ClassVar[str] = "unknown tier (one of paper, reduced, smoke)"
+
+    paper: NotesTierModel | None = None
+    reduced: NotesTierModel | None = None
+    smoke: NotesTierModel | None = None
+
+
+class NotesRegimeModel(_Model):
+    why: dict[str, str] = Field({}, description="as a regime block's why: tier -> the written reason")
+    revised: dict[str, str] = Field({}, description="the date of one of the block's `revised` entries (which gives "
+                                                    "no why itself) -> why the block changed")
+
+
+class NotesReportedModel(_Model):
+    notes: list[str | SharedTextModel] = Field([], description="as reported.notes")
+
+
+class NotesFile(_Model):
+    """``<id>.notes.yaml`` beside a spec: its decisions and the prose of its reasons, merged into
+    the spec by the loader (:mod:`pubench.registry.notes`)."""
+
+    decisions: list[str | SharedTextModel] = Field([], description="as a spec's decisions (the spec then has none)")
+    reported: NotesReportedModel | None = None
+    tiers: NotesTiersModel | None = None
+    regime: dict[str, NotesRegimeModel] = Field({}, description="regime block name -> its prose")
+
+
 # ------------------------------------------------------------------ the PU data set catalogue
 class PuSplitModel(_Model):
     scheme: Literal["single_training_set", "case_control"]
@@ -344,8 +404,11 @@ class CatalogueModel(_Model):
     datasets: dict[str, PuDatasetModel]
 
 
-def spec_json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a spec file, for editors (``pubench schema``)."""
-    schema = SpecFile.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "pubench spec (experiments/<paper>/<id>.yaml)",
+def spec_json_schema(notes: bool = False) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a spec file, or of a spec's notes file, for editors
+    (``pubench schema [--notes]``)."""
+    model, title = ((NotesFile, "pubench spec notes (experiments/<paper>/<id>.notes.yaml)") if notes else
+                    (SpecFile, "pubench spec (experiments/<paper>/<id>.yaml)"))
+    schema = model.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
             **{k: v for k, v in schema.items() if k != "title"}}

@@ -1,7 +1,8 @@
 """Shared texts (``experiments/_shared.yaml``): a decision or note several specs make word for
 word, written once.
 
-A spec's ``decisions`` and ``reported.notes`` hold sentences, or ``{shared: NAME}`` for a text
+A spec's ``decisions`` and ``reported.notes`` (in its notes file, :mod:`pubench.registry.notes`, or in
+the spec) hold sentences, or ``{shared: NAME}`` for a text
 of the shared file (name -> the sentence); so may ``reported.pm``. The loader puts the sentence
 in its place, so the spec, and every report that prints it, read the same either way::
 

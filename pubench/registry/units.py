@@ -39,8 +39,8 @@ UNIT_KEYS = {
     "dataset": ("dataset", "pubench.data:DATASETS"),
     "backbone": ("backbone", "pubench.models:BACKBONES"),
     "loss": ("loss", "pubench.losses:LOSSES"),
-    "framework": ("framework", "pubench.train:FRAMEWORKS"),
-    "downstream": ("downstream", "pubench.train:DOWNSTREAM"),
+    "framework": ("framework", "pubench.frameworks:FRAMEWORKS"),
+    "downstream": ("downstream", "pubench.downstream:DOWNSTREAM"),
     "pu_method": ("pu_method", "pubench.pu:PU_METHODS"),
 }
 TASK_REGISTRY = "pubench.tasks:TASKS"
@@ -111,7 +111,7 @@ def _registry(path: str):
 
 INDEX_PATH = Path(__file__).resolve().with_name("unit_index.json")
 #: the packages whose modules register units (their source is the index's fingerprint)
-UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "downstream", "pu", "executors")
+UNIT_PACKAGES = ("tasks", "data", "models", "losses", "train", "frameworks", "downstream", "pu", "executors")
 
 
 def registered_names(kind: str) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from pubench.registry.spec import Spec
 from pubench.report.collect import REPORT_FIELDS, TableResult, sample_std
 from pubench.store.store import ResultStore
 
@@ -44,18 +45,20 @@ class PooledSpread:
         return sample_std(self.values) if self.n > 1 else None
 
 
-def _tier_index(store: ResultStore, tier: str) -> dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]]:
+def _tier_index(store: ResultStore, tier: str, specs: dict[str, Spec] | None = None
+                ) -> dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]]:
     """(task, canonical params) -> run (its seeds) -> (the specs holding its record, metrics), over
     every spec folder of the tier whose spec is registered, each record under its cell's current
     config (a stale record, made under another config, is left out, as reports leave it out);
-    once per store that memoizes: ``report`` of every table reads it once."""
+    once per store that memoizes: ``report`` of every table reads it once. ``specs``: the registry
+    (default: :func:`~pubench.registry.load_all`; a caller that has it saves parsing it again)."""
     from pubench.registry import load_all
 
     memo = getattr(store, "_memo", None)
     key = ("pooled-index", tier)
     if memo is not None and key in memo:
         return memo[key]
-    specs = load_all()
+    specs = specs if specs is not None else load_all()
     index: dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]] = {}
     folder = store.root / tier
     for spec_dir in sorted(folder.iterdir()) if folder.is_dir() else ():
@@ -80,15 +83,16 @@ def _tier_index(store: ResultStore, tier: str) -> dict[tuple[str, str], dict[tup
     return index
 
 
-def pooled_spreads(res: TableResult, store: ResultStore, metrics: list[str] | None = None
-                   ) -> dict[tuple[str, str, str], PooledSpread]:
+def pooled_spreads(res: TableResult, store: ResultStore, metrics: list[str] | None = None,
+                   specs: dict[str, Spec] | None = None) -> dict[tuple[str, str, str], PooledSpread]:
     """(row, col, metric) -> the pooled spread of the cell's config, for each cell with results
-    whose config another spec also ran at this tier. ``metrics``: default the spec's first."""
+    whose config another spec also ran at this tier. ``metrics``: default the spec's first;
+    ``specs``: the registry, when the caller has it."""
     spec = res.spec
     if spec.variant is not None:  # a variant's config is its own: nothing else runs it
         return {}
     metrics = metrics or list(spec.metrics)[:1]
-    index = _tier_index(store, res.tier)
+    index = _tier_index(store, res.tier, specs)
     out = {}
     for row, col in spec.cells():
         if (row, col) not in res.seeds_done or spec.unavailable_reason(res.tier, row, col):

@@ -244,7 +244,7 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
         for tier in TIERS:
             if tier in spec.tiers:
                 res = collect(spec, tier, store)
-                res.pooled = pooled_spreads(res, store)
+                res.pooled = pooled_spreads(res, store, specs=specs)
                 if res.cells_done or res.failed:
                     results[(sid, tier)] = res
     _clear(out)

@@ -25,11 +25,12 @@ from pubench.utils.io import atomic_write, write_text_if_changed
 
 
 def write_report(spec: Spec, tier: str, store: ResultStore, reports_root: Path,
-                 standalone: bool = True) -> tuple[TableResult, list[Path]]:
+                 standalone: bool = True, specs: dict[str, Spec] | None = None) -> tuple[TableResult, list[Path]]:
     """``<id>.md``, ``<id>.tex`` (a whole document unless ``standalone`` is false: then a
-    snippet to ``\\input``) and, for a figure, ``<id>.png``, which both embed."""
+    snippet to ``\\input``) and, for a figure, ``<id>.png``, which both embed. ``specs``: the
+    registry, when the caller has it (the pooled spreads read every spec)."""
     res = collect(spec, tier, store)
-    res.pooled = pooled_spreads(res, store)
+    res.pooled = pooled_spreads(res, store, specs=specs)
     folder, stem = Path(reports_root) / tier, report_stem(spec)
     plot = f"{stem}.png" if spec.kind == "figure" else None  # beside the .md and the .tex, which embed it
     paths = [

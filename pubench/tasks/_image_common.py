@@ -16,8 +16,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pubench.train.augment import channel_stats, images_per_chunk
+from pubench.data.pixels import channel_stats, images_per_chunk
+from pubench.data.source import DataSource
 from pubench.train.classifier import DownstreamData
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -105,13 +107,6 @@ def model_config(params: dict) -> ModelConfig:
     return c
 
 
-def device() -> torch.device:
-    """The running job's device (its numerics profile; cpu outside a job)."""
-    from pubench import numerics
-
-    return numerics.device()
-
-
 # ------------------------------------------------------------------ models
 def build_encoder(model: ModelConfig, in_channels: int, seed: int):
     from pubench.models import BACKBONES, build_backbone
@@ -151,9 +146,9 @@ class Prepared:
     info: dict
 
 
-def _load(name: str, split: str):
+def _load(source: DataSource, name: str, split: str):
     from pubench.data import DATASETS
-    from pubench.data.images import ImageSet, load_images
+    from pubench.data.images import ImageSet
 
     try:
         ds = DATASETS.get(name)
@@ -161,8 +156,8 @@ def _load(name: str, split: str):
         raise ConfigError(f"params.data.dataset: {exc}") from None
     splits = getattr(ds, "splits", None)
     if splits is None or split in splits or "+" not in split:
-        return load_images(name, split)
-    parts = [load_images(name, s) for s in split.split("+")]
+        return source.images(name, split)
+    parts = [source.images(name, s) for s in split.split("+")]
     return ImageSet(torch.cat([p.x for p in parts]), torch.cat([p.y for p in parts]), list(parts[0].classes),
                     " + ".join(f"{s}: {p.source}" for s, p in zip(split.split("+"), parts)))
 
@@ -190,9 +185,10 @@ def _resize(images, size: list[int] | None):
     return ImageSet(out, images.y, images.classes, f"{images.source}; {note}"), note
 
 
-def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
+def prepare_data(cfg: DataConfig, data_seed: int, source: DataSource) -> Prepared:
     """Everything the data seed decides: subsets and the split (so every method of a row
-    that shares ``params.data`` sees the same training examples)."""
+    that shares ``params.data`` sees the same training examples); the images come from
+    ``source`` (the job's data source)."""
     from pubench.data.splits import (
         binarize,
         make_split,
@@ -205,8 +201,8 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
     rng = np.random.default_rng(data_seed)
     unl_split = cfg.split.get("unlabeled_split")
     train_name = f"{cfg.train_split}+{unl_split}" if unl_split else cfg.train_split
-    train = _load(cfg.dataset, train_name)
-    test = _load(cfg.dataset, cfg.test_split)
+    train = _load(source, cfg.dataset, train_name)
+    test = _load(source, cfg.dataset, cfg.test_split)
     try:
         labels = resolve_labels(cfg.labels, train.classes)
     except ValueError as exc:
@@ -255,7 +251,7 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
     sources = {"train": train.source, "test": test.source + (f"; {test_note}" if test_note else "")}
     pre_x, pre_obs = x_train, (split.observed if kind != "none" else None)
     if cfg.pretrain_split is not None:
-        pre = _load(cfg.dataset, cfg.pretrain_split)
+        pre = _load(source, cfg.dataset, cfg.pretrain_split)
         if sub.get("pretrain"):
             pre = subset(pre, sub["pretrain"], rng)
         pre, _ = _resize(pre, cfg.input_size)
@@ -282,12 +278,13 @@ def prepare_data(cfg: DataConfig, data_seed: int) -> Prepared:
     return Prepared(data=data, split=split, pretrain_x=pre_x, pretrain_observed=pre_obs, info=info)
 
 
-def run_info_common(accelerator=None) -> dict:
-    """The run's device and threads; with the job's :class:`pubench.train.accel.Settings`,
-    also ``accelerator``: device name, peak memory, throughput, determinism flags."""
-    out = {"device": str(device()), "torch_threads": torch.get_num_threads()}
-    if accelerator is not None:
+def run_info_common(ctx: JobContext) -> dict:
+    """The run's device and threads; where the job records its throughput
+    (:func:`pubench.train.accel.start_job`), also ``accelerator``: device name, peak memory,
+    throughput, determinism flags."""
+    out = {"device": str(ctx.device), "torch_threads": torch.get_num_threads()}
+    if ctx.accel.throughput is not None:
         from pubench.train import accel
 
-        out["accelerator"] = accel.job_info(accelerator, device())
+        out["accelerator"] = accel.job_info(ctx.accel, ctx.device)
     return out

@@ -6,17 +6,21 @@ automatically) that subclasses :class:`Task`; every method is a classmethod:
 * ``validate(params)``: every config check, without loading data or running anything
   (unknown / missing keys raise ``ConfigError``); ``pubench coverage`` counts only cells
   whose config a task accepts;
-* ``run(params, seeds) -> Result(metrics, info)`` (:class:`pubench.utils.result.Result`,
+* ``run(params, seeds, ctx) -> Result(metrics, info)`` (:class:`pubench.utils.result.Result`,
   what PU methods and downstream classifiers return too: ``metrics`` {name: float},
   ``info`` {...}): validate, run one
-  job from its ``seeds`` (``data``, ``init``) only, never touching the caller's global RNG;
+  job from its ``seeds`` (``data``, ``init``) only, never touching the caller's global RNG,
+  in the job's context ``ctx`` (:class:`pubench.train.context.JobContext`: numerics,
+  accelerator settings, checkpoints, step cap, the data source; the worker makes it, the
+  task reads its data through ``ctx.data`` and hands ``ctx`` to what it trains);
   ``info`` holds what a reader needs to trust the number, at least :attr:`Task.info_keys`;
 * ``test_config``: small valid params for the contract tests (the name every kind of
   unit gives its test configuration)
   (``tests/unit/test_contracts.py``; they provide generated data for its dataset).
 
 Tasks are the only bridge from the pipeline to the science packages. This module imports
-neither torch nor numpy: the executors load the registry before any job runs.
+neither torch nor numpy (nor does :mod:`pubench.train.context`): the executors load the
+registry before any job runs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from pubench.train.context import PLAIN, JobContext
 from pubench.utils.registry import Registry, subclass_check
 from pubench.utils.result import Result
 
@@ -41,7 +46,7 @@ class Task(ABC):
 
     @classmethod
     @abstractmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
         """The :class:`~pubench.utils.result.Result` (metrics, info) of one job."""
 
 

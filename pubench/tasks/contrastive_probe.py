@@ -15,25 +15,26 @@ from typing import Any
 
 import torch
 
-from pubench.tasks._image_common import (
-    build_encoder,
-    build_projector,
-    check_top,
-    data_config,
-    device,
-    model_config,
-    prepare_data,
-    run_info_common,
-)
-from pubench.tasks.base import TASKS, Task
-from pubench.train import DOWNSTREAM, accel, checkpoint, encoder_cache
-from pubench.train.pretrain import (
+from pubench.downstream import DOWNSTREAM
+from pubench.frameworks.pretrain import (
     LossCall,
     PretrainConfig,
     build_models,
     check_pretrain_config,
     pretrain,
 )
+from pubench.tasks._image_common import (
+    build_encoder,
+    build_projector,
+    check_top,
+    data_config,
+    model_config,
+    prepare_data,
+    run_info_common,
+)
+from pubench.tasks.base import TASKS, Task
+from pubench.train import accel, checkpoint, encoder_cache
+from pubench.train.context import PLAIN, JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
@@ -59,15 +60,16 @@ def validate(params: dict[str, Any]):
     return data, model, pre, unit, down
 
 
-def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> Result:
+def run_contrastive(params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
     data_cfg, model_cfg, pre_cfg, unit, down_cfg = validate(params)
-    prepared = prepare_data(data_cfg, seeds["data"])
+    prepared = prepare_data(data_cfg, seeds["data"], ctx.data)
     d = prepared.data
     LossCall(pre_cfg.loss, d.prior, "params.pretrain.loss")  # prior-dependent checks
-    dev = device()
+    dev = ctx.device
     enc_seed, proj_seed, pre_seed, down_seed, global_seed = sub_seeds(seeds["init"], 5)
     info: dict[str, Any] = dict(prepared.info)
-    with torch.random.fork_rng(devices=[]), accel.job_scope() as accelerator:
+    with torch.random.fork_rng(devices=[]):
+        ctx = accel.start_job(ctx)
         torch.manual_seed(global_seed)  # anything that still draws from the global RNG (dropout)
         encoder, projector = build_models(
             pre_cfg.framework, lambda ch, s: build_encoder(model_cfg, ch, s),
@@ -76,7 +78,7 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> Result:
         encoder, projector = encoder.to(dev), projector.to(dev)
         t0 = time.perf_counter()
         pre_seeds = {"data": seeds["data"], "init": [enc_seed, proj_seed, pre_seed, global_seed]}
-        key = encoder_cache.encoder_key({k: params[k] for k in ("data", "model", "pretrain")}, pre_seeds)
+        key = encoder_cache.encoder_key({k: params[k] for k in ("data", "model", "pretrain")}, pre_seeds, ctx.profile)
         cached = encoder_cache.load(key)
         if cached is not None:  # the same pre-training already ran (e.g. the other probe of a row)
             encoder.load_state_dict(cached["encoder"])
@@ -89,20 +91,20 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int]) -> Result:
                 full_run = {k: v for k, v in params["pretrain"].items() if k != "eval_at_epoch"}
                 prefix_key = encoder_cache.encoder_key(
                     {"prefix_of": {"data": params["data"], "model": params["model"], "pretrain": full_run}},
-                    pre_seeds)
+                    pre_seeds, ctx.profile)
             hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
-                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, device=dev, prefix_key=prefix_key)
+                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, ctx=ctx, prefix_key=prefix_key)
             encoder_cache.save(key, encoder.state_dict(), hist, checkpoint.global_rng_state(), encoder.training)
         info["encoder_cache"] = {"key": key, "hit": cached is not None}
         t1 = time.perf_counter()
-        metrics, down_info = unit.run(down_cfg, encoder, d, down_seed, dev)
+        metrics, down_info = unit.run(down_cfg, encoder, d, down_seed, ctx)
         t2 = time.perf_counter()
     info.update(
         epochs_run=hist["epochs_run"],
         pretrain={k: v for k, v in hist.items() if k != "epochs_run"},
         downstream={"name": down_cfg.name, **down_info},
         seconds={"pretrain": round(t1 - t0, 2), "downstream": round(t2 - t1, 2)},
-        **run_info_common(accelerator),
+        **run_info_common(ctx),
     )
     return Result(metrics, info)
 
@@ -132,5 +134,5 @@ class ContrastiveProbe(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
-        return run_contrastive(params, seeds)
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+        return run_contrastive(params, seeds, ctx)

@@ -6,7 +6,7 @@
                features: auto,                     # auto | degree | constant (pubench.data.graphs)
                subset: null}                       # smoke: a stratified sample of this many graphs
     model:    {backbone: {name: gin, hidden: 32, layers: 3}}
-    pretrain: {score: dot | cosine,                # local-global score (pubench.train.infograph)
+    pretrain: {score: dot | cosine,                # local-global score (pubench.frameworks.infograph)
                measure: JSD,                       # InfoGraph's objective, or instead:
                loss: {name: <pubench loss with a logits form>, <its hyperparameters>},
                epochs: 20, batch_size: 128, optimizer: {name: adam, lr: 1.0e-3, weight_decay: 0.0}}
@@ -30,7 +30,6 @@ also scores the untrained encoder (``info.acc_at_init``).
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ import numpy as np
 import torch
 
 from pubench.tasks.base import TASKS, Task
+from pubench.train.context import PLAIN, JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 
@@ -100,7 +100,7 @@ def parse_params(params: dict) -> tuple[InfographParams, Any]:
     """Validate ``params``; returns the config and the local-global objective (None at 0 epochs)."""
     from pubench.data import DATASETS
     from pubench.data.graphs import FEATURES, GraphDatasetSpec
-    from pubench.train.infograph import LocalGlobalObjective
+    from pubench.frameworks.infograph import LocalGlobalObjective
 
     cfg = build_config(InfographParams, params, "params")
     if cfg.data.dataset not in DATASETS or not isinstance(DATASETS.get(cfg.data.dataset), GraphDatasetSpec):
@@ -133,13 +133,6 @@ def parse_params(params: dict) -> tuple[InfographParams, Any]:
     return cfg, objective
 
 
-@functools.lru_cache(maxsize=4)
-def _load(dataset: str, features: str, root: str):
-    from pubench.data.graphs import load_graphs
-
-    return load_graphs(dataset, root, features=features)
-
-
 @TASKS.register("infograph")
 class Infograph(Task):
     info_keys = ("dataset", "graphs_used", "acc_std_over_folds", "fold_acc", "svm_C", "loss_curve",
@@ -157,19 +150,18 @@ class Infograph(Task):
         return parse_params(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int]) -> Result:
-        return infograph(params, seeds)
+    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+        return infograph(params, seeds, ctx)
 
 
-def infograph(params: dict, seeds: dict[str, int]) -> Result:
+def infograph(params: dict, seeds: dict[str, int], ctx: JobContext) -> Result:
     """One job of :class:`Infograph`."""
+    from pubench.frameworks.infograph import InfoGraph, embed, pretrain
     from pubench.models import BACKBONES
-    from pubench.paths import data_root
-    from pubench.train.infograph import InfoGraph, embed, pretrain
     from pubench.train.svm_eval import svm_cv
 
     cfg, objective = parse_params(params)
-    gs = _load(cfg.data.dataset, cfg.data.features, str(data_root().resolve()))
+    gs = ctx.data.graphs(cfg.data.dataset, cfg.data.features)
     graphs, y = gs.graphs, gs.labels.numpy()
     if cfg.data.subset is not None and cfg.data.subset < len(graphs):
         from sklearn.model_selection import train_test_split
@@ -191,7 +183,7 @@ def infograph(params: dict, seeds: dict[str, int]) -> Result:
     if objective is not None:
         hist = pretrain(model, graphs, objective, epochs=cfg.pretrain.epochs, batch_size=cfg.pretrain.batch_size,
                         lr=cfg.pretrain.optimizer.lr, weight_decay=cfg.pretrain.optimizer.weight_decay,
-                        seed=seeds["init"])
+                        seed=seeds["init"], ctx=ctx)
     t1 = time.perf_counter()
     res = svm_cv(embed(model.encoder, graphs), y, **ev)
     t2 = time.perf_counter()

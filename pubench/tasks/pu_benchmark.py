@@ -26,7 +26,6 @@ from pubench.tasks._image_common import (
     build_projector,
     check_top,
     data_config,
-    device,
     model_config,
     prepare_data,
     run_info_common,
@@ -35,6 +34,7 @@ from pubench.tasks.base import TASKS, Task
 from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_CONFIG, run_contrastive
 from pubench.tasks.contrastive_probe import validate as validate_contrastive
 from pubench.train import accel
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import TrainConfig, check_loop_config
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
@@ -62,21 +62,23 @@ def validate_end_to_end(params: dict[str, Any]):
     return data, model, unit, cfg, train, classifier
 
 
-def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> Result:
+def run_end_to_end(params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
     data_cfg, model_cfg, unit, cfg, train, classifier = validate_end_to_end(params)
-    prepared = prepare_data(data_cfg, seeds["data"])
+    prepared = prepare_data(data_cfg, seeds["data"], ctx.data)
     d = prepared.data
-    dev = device()
+    dev = ctx.device
     enc_seed, run_seed, global_seed, proj_seed = sub_seeds(seeds["init"], 4)
     info: dict[str, Any] = dict(prepared.info)
-    with torch.random.fork_rng(devices=[]), accel.job_scope() as accelerator:
+    with torch.random.fork_rng(devices=[]):
+        ctx = accel.start_job(ctx)
         torch.manual_seed(global_seed)
         backbone = build_encoder(model_cfg, d.x_train.shape[1], enc_seed).to(dev)
         extra = {"projector": build_projector(model_cfg, backbone.out_dim, proj_seed).to(dev)} if unit.uses_projector else {}
         unit.check_run(cfg, train, d, **extra)  # the caller checks, the method trusts its inputs
         t0 = time.perf_counter()
-        with accel.stage_scope(train.precision, train.compile, "params.train"):
-            metrics, method_info = unit.run(cfg, backbone, train, d, run_seed, dev, classifier=classifier, **extra)
+        metrics, method_info = unit.run(cfg, backbone, train, d, run_seed,
+                                        accel.stage(ctx, train.precision, train.compile, "params.train"),
+                                        classifier=classifier, **extra)
         t1 = time.perf_counter()
     if method_info.get("validation_used") and "validation" in info:
         info["validation"] = dict(info["validation"], used=True,
@@ -84,7 +86,7 @@ def run_end_to_end(params: dict[str, Any], seeds: dict[str, int]) -> Result:
     if unit.wall_clock_metrics:
         info["wall_clock_metrics"] = list(unit.wall_clock_metrics)
     info.update(epochs_run=train.epochs, pu_method={"name": cfg.name, **method_info},
-                seconds={"train": round(t1 - t0, 2)}, **run_info_common(accelerator))
+                seconds={"train": round(t1 - t0, 2)}, **run_info_common(ctx))
     return Result(metrics, info)
 
 
@@ -112,5 +114,5 @@ class PUBenchmark(Task):
         return (validate_end_to_end if _route(params) == "end_to_end" else validate_contrastive)(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
-        return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds)
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+        return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds, ctx)

@@ -39,8 +39,9 @@ from torch import nn
 
 from pubench.losses.ce_contrastive import OBJECTIVES, ce_plus_contrastive
 from pubench.models.text import REQUIRES
-from pubench.tasks._image_common import check_top, device, run_info_common
+from pubench.tasks._image_common import check_top, run_info_common
 from pubench.tasks.base import TASKS, Task
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, batches, predict
 from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError, build_config
@@ -91,7 +92,7 @@ class ObjectiveConfig:
 
 
 def _objective(cfg: dict, where: str):
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     c = build_config(ObjectiveConfig, cfg, where)
     if c.name not in OBJECTIVES:
@@ -201,8 +202,9 @@ class UnlabeledStream:
 
 
 @torch.no_grad()
-def evaluate(encoder, head, ids: list[list[int]], labels: torch.Tensor, dev, chunk: int = 64) -> float:
-    """Accuracy (%) in eval mode; sentences batched by length (less padding)."""
+def evaluate(encoder, head, ids: list[list[int]], labels: torch.Tensor, ctx: JobContext, chunk: int = 64) -> float:
+    """Accuracy (%) in eval mode on the job's device; sentences batched by length (less padding)."""
+    dev = ctx.device
     encoder.eval()
     head.eval()
     order = torch.tensor(sorted(range(len(ids)), key=lambda k: len(ids[k])), dtype=torch.long)
@@ -212,15 +214,16 @@ def evaluate(encoder, head, ids: list[list[int]], labels: torch.Tensor, dev, chu
         return head(encoder(x, mask)).argmax(1)
 
     pred = torch.empty(len(ids), dtype=torch.long)
-    pred[order] = predict(classes, len(ids), chunk).long()
+    pred[order] = predict(classes, len(ids), ctx, chunk).long()
     return 100.0 * float((pred == labels).float().mean())
 
 
 # ------------------------------------------------------------------ fine-tuning
 def fine_tune(encoder, head, train_ids, train_labels, unlabeled_ids, train: TextTrainConfig, objective, loss,
-              gen: torch.Generator, dev) -> list:
-    """Fine-tune ``encoder`` and ``head`` in place with the loop of :mod:`pubench.train.loop`;
-    returns its epoch history."""
+              gen: torch.Generator, ctx: JobContext) -> list:
+    """Fine-tune ``encoder`` and ``head`` in place with the loop of :mod:`pubench.train.loop`,
+    in the job's context ``ctx``; returns its epoch history."""
+    dev = ctx.device
     n_l = len(train_ids)
     steps_per_epoch = math.ceil(n_l / train.batch_size)
     params = [p for m in (encoder, head) for p in m.parameters()]
@@ -252,7 +255,7 @@ def fine_tune(encoder, head, train_ids, train_labels, unlabeled_ids, train: Text
         value = ce_plus_contrastive(head(z1[:n_lab]), y, cl, objective.lam)
         return Step(value, weight=n_lab)
 
-    trainer = Trainer([encoder, head], optimizer, scheduler, desc="text_fewshot")
+    trainer = Trainer([encoder, head], optimizer, scheduler, desc="text_fewshot", ctx=ctx)
     return trainer.run(train.epochs, epoch_batches, step)
 
 
@@ -275,25 +278,26 @@ class TextFewshot(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int]) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
         from pubench.data import DATASETS
-        from pubench.models import build_backbone
+        from pubench.models import BACKBONES, build_backbone
 
         data, model, train, objective, loss = validate(params)
         ds = DATASETS.get(data.dataset)
         t0 = time.perf_counter()
-        train_set = ds.load("train")
+        train_set = ctx.data.text(ds, "train")
         if data.eval_split == "train_holdout":
             train_set, eval_set, pool = holdout_split(train_set, seeds["data"])
             labeled, unlabeled = (pool[i] for i in draw_fewshot(train_set.labels[pool], data.n_per_class,
                                                                data.n_unlabeled, seeds["data"]))
         else:
-            eval_set = ds.load(data.eval_split)
+            eval_set = ctx.data.text(ds, data.eval_split)
             labeled, unlabeled = draw_fewshot(train_set.labels, data.n_per_class, data.n_unlabeled, seeds["data"])
-        dev = device()
+        dev = ctx.device
         enc_seed, head_seed, batch_seed, global_seed = sub_seeds(seeds["init"], 4)
-        kwargs = {k: v for k, v in model.backbone.items() if k != "name"}
-        encoder = build_backbone(model.backbone["name"], 0, seed=enc_seed, **kwargs).to(dev)
+        name, kwargs = model.backbone["name"], {k: v for k, v in model.backbone.items() if k != "name"}
+        factory = ctx.data.pretrained(name, BACKBONES.get(name))  # the data source may stand in for its weights
+        encoder = build_backbone(name, 0, seed=enc_seed, factory=factory, **kwargs).to(dev)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(head_seed)
             head = nn.Linear(encoder.out_dim, len(train_set.classes)).to(dev)
@@ -305,9 +309,9 @@ class TextFewshot(Task):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(global_seed)
             history = fine_tune(encoder, head, train_ids, train_set.labels[labeled], unlabeled_ids, train,
-                                objective, loss, torch_generator(batch_seed), dev)
+                                objective, loss, torch_generator(batch_seed), ctx)
         t2 = time.perf_counter()
-        acc = evaluate(encoder, head, eval_ids, eval_set.labels, dev)
+        acc = evaluate(encoder, head, eval_ids, eval_set.labels, ctx)
         t3 = time.perf_counter()
         info = {
             "data_source": f"{ds.name}: {train_set.source}, {eval_set.source}",
@@ -321,6 +325,6 @@ class TextFewshot(Task):
             "epochs_run": train.epochs, "steps": sum(h.steps for h in history),
             "final_train_loss": history[-1].mean if history else None,
             "seconds": {"load": round(t1 - t0, 2), "train": round(t2 - t1, 2), "eval": round(t3 - t2, 2)},
-            **run_info_common(),
+            **run_info_common(ctx),
         }
         return Result({"acc": acc}, info)

@@ -1,8 +1,5 @@
-"""Training: the one loop (:mod:`pubench.train.loop`), optimizers and schedules,
-augmentations, metrics, contrastive pre-training frameworks (:data:`FRAMEWORKS`) and the
-graph trainer; the interface of the downstream classifiers (:data:`DOWNSTREAM`, units in
-:mod:`pubench.downstream`). Nothing here imports :mod:`pubench.pu`."""
-
-from pubench.train.base import DOWNSTREAM, FRAMEWORKS, Downstream, Framework
-
-__all__ = ["DOWNSTREAM", "FRAMEWORKS", "Downstream", "Framework"]
+"""Training: the one loop (:mod:`pubench.train.loop`), checkpoints, accelerator settings,
+optimizers and schedules, augmentations, metrics and the classifier helpers every
+trainer shares. The units that train through it live elsewhere: pre-training frameworks
+in :mod:`pubench.frameworks`, PU methods in :mod:`pubench.pu`, downstream classifiers in
+:mod:`pubench.downstream`. Nothing here imports them."""

@@ -11,11 +11,11 @@ Spec keys (both optional; absent = today's behaviour, so no existing spec change
 * ``pretrain.compile`` / ``train.compile``: ``true`` compiles every trained module in place
   (``nn.Module.compile``) before the first epoch. Off by default.
 
-The image tasks open :func:`job_scope` around a job's training, and a :func:`stage_scope`
-with those two values around the stage they belong to (the pre-training; a PU method's
-training); every :class:`pubench.train.loop.Trainer` inside reads them (:func:`current`), so
-the PU methods get them without their own plumbing (the downstream classifiers after a
-pre-training run in fp32, eager). A
+The image tasks start a job's table (:func:`start_job`) and run each stage in a context
+with that stage's two values (:func:`stage`: the pre-training; a PU method's training);
+every :class:`pubench.train.loop.Trainer` reads them from the context it is given
+(:class:`pubench.train.context.JobContext`), so the PU methods get them without their own
+plumbing (the downstream classifiers after a pre-training run in fp32, eager). A
 trainer on a CUDA device also puts its convolutional modules in ``channels_last`` memory
 format (:func:`prepare_modules`); on the CPU nothing changes (the CPU results stay bit for bit
 those of the float32 contiguous code). :func:`data_on_device` moves a uint8 training tensor
@@ -34,13 +34,12 @@ from __future__ import annotations
 import contextlib
 import resource
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
+from pubench.train.context import JobContext, Settings
 from pubench.utils.config import ConfigError
 
 PRECISIONS = ("fp32", "bf16")
@@ -66,47 +65,21 @@ def check_compile(value: bool | None, where: str) -> bool:
 
 
 # ------------------------------------------------------------------ the job's settings
-@dataclass
-class Settings:
-    precision: str = "fp32"
-    compile: bool = False
-    #: per trainer (its ``desc``; repeated ones numbered): examples, seconds, precision, compile
-    throughput: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-_SCOPES: list[Settings] = []
-
-
-def current() -> Settings:
-    """The settings of the innermost scope (outside any: fp32, not compiled, a throughput
-    table nobody reads)."""
-    return _SCOPES[-1] if _SCOPES else Settings()
-
-
-@contextlib.contextmanager
-def _push(settings: Settings) -> Iterator[Settings]:
-    _SCOPES.append(settings)
-    try:
-        yield settings
-    finally:
-        _SCOPES.pop()
-
-
-def job_scope() -> contextlib.AbstractContextManager[Settings]:
-    """A job's training (fp32, not compiled unless a :func:`stage_scope` says otherwise):
-    the trainers inside record their throughput into the yielded settings. Resets the CUDA
-    peak memory counter, so that :func:`job_info` reports this job's peak."""
+def start_job(ctx: JobContext) -> JobContext:
+    """``ctx`` with a fresh throughput table for the job's trainers (fp32, not compiled unless
+    a :func:`stage` says otherwise). Resets the CUDA peak memory counter, so that
+    :func:`job_info` reports this job's peak."""
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    return _push(Settings())
+    return ctx.replace(accel=Settings(throughput={}))
 
 
-def stage_scope(precision: str | None, compile: bool | None, where: str) -> contextlib.AbstractContextManager[Settings]:
-    """A stage of the job (pre-training, a PU method's training) with the spec's
+def stage(ctx: JobContext, precision: str | None, compile: bool | None, where: str) -> JobContext:
+    """``ctx`` for a stage of the job (pre-training, a PU method's training) with the spec's
     ``<where>.precision`` / ``<where>.compile`` (``None``: absent); throughput goes to the
     job's table."""
-    return _push(Settings(check_precision(precision, f"{where}.precision"),
-                          check_compile(compile, f"{where}.compile"), current().throughput))
+    return ctx.replace(accel=Settings(check_precision(precision, f"{where}.precision"),
+                                      check_compile(compile, f"{where}.compile"), ctx.accel.throughput))
 
 
 # ------------------------------------------------------------------ what a trainer does
@@ -158,10 +131,12 @@ def data_on_device(x: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     return x.to(device)
 
 
-def record_throughput(desc: str, examples: float, seconds: float) -> None:
-    """A trainer's epochs: ``examples`` (the steps' weights) in ``seconds``."""
-    settings = current()
+def record_throughput(settings: Settings, desc: str, examples: float, seconds: float) -> None:
+    """A trainer's epochs: ``examples`` (the steps' weights) in ``seconds``, into the job's
+    table (nothing when ``settings`` has none)."""
     table = settings.throughput
+    if table is None:
+        return
     key, i = desc, 2
     while key in table:
         key, i = f"{desc} ({i})", i + 1
@@ -202,5 +177,5 @@ def job_info(settings: Settings, device: torch.device | str) -> dict[str, Any]:
     throughput entry says its precision (fp32 unless the spec says bf16)."""
     device = torch.device(device)
     return {"device_name": device_name(device), "peak_memory": peak_memory(device),
-            "throughput": dict(settings.throughput), "channels_last": device.type == "cuda",
+            "throughput": dict(settings.throughput or {}), "channels_last": device.type == "cuda",
             "determinism": determinism()}

@@ -1,7 +1,8 @@
 """Checkpoint and resume of long jobs, for every :class:`pubench.train.loop.Trainer`.
 
-The worker (:func:`pubench.executors.worker.execute_job`) opens a :class:`Session` per
-job: a folder ``<results>/.checkpoints/<job id>/`` and a period ``every_epochs``. Each
+The worker (:func:`pubench.executors.worker.execute_job`) makes a :class:`Session` per
+job and puts it in the job's context (:class:`pubench.train.context.JobContext`): a
+folder ``<results>/.checkpoints/<job id>/`` and a period ``every_epochs``. Each
 ``Trainer.run`` of the job is a *stage* (pre-training, then the probe, ...). A stage
 writes ``<stage>.pt``:
 
@@ -49,7 +50,6 @@ import io
 import random
 import shutil
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +259,15 @@ class Session:
         return (epoch_done == epochs or self.stop_signal is not None
                 or (self.every_epochs > 0 and epoch_done % self.every_epochs == 0))
 
+    def request_stop(self, signum: int) -> bool:
+        """Ask the job's running training loop to checkpoint and stop at its next epoch
+        boundary (the worker's signal handler). False when none of its loops runs, or a
+        request waits already (then the caller stops at once)."""
+        if self.in_loop == 0 or self.stop_signal is not None:
+            return False
+        self.stop_signal = signum
+        return True
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -290,35 +299,6 @@ def progress_problem(payload: dict[str, Any], lowest: int, epochs: int) -> str |
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:160] + ("..." if len(text) > 160 else "")
-
-
-_current: Session | None = None
-
-
-def current() -> Session | None:
-    """The session of the job running in this process (None outside a job)."""
-    return _current
-
-
-@contextmanager
-def activate(session: Session):
-    global _current
-    previous, _current = _current, session
-    try:
-        yield session
-    finally:
-        _current = previous
-
-
-def request_stop(signum: int) -> bool:
-    """Ask the running training loop to checkpoint and stop at its next epoch boundary.
-    False when no loop of a checkpointed job runs, or a request waits already (then the
-    caller stops at once)."""
-    s = _current
-    if s is None or s.in_loop == 0 or s.stop_signal is not None:
-        return False
-    s.stop_signal = signum
-    return True
 
 
 def checkpoint_root(results_root: str | Path) -> Path:

@@ -11,6 +11,7 @@ from torch import nn
 
 from pubench.models.heads import linear_head
 from pubench.train.augment import to_float
+from pubench.train.context import JobContext
 from pubench.train.loop import predict
 from pubench.train.metrics import evaluate_scores
 
@@ -34,10 +35,12 @@ class DownstreamData:
 
 
 @torch.no_grad()
-def encode(encoder: nn.Module, x: torch.Tensor, mean, std, device, chunk: int = 512) -> torch.Tensor:
-    """Features of uint8 images with the encoder in eval mode (on the CPU, float32)."""
+def encode(encoder: nn.Module, x: torch.Tensor, mean, std, ctx: JobContext, chunk: int = 512) -> torch.Tensor:
+    """Features of uint8 images with the encoder in eval mode (on the CPU, float32), on the
+    job's device."""
     encoder.eval()
-    return predict(lambda idx: encoder(to_float(x[idx].to(device), mean, std)), x.shape[0], chunk)
+    device = ctx.device
+    return predict(lambda idx: encoder(to_float(x[idx].to(device), mean, std)), x.shape[0], ctx, chunk)
 
 
 def feature_standardizer(feats: torch.Tensor, on: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,10 +59,12 @@ def seeded_head(in_dim: int, n_out: int, seed: int, device="cpu") -> nn.Module:
         return linear_head(in_dim, n_out).to(device)
 
 
-def evaluate_network(model: nn.Module, data: DownstreamData, device) -> dict[str, float]:
-    """Test metrics of a network from images to scores, in eval mode."""
+def evaluate_network(model: nn.Module, data: DownstreamData, ctx: JobContext) -> dict[str, float]:
+    """Test metrics of a network from images to scores, in eval mode, on the job's device."""
     model.eval()
-    out = predict(lambda idx: model(to_float(data.x_test[idx].to(device), data.mean, data.std)), data.x_test.shape[0])
+    device = ctx.device
+    out = predict(lambda idx: model(to_float(data.x_test[idx].to(device), data.mean, data.std)), data.x_test.shape[0],
+                  ctx)
     return evaluate_scores(out, data.y_test, data.n_classes)
 
 

@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pubench.numerics import Numerics
 from pubench.utils.hashing import code_fingerprint, config_hash
 
 
@@ -37,13 +38,11 @@ def enabled() -> bool:
     return os.environ.get("PUBENCH_ENCODER_CACHE", "1") not in ("0", "false", "no")
 
 
-def encoder_key(params: dict[str, Any], seeds: dict[str, Any]) -> str:
-    """Config, seeds, code and the running job's numerics profile (device, threads, CPU
-    code paths, torch): an encoder trained under other numerics is a different encoder."""
-    from pubench import numerics
-
+def encoder_key(params: dict[str, Any], seeds: dict[str, Any], numerics: Numerics) -> str:
+    """Config, seeds, code and the job's numerics profile (device, threads, CPU code paths,
+    torch): an encoder trained under other numerics is a different encoder."""
     return config_hash({"params": params, "seeds": seeds, "code": code_fingerprint(),
-                        "numerics": numerics.current().to_dict()}, length=24)
+                        "numerics": numerics.to_dict()}, length=24)
 
 
 FORMAT = 2   # 2: random states and train mode after pre-training (format 1 entries miss)

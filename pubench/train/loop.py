@@ -1,5 +1,5 @@
-"""The one training loop: contrastive pre-training (:mod:`pubench.train.pretrain`), the
-graph trainer (:mod:`pubench.train.infograph`), the risk-trained classifiers (linear
+"""The one training loop: contrastive pre-training (:mod:`pubench.frameworks.pretrain`), the
+graph trainer (:mod:`pubench.frameworks.infograph`), the risk-trained classifiers (linear
 probe, fine-tuning, end-to-end PU methods: :mod:`pubench.pu.objective`) and vPU
 (:mod:`pubench.pu.vpu`) all run through :class:`Trainer`.
 
@@ -18,15 +18,20 @@ scheduler (schedules are per step), then calls ``Step.after_backward`` (which ma
 gradients). The epoch's :class:`EpochStats` hold the mean of the steps' reported values
 weighted by ``Step.weight`` (e.g. the batch size) and the sums of their ``extra`` values.
 
-After each epoch the :class:`LoopCallback` objects run (always :class:`Progress`: the
-epoch, loss and learning rate), then, inside a job, the checkpoint of
-:mod:`pubench.train.checkpoint`: every stateful part of the run must be the trainer's
-(modules, optimizer, scheduler) or registered in ``Trainer(state=...)`` (generators, hook
-state, queues), so that a resumed run continues bit for bit. Neither draws random numbers.
+A trainer runs in the job's context (``Trainer(..., ctx=...)``,
+:class:`pubench.train.context.JobContext`; outside a job :data:`~pubench.train.context.PLAIN`):
+its accelerator settings (precision, compile, the throughput table), its checkpoint session
+and preflight's step cap. After each epoch the :class:`LoopCallback` objects run (always
+:class:`Progress`: the epoch, loss and learning rate), then, when the context has a
+session, the checkpoint of :mod:`pubench.train.checkpoint`: every stateful part of the run
+must be the trainer's (modules, optimizer, scheduler) or registered in
+``Trainer(state=...)`` (generators, hook state, queues), so that a resumed run continues
+bit for bit. Neither draws random numbers.
 
-Inside :func:`capped` (``pubench preflight``), every trainer runs only the epochs and the
-few steps a :class:`StepCap` allows (its first and last epoch) and :func:`predict` computes
-one chunk; the cap measures them. Outside it nothing changes.
+With a step cap in its context (``pubench preflight``), a trainer runs only the epochs and
+the few steps the :class:`~pubench.train.context.StepCap` allows (its first and last
+epoch) and :func:`predict` computes one chunk; the cap measures them. Without one nothing
+changes.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from torch import nn
 
 from pubench.errors import JobInterrupted
 from pubench.train import accel, checkpoint, prefix_cache
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.augment import build_augment
 from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
@@ -73,8 +79,9 @@ class EpochStats:
 
 
 class Trainer:
-    """Runs epochs of optimizer steps over ``modules`` (see the module docstring).
-    ``optimizer`` and ``scheduler`` are attributes so that a hook may replace them.
+    """Runs epochs of optimizer steps over ``modules`` in the job's context ``ctx`` (see the
+    module docstring). ``optimizer`` and ``scheduler`` are attributes so that a hook may
+    replace them.
 
     ``state``: the other stateful parts of the run, by name, that a checkpoint must hold
     for a resumed run to continue bit for bit (:mod:`pubench.train.checkpoint`): random
@@ -87,8 +94,10 @@ class Trainer:
 
     def __init__(self, modules: Sequence[nn.Module], optimizer: torch.optim.Optimizer,
                  scheduler: Any = None, desc: str = "train", state: dict[str, Any] | None = None,
-                 callbacks: Sequence["LoopCallback"] = (), prefix_key: str | None = None):
+                 callbacks: Sequence["LoopCallback"] = (), prefix_key: str | None = None,
+                 ctx: JobContext = PLAIN):
         self.modules, self.optimizer, self.scheduler, self.desc = list(modules), optimizer, scheduler, desc
+        self.ctx = ctx
         self.state = dict(state or {})
         self.callbacks = list(callbacks)
         self.prefix_key, self.prefix_start = prefix_key, 0
@@ -144,7 +153,7 @@ class Trainer:
     def run(self, epochs: int, batches: Callable[[int], Iterable[Any]], step: Callable[[Any, int], Step], *,
             start_epoch: Callable[[int], None] | None = None,
             end_epoch: Callable[[EpochStats], None] | None = None) -> list[EpochStats]:
-        session = checkpoint.current()
+        session = self.ctx.session
         stage = session.next_stage(self.desc) if session is not None else None
         history: list[EpochStats] = []
         first = 0
@@ -168,14 +177,14 @@ class Trainer:
                 self.restore(shared)
                 history = [EpochStats(**h) for h in shared["history"]]
                 first = self.prefix_start = shared["epoch"]
-        cap = current_cap()
-        settings = accel.current()
+        cap, settings = self.ctx.cap, self.ctx.accel
         device = accel.module_device(self.modules)
         accel.prepare_modules(self.modules, device, settings.compile)
         # modules the steps run without training them (MoCo's key encoder): the same memory format
         accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=False)
         examples, seconds = 0.0, 0.0
-        callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.callbacks]
+        callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.ctx.callbacks,
+                     *self.callbacks]
         for cb in callbacks:
             cb.begin(self, epochs, first)
         if session is not None:
@@ -223,7 +232,7 @@ class Trainer:
             if session is not None:
                 session.in_loop -= 1
             if seconds > 0:
-                accel.record_throughput(self.desc, examples, seconds)
+                accel.record_throughput(settings, self.desc, examples, seconds)
             for cb in callbacks:
                 cb.end(self)
         return history
@@ -320,70 +329,13 @@ def has_batchnorm(module: nn.Module) -> bool:
 
 
 @torch.no_grad()
-def predict(fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int = 1024) -> torch.Tensor:
-    """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU (inside
-    :func:`capped`: what the cap returns, one chunk's outputs repeated)."""
-    cap = current_cap()
-    if cap is not None and n > 0:
-        return cap.predict(fn, n, chunk)
+def predict(fn: Callable[[torch.Tensor], torch.Tensor], n: int, ctx: JobContext, chunk: int = 1024) -> torch.Tensor:
+    """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU (with a step cap in
+    ``ctx``: what the cap returns, one chunk's outputs repeated)."""
+    if ctx.cap is not None and n > 0:
+        return ctx.cap.predict(fn, n, chunk)
     outs = [fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)]
     return torch.cat(outs) if outs else torch.zeros(0)
-
-
-# ------------------------------------------------------------------ the step cap (pubench preflight)
-class StepCap:
-    """What :func:`capped` installs: every :class:`Trainer` inside calls these, in this
-    order, instead of running its epochs in full (:class:`pubench.preflight.meter.Meter`
-    measures them):
-
-    * ``begin(trainer, epochs, device)`` once, with the epochs the stage would run;
-    * ``epochs(first, epochs)``: the epochs of ``range(first, epochs)`` to run (the
-      epoch-dependent phases of a stage, e.g. a method's later selection, run too);
-    * ``batches(iterable)`` per epoch: the batches to run (at most the steps left);
-    * ``step()`` a context around each step's forward, objective and optimizer step;
-    * ``epoch_end(stats) -> bool`` after each epoch (its hooks and callbacks): True stops;
-    * ``end(trainer)`` when the stage stops (also on an error);
-
-    and :func:`predict` returns ``predict(fn, n, chunk)`` (the tensor :func:`predict` would
-    return, of the right shape). No checkpoint or prefix-cache state is written meanwhile."""
-
-    def begin(self, trainer: "Trainer", epochs: int, device: torch.device) -> None:
-        raise NotImplementedError
-
-    def epochs(self, first: int, epochs: int) -> Iterable[int]:
-        raise NotImplementedError
-
-    def batches(self, batches: Iterable[Any]) -> Iterable[Any]:
-        raise NotImplementedError
-
-    def step(self):
-        raise NotImplementedError
-
-    def epoch_end(self, stats: EpochStats) -> bool:
-        raise NotImplementedError
-
-    def end(self, trainer: "Trainer") -> None:
-        raise NotImplementedError
-
-    def predict(self, fn: Callable[[torch.Tensor], torch.Tensor], n: int, chunk: int) -> torch.Tensor:
-        raise NotImplementedError
-
-
-_CAPS: list[StepCap] = []
-
-
-def current_cap() -> StepCap | None:
-    return _CAPS[-1] if _CAPS else None
-
-
-@contextlib.contextmanager
-def capped(cap: StepCap):
-    """Every trainer and :func:`predict` inside the block runs under ``cap``."""
-    _CAPS.append(cap)
-    try:
-        yield cap
-    finally:
-        _CAPS.pop()
 
 
 # ------------------------------------------------------------------ progress

@@ -1,7 +1,7 @@
 """Shared training prefixes: a run that stops early in a longer run continues another job's.
 
 A pre-training with ``eval_at_epoch: E`` is epoch ``E`` of one ``epochs``-long run
-(:mod:`pubench.train.pretrain`): the columns of a learning curve (fig5-pupl: epochs 1, 2, 4,
+(:mod:`pubench.frameworks.pretrain`): the columns of a learning curve (fig5-pupl: epochs 1, 2, 4,
 8, 12 of one 12-epoch run) are prefixes of each other. Trained from epoch 0 each, a curve of
 columns 1, 2, 4, 8, 12 costs 27 epochs; continued from each other, 12.
 

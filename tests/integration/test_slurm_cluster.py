@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import pytest
 
 from tests.conftest import record_reliability, selftest_spec
 from tests.slurmcluster import Unavailable, running_cluster
+from tests.unit.test_checkpoint import smoke_variant
+
 
 @pytest.fixture(scope="module")
 def slurm_cluster(tmp_path_factory):
@@ -154,12 +155,7 @@ def test_a_signalled_job_is_requeued_and_resumes_from_its_checkpoint(slurm_clust
     (SIGSTOP), checked to be mid-run, sent the signal through SLURM, and let go only when the
     signal is pending, so it runs no further instruction before the signal lands."""
     epochs = 40
-    repo = Path(__file__).resolve().parents[2]
-    shutil.copytree(repo / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
-    shutil.copy(repo / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
-    text = (repo / "experiments" / "punce" / "table1-punce.yaml").read_text()
-    tmp_registry(text.replace("pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}",
-                              f"pretrain: {{epochs: {epochs}, batch_size: 64, loss: {{prior: null}}}}"))
+    smoke_variant(tmp_registry, "punce/table1-punce", pretrain=epochs)
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "default.yaml").write_text(textwrap.dedent("""\

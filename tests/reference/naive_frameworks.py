@@ -1,4 +1,4 @@
-"""Loop-by-loop versions of the MoCo / CMC updates and logits (pubench.train.moco, .cmc)."""
+"""Loop-by-loop versions of the MoCo / CMC updates and logits (pubench.frameworks.moco, .cmc)."""
 
 from __future__ import annotations
 

@@ -11,14 +11,15 @@ import pytest
 import torch
 from torch import nn
 
+from pubench.frameworks.pretrain import PretrainConfig, check_pretrain_config, pretrain
+from pubench import numerics
 from pubench.models._common import GlobalAvgPool
 from pubench.numerics import cpu_model
 from pubench.tasks import TASKS
 from pubench.train import accel
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, check_loop_config
-from pubench.train.pretrain import PretrainConfig, check_pretrain_config, pretrain
 from pubench.utils.config import ConfigError
-from tests.conftest import load_benchmark
 from tests.unit.test_contracts import SEEDS, generated_data  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -43,10 +44,9 @@ def conv_encoder(seed: int = 0) -> nn.Module:
 def run_pretrain(cfg: PretrainConfig, device="cpu"):
     encoder, projector = conv_encoder(0).to(device), nn.Sequential(nn.Linear(4, 4)).to(device)
     x = torch.randint(0, 256, (24, 3, 8, 8), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
-    with accel.job_scope() as settings:
-        hist = pretrain(encoder, projector, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5,
-                        device=device)
-    return encoder, hist, settings
+    ctx = accel.start_job(JobContext(numerics=numerics.resolve(device=device)))
+    hist = pretrain(encoder, projector, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, ctx=ctx)
+    return encoder, hist, ctx.accel
 
 
 # ------------------------------------------------------------------ the spec keys
@@ -96,15 +96,13 @@ def test_bf16_runs_the_forward_under_autocast_on_the_cpu_and_keeps_fp32_paramete
         seen.append(out.dtype)
         return Step(out.float().square().mean(), weight=len(idx))
 
-    trainer = Trainer([model], torch.optim.SGD(model.parameters(), lr=0.1), desc="bf16 test")
-    with accel.job_scope(), accel.stage_scope("bf16", None, "train"):
-        trainer.run(1, lambda e: batches(8, 4, torch.Generator().manual_seed(0)), step)
-    assert seen == [torch.bfloat16, torch.bfloat16]
-    assert model.weight.dtype == torch.float32
-    with accel.job_scope():  # fp32: no autocast
+    job = accel.start_job(PLAIN)
+    for ctx, dtype in ((accel.stage(job, "bf16", None, "train"), torch.bfloat16), (job, torch.float32)):  # fp32: none
         seen.clear()
+        trainer = Trainer([model], torch.optim.SGD(model.parameters(), lr=0.1), desc="bf16 test", ctx=ctx)
         trainer.run(1, lambda e: batches(8, 4, torch.Generator().manual_seed(0)), step)
-    assert seen == [torch.float32, torch.float32]
+        assert seen == [dtype, dtype]
+        assert model.weight.dtype == torch.float32
 
 
 def test_bf16_pretraining_differs_from_fp32_and_records_its_precision():
@@ -128,19 +126,21 @@ def test_the_trainer_records_its_throughput_in_the_job():
 
 
 def test_repeated_trainers_get_numbered_entries():
-    with accel.job_scope() as settings:
-        accel.record_throughput("probe", 10, 1.0)
-        accel.record_throughput("probe", 20, 2.0)
-        with accel.stage_scope("bf16", None, "train"):
-            accel.record_throughput("probe", 5, 0.5)
+    job = accel.start_job(PLAIN)
+    settings = job.accel
+    accel.record_throughput(settings, "probe", 10, 1.0)
+    accel.record_throughput(settings, "probe", 20, 2.0)
+    accel.record_throughput(accel.stage(job, "bf16", None, "train").accel, "probe", 5, 0.5)
     assert list(settings.throughput) == ["probe", "probe (2)", "probe (3)"]
     assert settings.throughput["probe (3)"]["precision"] == "bf16"
     assert settings.throughput["probe (2)"]["examples_per_s"] == 10.0
 
 
 def test_job_info_names_the_cpu_its_peak_memory_and_the_determinism_flags():
-    with accel.job_scope() as settings:
-        accel.record_throughput("train", 100, 2.0)
+    settings = accel.start_job(PLAIN).accel
+    accel.record_throughput(settings, "train", 100, 2.0)
+    accel.record_throughput(PLAIN.accel, "train", 100, 2.0)  # outside a job: nothing is recorded
+    assert PLAIN.accel.throughput is None
     info = accel.job_info(settings, "cpu")
     assert info["device_name"] == cpu_model()
     assert info["peak_memory"]["bytes"] > 1 << 20 and "ru_maxrss" in info["peak_memory"]["kind"]
@@ -184,11 +184,10 @@ def test_compile_compiles_every_trained_module_in_place(monkeypatch):
     accel.prepare_modules(nets, torch.device("cpu"), compile=True)
     assert compiled == nets
     model = nn.Linear(2, 1)
-    trainer = Trainer([model], torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer = Trainer([model], torch.optim.SGD(model.parameters(), lr=0.1),
+                      ctx=accel.stage(accel.start_job(PLAIN), None, True, "train"))
     compiled.clear()
-    with accel.job_scope(), accel.stage_scope(None, True, "train"):
-        trainer.run(1, lambda e: [torch.arange(2)],
-                    lambda idx, e: Step(model(torch.ones(len(idx), 2)).sum(), weight=len(idx)))
+    trainer.run(1, lambda e: [torch.arange(2)], lambda idx, e: Step(model(torch.ones(len(idx), 2)).sum(), weight=len(idx)))
     assert compiled == [model]
 
 
@@ -213,9 +212,11 @@ def test_on_cuda_bf16_pretraining_runs_and_records_gpu_figures():
     assert info["channels_last"] is True
 
 
-# ------------------------------------------------------------------ benchmarks/gpu_step.py
+# ------------------------------------------------------------------ pubench.tools.gpu_step
 def load_gpu_step():
-    return load_benchmark("gpu_step")
+    from pubench.tools import gpu_step
+
+    return gpu_step
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
@@ -237,11 +238,11 @@ def test_gpu_step_small_on_the_cpu_reports_images_per_second_and_the_ratio(capsy
 @needs_cuda
 def test_on_cuda_a_trainer_formats_its_modules_and_the_modules_in_its_state():
     trained, key = conv_encoder(0).cuda(), conv_encoder(1).cuda()
-    trainer = Trainer([trained], torch.optim.SGD(trained.parameters(), lr=0.1), state={"key_encoder": key})
+    trainer = Trainer([trained], torch.optim.SGD(trained.parameters(), lr=0.1), state={"key_encoder": key},
+                      ctx=accel.start_job(PLAIN))
     x = torch.zeros(4, 3, 8, 8, device="cuda")
-    with accel.job_scope():
-        trainer.run(1, lambda e: [torch.arange(4)], lambda idx, e: Step(trained(x).sum() + key(x).sum().detach(),
-                                                                         weight=len(idx)))
+    trainer.run(1, lambda e: [torch.arange(4)], lambda idx, e: Step(trained(x).sum() + key(x).sum().detach(),
+                                                                     weight=len(idx)))
     for net in (trained, key):
         assert net[0].weight.is_contiguous(memory_format=torch.channels_last)
 
@@ -276,8 +277,8 @@ def resnet_pretrain_on_cuda(cfg: PretrainConfig):
     enc = build_backbone("resnet18_cifar", 3, seed=1, width=0.125).cuda()
     proj = nn.Sequential(nn.Linear(enc.out_dim, 8)).cuda()
     x = torch.randint(0, 256, (48, 3, 16, 16), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
-    with accel.job_scope():
-        hist = pretrain(enc, proj, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, device="cuda")
+    ctx = accel.start_job(JobContext(numerics=numerics.resolve(device="cuda")))
+    hist = pretrain(enc, proj, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, ctx=ctx)
     return hist, [t.detach().cpu().clone() for t in enc.state_dict().values()]
 
 

@@ -24,6 +24,7 @@ from torch import nn
 from pubench.errors import JobInterrupted
 from pubench.tasks import TASKS
 from pubench.train import checkpoint
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import LoopCallback, Progress, Step, TrainConfig, Trainer, batches
 from pubench.train.optim import build_scheduler
 from pubench.utils.config import ConfigError
@@ -39,8 +40,8 @@ class Toy:
     a cosine schedule, a shuffling generator, a numpy generator drawn in the steps and a
     log dict filled by the hooks; stage 1 trains a head on the frozen net's features."""
 
-    def __init__(self, stop_at: tuple[int, int] | None = None, kill_at_step: int | None = None):
-        self.stop_at, self.kill_at_step, self.steps = stop_at, kill_at_step, [0, 0]
+    def __init__(self, stop_at: tuple[int, int] | None = None, kill_at_step: int | None = None, ctx=PLAIN):
+        self.stop_at, self.kill_at_step, self.steps, self.ctx = stop_at, kill_at_step, [0, 0], ctx
         torch.manual_seed(0)
         self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 3))
         self.head = nn.Linear(3, 1)
@@ -49,7 +50,8 @@ class Toy:
         opt = torch.optim.SGD([p for m in modules for p in m.parameters()], lr=0.1, momentum=0.9)
         sched = build_scheduler({"name": "cosine"}, opt, 5, epochs)
         gen, noise, log = torch.Generator().manual_seed(2 + k), np.random.default_rng(3 + k), {"noise": [], "ends": []}
-        trainer = Trainer(modules, opt, sched, f"toy stage {k}", state={"order": gen, "noise": noise, "log": log})
+        trainer = Trainer(modules, opt, sched, f"toy stage {k}", state={"order": gen, "noise": noise, "log": log},
+                          ctx=self.ctx)
 
         def step(idx, epoch):
             self.steps[k] += 1
@@ -64,7 +66,7 @@ class Toy:
         def end_epoch(stats):
             log["ends"].append(random.random())  # python's global RNG, as a hook might
             if self.stop_at == (k, stats.epoch + 1):
-                assert checkpoint.request_stop(signal.SIGTERM)
+                assert self.ctx.session.request_stop(signal.SIGTERM)
 
         trainer.history = trainer.run(epochs, lambda e: batches(40, 8, gen), step, end_epoch=end_epoch)
         trainer.log = log
@@ -85,15 +87,22 @@ def reference() -> dict:
 
 
 def in_session(folder, every: int, stop_at=None, kill_at_step=None) -> tuple[dict | None, Toy, checkpoint.Session]:
+    """The toy job with a checkpoint session in its context; with ``kill_at_step``, SIGUSR2
+    goes to the worker's handler of that session, as ``execute_job`` installs it."""
+    from pubench.executors.worker import stop_handler
+
     torch.manual_seed(0), np.random.seed(0), random.seed(0)
-    toy = Toy(stop_at, kill_at_step)
     session = checkpoint.Session(folder, every, label="toy")
-    with checkpoint.activate(session):
-        try:
-            return toy.run(), toy, session
-        except JobInterrupted as exc:
-            assert exc.signum == (signal.SIGTERM if kill_at_step is None else signal.SIGUSR2)
-            return None, toy, session
+    toy = Toy(stop_at, kill_at_step, JobContext(session=session))
+    previous = signal.signal(signal.SIGUSR2, stop_handler(session)) if kill_at_step is not None else None
+    try:
+        return toy.run(), toy, session
+    except JobInterrupted as exc:
+        assert exc.signum == (signal.SIGTERM if kill_at_step is None else signal.SIGUSR2)
+        return None, toy, session
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGUSR2, previous)
 
 
 def same(a: dict, b: dict) -> None:
@@ -119,13 +128,7 @@ def test_a_stopped_and_resumed_job_gives_the_uninterrupted_numbers(tmp_path, one
 
 
 def test_a_real_signal_mid_epoch_stops_at_the_epoch_boundary(tmp_path, one_thread):
-    from pubench.executors.worker import _raise_interrupted
-
-    previous = signal.signal(signal.SIGUSR2, _raise_interrupted)  # as execute_job installs it
-    try:
-        out, toy, session = in_session(tmp_path, 0, kill_at_step=12)  # step 12 = epoch 3 (5 steps an epoch)
-    finally:
-        signal.signal(signal.SIGUSR2, previous)
+    out, toy, session = in_session(tmp_path, 0, kill_at_step=12)  # step 12 = epoch 3 (5 steps an epoch)
     assert out is None and toy.steps[0] == 15  # the epoch was finished, not cut
     assert torch.load(session.path("toy stage 0.0"), weights_only=False)["epoch"] == 3
     out, _, _ = in_session(tmp_path, 0)
@@ -133,15 +136,16 @@ def test_a_real_signal_mid_epoch_stops_at_the_epoch_boundary(tmp_path, one_threa
 
 
 def test_the_worker_signal_handler_stops_at_once_outside_a_training_loop(tmp_path):
-    from pubench.executors.worker import _raise_interrupted
+    from pubench.executors.worker import stop_handler
 
+    session = checkpoint.Session(tmp_path, 1)
+    handler = stop_handler(session)
     with pytest.raises(JobInterrupted):
-        _raise_interrupted(signal.SIGTERM, None)
-    with checkpoint.activate(checkpoint.Session(tmp_path, 1)) as session:
-        session.in_loop = 1
-        _raise_interrupted(signal.SIGTERM, None)  # deferred to the epoch boundary
-        with pytest.raises(JobInterrupted):
-            _raise_interrupted(signal.SIGTERM, None)  # a second signal
+        handler(signal.SIGTERM, None)  # no training loop of the job runs
+    session.in_loop = 1
+    handler(signal.SIGTERM, None)  # deferred to the epoch boundary
+    with pytest.raises(JobInterrupted):
+        handler(signal.SIGTERM, None)  # a second signal
 
 
 def test_slurm_job_hands_a_pre_timeout_signal_to_submitit_for_requeue(monkeypatch, tmp_path):
@@ -203,13 +207,12 @@ def test_a_bad_checkpoint_is_discarded_with_a_warning(tmp_path, one_thread, dama
 
 
 def test_stop_requests_outside_a_loop_are_refused(tmp_path):
-    assert not checkpoint.request_stop(signal.SIGTERM)  # no job
-    with checkpoint.activate(checkpoint.Session(tmp_path, 1)) as session:
-        assert not checkpoint.request_stop(signal.SIGTERM)  # a job, but no training loop runs
-        session.in_loop = 1
-        assert checkpoint.request_stop(signal.SIGUSR2)
-        assert not checkpoint.request_stop(signal.SIGTERM)  # a second signal: the caller stops at once
-        assert session.stop_signal == signal.SIGUSR2
+    session = checkpoint.Session(tmp_path, 1)
+    assert not session.request_stop(signal.SIGTERM)  # a job, but no training loop runs
+    session.in_loop = 1
+    assert session.request_stop(signal.SIGUSR2)
+    assert not session.request_stop(signal.SIGTERM)  # a second signal: the caller stops at once
+    assert session.stop_signal == signal.SIGUSR2
 
 
 def test_object_states_round_trip():
@@ -295,15 +298,27 @@ def test_callbacks_see_every_epoch_and_change_no_number(monkeypatch):
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _long_smoke_spec(tmp_registry) -> None:
-    """table1-punce with a smoke tier long enough to be killed mid pre-training."""
+def smoke_variant(tmp_registry, spec: str, **epochs: int) -> None:
+    """The committed spec ``experiments/<spec>.yaml`` (its presets and shared texts with it) in
+    ``tmp_registry``, its smoke tier's ``<block>.epochs`` set to ``epochs[block]``: built as
+    data, so a reworded spec changes nothing here."""
+    import yaml
+
+    from pubench.registry.notes import read_raw
+
     shutil.copytree(REPO / "experiments" / "_presets", tmp_registry.root / "experiments" / "_presets")
     shutil.copy(REPO / "experiments" / "_shared.yaml", tmp_registry.root / "experiments" / "_shared.yaml")
-    text = (REPO / "experiments" / "punce" / "table1-punce.yaml").read_text()
-    short = "pretrain: {epochs: 1, batch_size: 64, loss: {prior: null}}"
-    assert short in text
-    tmp_registry(text.replace(short, "pretrain: {epochs: 150, batch_size: 64, loss: {prior: null}}")
-                 .replace("downstream: {prior: null, epochs: 1}", "downstream: {prior: null, epochs: 20}"))
+    raw = read_raw(REPO / "experiments" / f"{spec}.yaml")  # with its notes: one file in tmp_registry
+    params = raw["tiers"]["smoke"]["params"]
+    for block, n in epochs.items():
+        assert isinstance(params[block].get("epochs"), int), (spec, block)
+        params[block]["epochs"] = n
+    tmp_registry(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=1000))
+
+
+def _long_smoke_spec(tmp_registry) -> None:
+    """table1-punce with a smoke tier long enough to be killed mid pre-training."""
+    smoke_variant(tmp_registry, "punce/table1-punce", pretrain=150, downstream=20)
 
 
 def _run(env, store: Path, *extra, wait=True, progress=False):
@@ -384,33 +399,33 @@ def _stop_after_first_epoch(monkeypatch) -> None:
         original(self, trainer, stats, epochs)
         if not asked:
             asked.append(stats.epoch)
-            assert checkpoint.request_stop(signal.SIGTERM)
+            assert trainer.ctx.session.request_stop(signal.SIGTERM)
 
     monkeypatch.setattr(Progress, "epoch_end", epoch_end)
 
 
 def _same_after_resume(run, folder, monkeypatch):
-    """``run()`` uninterrupted, and ``run()`` stopped at its first epoch boundary then run
-    again; skips a unit without a training loop."""
-    whole = run()
+    """``run(ctx)`` uninterrupted, and ``run(ctx)`` with a checkpoint session in ``ctx``, stopped
+    at its first epoch boundary then run again; skips a unit without a training loop."""
+    whole = run(PLAIN)
     with monkeypatch.context() as m:
         _stop_after_first_epoch(m)
-        with checkpoint.activate(checkpoint.Session(folder, 0)):
-            try:
-                run()
-            except JobInterrupted:
-                pass
-            else:
-                pytest.skip("no training loop")
-    with checkpoint.activate(checkpoint.Session(folder, 0)) as session:
-        resumed = run()
+        try:
+            run(JobContext(session=checkpoint.Session(folder, 0)))
+        except JobInterrupted:
+            pass
+        else:
+            pytest.skip("no training loop")
+    session = checkpoint.Session(folder, 0)
+    resumed = run(JobContext(session=session))
     assert session.resumed and session.resumed[0]["epoch"] == 1
     return whole, resumed
 
 
 def _units(registry_name: str) -> list[str]:
+    from pubench.downstream import DOWNSTREAM
+    from pubench.frameworks import FRAMEWORKS
     from pubench.pu import PU_METHODS
-    from pubench.train import DOWNSTREAM, FRAMEWORKS
 
     return {"pu": PU_METHODS, "downstream": DOWNSTREAM, "framework": FRAMEWORKS}[registry_name].names()
 
@@ -429,12 +444,12 @@ def test_every_pu_method_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
         train = TrainConfig(epochs=3, batch_size=16, optimizer={"name": "adam", "lr": 0.01})
     data = pu_data()
 
-    def run():
+    def run(ctx):
         from pubench.models.heads import projection_head
 
         torch.manual_seed(0)
         extra = {"projector": projection_head(8, 8, 4)} if unit.uses_projector else {}
-        metrics, info = unit.run(cfg, TinyEncoder(2), train, data, seed=7, **extra)
+        metrics, info = unit.run(cfg, TinyEncoder(2), train, data, seed=7, ctx=ctx, **extra)
         drop = set(unit.wall_clock_metrics) | set(unit.wall_clock_info)
         return {k: v for k, v in metrics.items() if k not in drop}, {k: v for k, v in info.items() if k not in drop}
 
@@ -444,7 +459,7 @@ def test_every_pu_method_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
 
 @pytest.mark.parametrize("name", _units("downstream"))
 def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
-    from pubench.train import DOWNSTREAM
+    from pubench.downstream import DOWNSTREAM
 
     unit = DOWNSTREAM.get(name)
     block = {"name": name, **unit.test_config, "epochs": 3}
@@ -453,9 +468,9 @@ def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeyp
     cfg = unit.config(block, "downstream")
     data = pu_data()
 
-    def run():
+    def run(ctx):
         torch.manual_seed(0)
-        return unit.run(cfg, TinyEncoder(3), data, seed=9)
+        return unit.run(cfg, TinyEncoder(3), data, seed=9, ctx=ctx)
 
     (m1, i1), (m2, i2) = _same_after_resume(run, tmp_path, monkeypatch)
     assert m1 == m2 and str(i1) == str(i2)
@@ -465,9 +480,9 @@ def test_every_downstream_classifier_resumes_bit_for_bit(name, tmp_path, monkeyp
 def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_thread):
     """Queues, banks, momentum encoders and the framework's generator are in the checkpoint:
     MoCo / CMC stopped after an epoch resume to the same weights and losses."""
+    from pubench.frameworks import FRAMEWORKS
+    from pubench.frameworks.pretrain import PretrainConfig, build_models, pretrain
     from pubench.models.heads import projection_head
-    from pubench.train import FRAMEWORKS
-    from pubench.train.pretrain import PretrainConfig, build_models, pretrain
     from tests.unit.test_contracts import TinyEncoder as ContractEncoder
     from tests.unit.test_contracts import images
 
@@ -477,11 +492,11 @@ def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=3, batch_size=16,
                          optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
 
-    def run():
+    def run(ctx):
         torch.manual_seed(0)
         enc, proj = build_models(block, lambda ch, s: ContractEncoder(s % 1000, d_in=36 * ch),
                                  lambda dim, s: projection_head(dim, 8, 4), 3, (1, 2), mean, std)
-        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5)
+        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5, ctx=ctx)
         return hist, [t.detach().clone() for t in enc.state_dict().values()]
 
     (h1, w1), (h2, w2) = _same_after_resume(run, tmp_path, monkeypatch)
@@ -494,8 +509,8 @@ def test_every_training_task_resumes_bit_for_bit(name, tmp_path, monkeypatch, on
     monkeypatch.setenv("PUBENCH_ENCODER_CACHE", "0")
     task = TASKS.get(name)
 
-    def run():
-        return task.run(copy.deepcopy(task.test_config), dict(SEEDS))
+    def run(ctx):
+        return task.run(copy.deepcopy(task.test_config), dict(SEEDS), ctx)
 
     a, b = _same_after_resume(run, tmp_path / "ckpt", monkeypatch)
     assert a.metrics == b.metrics

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from pubench.registry import load_all
+from pubench.registry.notes import read_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 PROSE = {"revised", "why"}  # a block's `why` is measured prose, free to grow; `revised` is the record itself
@@ -90,7 +91,7 @@ def test_claims_and_regime_are_as_they_were_when_the_records_came_or_say_how_the
             continue
         path = str(Path(specs[spec_id].path).resolve().relative_to(ROOT))
         first, base = _fixed_at(path, records)
-        current = yaml.safe_load((ROOT / path).read_text())
+        current = read_raw(ROOT / path)  # with its notes file (they hold no claim or block config)
         problems += [f"{spec_id} ({tier}, fixed at {first[:8]}): {p}" for p in _changes(base, current)]
     assert not problems, "\n".join(problems)
 

@@ -75,6 +75,20 @@ def test_run_status_report_end_to_end(tmp_registry, capsys):
     assert "table1-bcl" in (reports / "README.md").read_text()
 
 
+def test_report_of_one_table_survives_a_broken_unrelated_spec(tmp_registry, capsys):
+    """The report asked for is written (its pooled spreads over the specs that load); only the
+    index, which reads every spec, is left as it was, with one line saying why."""
+    tmp_registry(selftest_spec())
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--no-progress"]) == 0
+    broken = tmp_registry.root / "experiments" / "bcl" / "table9-bcl.yaml"
+    broken.write_text("id: table9-bcl\npaper: bcl\nkind: [unclosed\n")
+    capsys.readouterr()
+    assert main(["report", "table1-bcl", "--tier", "smoke"]) == 0
+    err = capsys.readouterr().err
+    assert (tmp_registry.root / "reports" / "smoke" / "table1-bcl.md").exists()
+    assert "index not updated" in err and "table9-bcl.yaml" in err and "Traceback" not in err
+
+
 def test_help_has_examples():
     out = _run("run", "--help")
     assert out.returncode == 0 and "examples:" in out.stdout and "--dry-run" in out.stdout
@@ -125,6 +139,9 @@ def test_expand_prints_resolved_configs_and_seed0_job_ids(tmp_registry, capsys):
     assert text.startswith("# table1-bcl (version 1), tier reduced: 1 cells to run, 1 not run")
     assert f"## B|x  job {expand(get_spec('table1-bcl'), 'reduced', 1).jobs[2].id}" in text
     assert "params:\n  value: 2.0" in text and "## B|y: not run at this tier: why" in text and "A|x" not in text
+
+    assert main(["expand", "table1-bcl", "--tier", "reduced", "--only", "B|*"]) == 0  # run's and preflight's name
+    assert capsys.readouterr().out == text
 
     assert main(["expand", "table1-bcl", "--cell", "Z|*"]) == 2
     assert "selects no cell" in capsys.readouterr().err

@@ -37,7 +37,7 @@ NOT_RUN = {
                                                       "tests/unit/test_preflight.py)",
     "preflight --tier paper --json pf.json --resume --retry-skipped --jobs 1":
         "measures training steps of every paper cell skipped before (tests/unit/test_preflight.py)",
-    "preflight table1-pucl --device cuda --json /tmp/pf.json": "needs a GPU (benchmarks/gpu_check.py)",
+    "preflight table1-pucl --device cuda --json /tmp/pf.json": "needs a GPU (make gpu-check)",
     "preflight --sample --steps 1 --max-step-gflop 150": "measures training steps (.ci/run, test_preflight.py)",
     "preflight table2-pucl --only '*|DD'": "measures training steps (tests/unit/test_preflight.py)",
     "campaign --device cuda --budget 9m --out /tmp/out": "needs a GPU (make gpu-paper)",

@@ -17,14 +17,16 @@ import torch
 from torch import nn
 
 from pubench.data import DATASETS
+from pubench.downstream import DOWNSTREAM
+from pubench.frameworks import FRAMEWORKS
 from pubench.losses import LOSSES
 from pubench.losses.base import label_argument
 from pubench.models import BACKBONES, build_backbone, count_parameters
 from pubench.models.base import check_module
 from pubench.pu import PU_METHODS, PUMethod
 from pubench.tasks import TASKS
-from pubench.train import DOWNSTREAM, FRAMEWORKS
 from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -131,8 +133,8 @@ def generated_data(tmp_path, monkeypatch):
     """Image data sets read generated images; graph data sets find generated GIN files and
     text data sets generated GLUE tsv files under a temporary data root."""
     import pubench.data.images as images_mod
+    from pubench.data import source
     from pubench.data.graphs import GraphDatasetSpec
-    from pubench.tasks import infograph
 
     monkeypatch.setattr(images_mod, "load_images", synthetic_image_set)
     for name in DATASETS.names():
@@ -142,9 +144,9 @@ def generated_data(tmp_path, monkeypatch):
         elif ds.modality == "text":
             write_glue_tsv(tmp_path, ds.folder)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
-    infograph._load.cache_clear()
+    source._graphs.cache_clear()
     yield tmp_path
-    infograph._load.cache_clear()
+    source._graphs.cache_clear()
 
 
 # ------------------------------------------------------------------ tasks
@@ -176,7 +178,7 @@ def _label_kwargs(fn, b: int, g: torch.Generator) -> dict:
 
 @pytest.mark.parametrize("name", LOSSES.names())
 def test_loss(name):
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     fn = LOSSES.get(name)
     hyper = dict(fn.test_config)
@@ -214,8 +216,8 @@ def test_loss(name):
 # ------------------------------------------------------------------ frameworks
 @pytest.mark.parametrize("name", FRAMEWORKS.names())
 def test_framework(name):
+    from pubench.frameworks.pretrain import PretrainConfig, build_framework, build_models, pretrain
     from pubench.models.heads import projection_head
-    from pubench.train.pretrain import PretrainConfig, build_framework, build_models, pretrain
 
     cls = FRAMEWORKS.get(name)
     block = {"name": name, **cls.test_config}
@@ -310,12 +312,12 @@ def test_a_minimal_pu_method_needs_no_check_of_its_own(generated_data):
         test_config = {}
 
         @classmethod
-        def run(cls, cfg, backbone, train, data, seed, device="cpu", classifier=None):
+        def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
             model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, seed))
             metrics, risks = train_and_evaluate(
                 model, train.optimizer, train.schedule, train.augment, make_targets("upu", "pu", data.observed,
                 data.y_true, 2), RiskSettings("upu", data.prior), train.epochs, train.batch_size, data, seed, seed,
-                device, cls.name)
+                ctx, cls.name)
             return Result(metrics, {"risk": "upu", "prior_used": data.prior, "prior_source": "run"})
 
     task = TASKS.get("pu_benchmark")
@@ -348,9 +350,9 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
         classifier_config = HeadConfig
 
         @classmethod
-        def run(cls, cfg, backbone, train, data, seed, device="cpu", classifier=None):
+        def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
             seen["classifier"] = classifier
-            return super().run(cfg, backbone, train, data, seed, device)
+            return super().run(cfg, backbone, train, data, seed, ctx)
 
     task = TASKS.get("pu_benchmark")
     params = copy.deepcopy(task.test_config)
@@ -532,7 +534,7 @@ REFUSED = [
 @pytest.mark.parametrize("registry,what,obj,match", REFUSED, ids=[f"{r.kind}-{w}" for r, w, _, _ in REFUSED])
 def test_registries_refuse_what_does_not_implement_their_interface(registry, what, obj, match):
     if obj is None:  # a downstream class without test_config
-        from pubench.train import Downstream
+        from pubench.downstream import Downstream
 
         obj = type("NoTestConfig", (Downstream,), {"config_cls": dict, "run": classmethod(lambda cls, *a: ({}, {}))})
     with pytest.raises(TypeError, match=match):

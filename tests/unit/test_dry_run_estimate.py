@@ -13,7 +13,7 @@ import pytest
 from pubench.cli import main
 
 SPECS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "experiments").glob("[a-z]*/*.yaml")
-               if not p.parent.name.startswith("_"))
+               if not p.parent.name.startswith("_") and not p.name.endswith(".notes.yaml"))
 
 
 @pytest.fixture

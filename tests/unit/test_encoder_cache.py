@@ -34,11 +34,14 @@ def test_second_probe_reuses_the_encoder_and_matches_a_fresh_run(fake_data, cach
 
 
 def test_key_changes_with_params_seeds_and_code(monkeypatch):
-    k = encoder_cache.encoder_key({"a": 1}, {"s": 1})
-    assert k == encoder_cache.encoder_key({"a": 1}, {"s": 1})
-    assert k != encoder_cache.encoder_key({"a": 2}, {"s": 1}) != encoder_cache.encoder_key({"a": 1}, {"s": 2})
+    from pubench.numerics import resolve
+
+    num = resolve()
+    k = encoder_cache.encoder_key({"a": 1}, {"s": 1}, num)
+    assert k == encoder_cache.encoder_key({"a": 1}, {"s": 1}, num)
+    assert k != encoder_cache.encoder_key({"a": 2}, {"s": 1}, num) != encoder_cache.encoder_key({"a": 1}, {"s": 2}, num)
     monkeypatch.setattr(encoder_cache, "code_fingerprint", lambda: "other")
-    assert k != encoder_cache.encoder_key({"a": 1}, {"s": 1})
+    assert k != encoder_cache.encoder_key({"a": 1}, {"s": 1}, num)
 
 
 # ---- every spec that shares encoders or prefixes: a hit is a cache-off run, bit for bit ----

@@ -161,16 +161,16 @@ def _in_session_as(folder, job_id, config, stop_at=None):
     import numpy as np
 
     from pubench.errors import JobInterrupted
+    from pubench.train.context import JobContext
     from tests.unit.test_checkpoint import Toy
 
     torch.manual_seed(0), np.random.seed(0), random.seed(0)
-    toy = Toy(stop_at)
     session = checkpoint.Session(folder, 2, label="toy", job_id=job_id, config_hash=config)
-    with checkpoint.activate(session):
-        try:
-            return toy.run(), toy, session
-        except JobInterrupted:
-            return None, toy, session
+    toy = Toy(stop_at, ctx=JobContext(session=session))
+    try:
+        return toy.run(), toy, session
+    except JobInterrupted:
+        return None, toy, session
 
 
 # ---- crafted files never run code (issue 40) --------------------------------------------

@@ -1,4 +1,4 @@
-"""MoCo and CMC (pubench.train.moco, pubench.train.cmc): queue and memory-bank updates
+"""MoCo and CMC (pubench.frameworks.moco, pubench.frameworks.cmc): queue and memory-bank updates
 against hand-checked cases and loop-by-loop references, the exact momentum update, the
 logits they hand to the losses, and a few training steps of every framework with every
 negative correction that has a logits form."""
@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch import nn
 
+from pubench.frameworks import FRAMEWORKS
+from pubench.frameworks.cmc import CMC, LabViewsEncoder, bank_update, rgb_to_lab
+from pubench.frameworks.moco import MoCo, enqueue, momentum_update, split_forward
+from pubench.frameworks.pretrain import PretrainConfig, build_framework, build_models, pretrain
 from pubench.losses.base import with_logits_form
 from pubench.models.heads import projection_head
-from pubench.train import FRAMEWORKS
-from pubench.train.cmc import CMC, LabViewsEncoder, bank_update, rgb_to_lab
-from pubench.train.moco import MoCo, enqueue, momentum_update, split_forward
-from pubench.train.pretrain import PretrainConfig, build_framework, build_models, pretrain
 from pubench.utils.config import ConfigError
 from tests.reference import naive_frameworks as naive
 

@@ -111,6 +111,8 @@ def test_an_exact_prior_of_a_data_block_the_generated_inputs_broke_is_one_line(o
     assert old in text
     path = tmp_path / "table3-punce.yaml"
     path.write_text(text.replace(old, new))
+    notes = REPO / "experiments" / "punce" / "table3-punce.notes.yaml"
+    (tmp_path / notes.name).write_text(notes.read_text())
     out = call_cli(["validate", str(path)])
     assert out.rc == 2 and needle in out.out and len(out.out.strip().splitlines()) == 1, out.out + out.err
 

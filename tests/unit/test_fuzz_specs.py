@@ -23,7 +23,8 @@ from tests.fuzzing import FuzzDumper, assert_clean_end, call_cli, dump, laughs, 
 
 REPO = Path(__file__).resolve().parents[2]
 #: the committed specs, smallest first (a failing case shrinks towards the first)
-SPECS = sorted((p for p in (REPO / "experiments").glob("*/*.yaml") if not p.parent.name.startswith("_")),
+SPECS = sorted((p for p in (REPO / "experiments").glob("*/*.yaml")
+                if not p.parent.name.startswith("_") and not p.name.endswith(".notes.yaml")),
                key=lambda p: p.stat().st_size)
 REGISTRY_COMMANDS = (["list"], ["show", "{id}"], ["expand", "{id}", "--tier", "smoke"],
                      ["run", "{id}", "--tier", "smoke", "--dry-run"], ["status", "{id}"])
@@ -56,6 +57,9 @@ def _write_spec(root: Path, original: Path, text: str) -> Path:
     path = root / "experiments" / original.parent.name / original.name
     path.parent.mkdir(exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    notes = original.with_name(original.name[:-len(".yaml")] + ".notes.yaml")
+    if notes.exists():  # the spec's decisions and reasons live beside it: the spec is the mutated part
+        shutil.copy(notes, path.with_name(notes.name))
     return path
 
 

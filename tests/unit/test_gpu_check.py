@@ -1,4 +1,4 @@
-"""`make gpu-check` (benchmarks/gpu_check.py): one line and exit 0 without CUDA; with CUDA
+"""`make gpu-check` (pubench.tools.gpu_check): one line and exit 0 without CUDA; with CUDA
 faked away and submitit unimportable (the GPU machines have no submitit), its CPU-capable
 parts (--device cpu) all run and write their figures."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import load_benchmark
+from pubench.tools import gpu_check
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEAP_CELL = "table3-pupl:uPU† (1)|F-MNIST-I"
@@ -47,7 +47,7 @@ def test_make_gpu_check_without_cuda_prints_one_line_and_exits_0():
 
 
 def test_with_cuda_faked_away_the_entry_point_says_one_line(no_cuda, capsys):
-    assert load_benchmark("gpu_check").main([]) == 0
+    assert gpu_check.main([]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("gpu-check: no CUDA device")
 
@@ -59,8 +59,8 @@ def test_the_cpu_capable_parts_run_without_submitit_and_write_their_figures(no_c
     (tmp_path / "out").mkdir()
     docs = tmp_path / "gpu.md"
     docs.write_text("# GPU\n\n<!-- gpu-check:begin -->\nold\n<!-- gpu-check:end -->\n\nkept\n")
-    rc = load_benchmark("gpu_check").main(["--device", "cpu", "--quick", "--cell", CHEAP_CELL,
-                                           "--results", str(tmp_path / "results"), "--docs", str(docs)])
+    rc = gpu_check.main(["--device", "cpu", "--quick", "--cell", CHEAP_CELL,
+                         "--results", str(tmp_path / "results"), "--docs", str(docs)])
     out = capsys.readouterr().out
     assert rc == 0, out
     (raw,) = (tmp_path / "results").glob("gpu-check-*.json")
@@ -94,7 +94,7 @@ def _wheel(folder: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("pip_works", [True, False])
 def test_wheels_are_installed_only_where_the_module_is_missing(tmp_path, monkeypatch, pip_works):
-    gc = load_benchmark("gpu_check")
+    gc = gpu_check
     (tmp_path / "whl").mkdir()
     _wheel(tmp_path / "whl", "pubench_fake_dep")
     monkeypatch.setenv("PYTHONPATH", "")

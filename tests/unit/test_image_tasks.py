@@ -35,7 +35,7 @@ def _fake(n: int, seed: int, c: int = 1, side: int = 12) -> ImageSet:
 def fake_data(monkeypatch):
     calls = []
 
-    def load(name, split):
+    def load(source, name, split):
         calls.append((name, split))
         sets = {"train": _fake(300, 0), "test": _fake(100, 1), "unlabeled": _fake(120, 2)}
         if split == "train+unlabeled":
@@ -139,7 +139,8 @@ def test_multiclass_none_split_with_pretrain_split_and_bcl_schedules(fake_data):
 
 
 def test_input_size_resizes_and_rgb(fake_data, monkeypatch):
-    monkeypatch.setattr(common, "_load", lambda name, split: _fake(200 if split == "train" else 60, 3, c=3, side=16))
+    monkeypatch.setattr(common, "_load", lambda source, name, split: _fake(200 if split == "train" else 60, 3, c=3,
+                                                                            side=16))
     p = _params(
         data={"dataset": "cifar10", "labels": {"positive": [0, 1, 8, 9]}, "input_size": [3, 12, 12],
               "split": {"kind": "pnu", "labeled_fraction": 0.2}},
@@ -159,7 +160,7 @@ def test_resize_in_chunks_equals_one_resize_of_all(monkeypatch):
     image is resized on its own, so the chunks change no value."""
     import torch.nn.functional as F
 
-    import pubench.train.augment as A
+    import pubench.data.pixels as A
 
     x = torch.randint(0, 256, (7, 1, 10, 9), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
     whole = F.interpolate(x.float(), size=(12, 12), mode="bilinear", antialias=True, align_corners=False)

@@ -4,8 +4,8 @@ The graph is read from the source (every ``import pubench.X``, at module level o
 function): no cycle between packages, nor between the modules of a package (a deferred
 import inside a function counts: it hides a circle, it does not remove it); the science
 packages never import the pipeline;
-``train`` (the loop, optimizers, frameworks) never imports ``pu`` or ``downstream``, and
-``pu`` never imports ``downstream``. A fresh interpreter confirms it at run time."""
+``train`` (the loop, optimizers, checkpoints) never imports the units that train through it
+(``frameworks``, ``pu``, ``downstream``), and ``pu`` never imports ``downstream``. A fresh interpreter confirms it at run time."""
 
 from __future__ import annotations
 
@@ -18,15 +18,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "pubench"
-PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__", "preflight"}
-SCIENCE = {"losses", "models", "data", "sim", "train", "pu", "downstream"}
+PIPELINE = {"registry", "jobs", "executors", "store", "report", "coverage", "verify", "runner", "cli", "__main__",
+            "preflight", "tools"}
+SCIENCE = {"losses", "models", "data", "sim", "train", "frameworks", "pu", "downstream"}
 #: package -> the pubench packages it may import (besides utils, errors, paths, numerics)
 ALLOWED = {
     "losses": set(),
     "models": set(),
     "data": set(),
     "sim": set(),
-    "train": {"losses", "models"},
+    "train": {"losses", "models", "data"},  # data: the job context holds the data source
+    "frameworks": {"train", "losses", "models"},
     "pu": {"train", "models"},
     "downstream": {"pu", "train", "models"},
     "tasks": SCIENCE,
@@ -140,6 +142,23 @@ def test_layers(package):
     assert not extra, f"{package} may not import {sorted(extra)}"
 
 
+def test_nothing_in_the_package_imports_its_tools():
+    """``pubench/tools`` (the GPU check and the cost tools) sits above the whole package."""
+    users = sorted(src for src, targets in package_graph().items() if "tools" in targets and src != "tools")
+    assert not users, users
+
+
+def test_no_arrow_from_the_training_loop_to_preflight():
+    """Preflight's step cap reaches every trainer in the job's context
+    (:class:`pubench.train.context.JobContext`), not by an import, nor by a module-level stack
+    the loop would call up through (tests/unit/test_job_context.py): no module of ``train``
+    imports ``preflight``."""
+    assert "preflight" not in package_graph().get("train", set())
+    up = sorted((m, t) for m, targets in module_graph().items() if m.startswith("pubench.train")
+                for t in targets if t.startswith("pubench.preflight"))
+    assert not up, up
+
+
 def test_the_graph_sees_function_level_imports():
     edges = package_graph()
     assert "data" in edges["tasks"]  # tasks/_image_common imports pubench.data inside functions only
@@ -147,27 +166,28 @@ def test_the_graph_sees_function_level_imports():
 
 
 CHECK = """
-import sys
+import importlib, pkgutil, sys
 import pubench.{package} as p
-for name in dir(p):
-    reg = getattr(p, name)
-    if hasattr(reg, "names") and hasattr(reg, "kind"):
-        reg.names()  # discovery imports every module of the registry's package
+modules = [p] + [importlib.import_module(f"pubench.{package}.{{m.name}}") for m in pkgutil.iter_modules(p.__path__)]
+for mod in modules:
+    for name in dir(mod):
+        reg = getattr(mod, name)
+        if hasattr(reg, "names") and hasattr(reg, "kind"):
+            reg.names()  # discovery imports every module of the registry's package
 bad = sorted(m for m in sys.modules if m.split(".")[:2] in {forbidden})
 assert not bad, bad
 """
 
 
 @pytest.mark.parametrize("package,forbidden", [
-    ("train", ["pu", "downstream", "tasks"]),
-    ("pu", ["downstream", "tasks"]),
+    ("train", ["frameworks", "pu", "downstream", "tasks"]),
+    ("frameworks", ["pu", "downstream", "tasks"]),
+    ("pu", ["frameworks", "downstream", "tasks"]),
 ])
 def test_package_imports_alone(package, forbidden):
-    """Importing a package and every module its registries find loads none of the packages
-    above it (``train.DOWNSTREAM`` is not asked for its names: its units live above)."""
+    """Importing every module of a package, and every module its registries find, loads none
+    of the packages above it."""
     code = CHECK.format(package=package, forbidden=[["pubench", f] for f in forbidden])
-    if package == "train":
-        code = code.replace('hasattr(reg, "kind")', 'hasattr(reg, "kind") and reg.kind != "downstream"')
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
 

@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import pubench.data.graphs as G
+from pubench.frameworks import infograph as IG
 from pubench.losses import logits_form
 from pubench.models import BACKBONES
 from pubench.models.gin import GINEncoder
-from pubench.train import infograph as IG
 from pubench.train.svm_eval import svm_cv
 from pubench.utils.config import ConfigError
 
@@ -446,8 +446,7 @@ def task_params(**over):
 @pytest.fixture
 def toy_root(tmp_path, monkeypatch):
     """A GIN-format toy data set registered as ``tiny_toy`` under a temporary data root."""
-    from pubench.data import DATASETS
-    from pubench.tasks import infograph as task_mod
+    from pubench.data import DATASETS, source
 
     graphs = toy_graphs(12)
     lines = [str(len(graphs))]
@@ -465,9 +464,9 @@ def toy_root(tmp_path, monkeypatch):
     monkeypatch.setitem(G.SPECS, "tiny_toy", spec)
     monkeypatch.setitem(DATASETS._items, "tiny_toy", spec)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
-    task_mod._load.cache_clear()
+    source._graphs.cache_clear()
     yield tmp_path
-    task_mod._load.cache_clear()
+    source._graphs.cache_clear()
 
 
 def test_task_end_to_end_and_deterministic(toy_root):

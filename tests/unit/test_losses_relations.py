@@ -165,7 +165,7 @@ def test_punce_pnu_own_view_weight_shrinks_with_the_labeled_views(n_pos, n_neg, 
     """table4-punce reduced (batch 256, prior 0.4; ~1 / 5 / 10% labeled: 3 / 13 / 26 labeled samples a
     batch): eq. 10 leaves an unlabeled anchor pi/|P(i)| + (1 - pi)/|N(i)| on its own view, every row
     still summing to 1; eq. 8 (the same batch with the labeled negatives passed as unlabeled) keeps at
-    least 1 - pi on it. The measured consequence: benchmarks/findings36.py punce."""
+    least 1 - pi on it. The measured consequence: benchmarks/reduced_internals.py punce."""
     b, prior = 256, 0.4
     labels = torch.full((b,), -1)
     labels[:n_pos], labels[n_pos:n_pos + n_neg] = 1, 0

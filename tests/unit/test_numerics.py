@@ -87,10 +87,9 @@ def test_records_name_the_machine_and_numerics(tmp_registry):
 def test_encoder_cache_key_depends_on_numerics():
     from pubench.train.encoder_cache import encoder_key
 
-    base = encoder_key({"a": 1}, {"init": 1})
-    with numerics.active(numerics.resolve(threads=2)):
-        other = encoder_key({"a": 1}, {"init": 1})
-    assert base != other and base == encoder_key({"a": 1}, {"init": 1})
+    base = encoder_key({"a": 1}, {"init": 1}, numerics.resolve())
+    other = encoder_key({"a": 1}, {"init": 1}, numerics.resolve(threads=2))
+    assert base != other and base == encoder_key({"a": 1}, {"init": 1}, numerics.resolve())
 
 
 # ---- verify ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""benchmarks/paper_cost.py: the FLOP model of the paper tier's GPU cost. Its per-step FLOPs
+"""pubench.tools.paper_cost: the FLOP model of the paper tier's GPU cost. Its per-step FLOPs
 equal what PyTorch counts on a real capped step of the same paper-tier cell (pubench
 preflight's meter), its split sizes are the data pipeline's, and a gpu-check JSON calibrates
 its rates."""
@@ -12,11 +12,11 @@ import pytest
 from pubench.numerics import resolve
 from pubench.preflight.meter import Meter
 from pubench.preflight.plan import _input_shape, select
-from pubench.preflight.standins import installed, plan
+from pubench.preflight.standins import StandIns, plan
 from pubench.registry import get_spec
 from pubench.tasks import TASKS
-from pubench.train.loop import capped
-from tests.conftest import load_benchmark
+from pubench.tools import paper_cost as pc
+from pubench.train.context import JobContext
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -29,14 +29,13 @@ def paper_job(cell: str):
 def counted_step_flops(job) -> float:
     """FLOPs PyTorch counts on the first step of the job's first stage (capped, in-process)."""
     meter = Meter(1)
-    with installed(plan(job.task, job.params).synthetic), capped(meter):
-        TASKS.get(job.task).run(job.params, dict(job.seeds))
+    TASKS.get(job.task).run(job.params, dict(job.seeds),
+                            JobContext(cap=meter, data=StandIns(plan(job.task, job.params).synthetic)))
     return meter.stages[0].step_flops
 
 
 @pytest.mark.parametrize("cell, block", [("uPU† (1)|F-MNIST-I", "train"), ("puCL(puPL) (1)|F-MNIST-I", "pretrain")])
 def test_the_model_s_step_flops_are_those_counted_on_a_real_step(cell, block):
-    pc = load_benchmark("paper_cost")
     job = paper_job(cell)
     shape = _input_shape(job.params)
     bs = job.params[block]["batch_size"]
@@ -50,7 +49,6 @@ def test_the_model_s_step_flops_are_those_counted_on_a_real_step(cell, block):
 
 
 def test_split_sizes_come_from_the_data_pipeline_on_labels_only():
-    pc = load_benchmark("paper_cost")
     n = pc.sizes(paper_job("uPU† (1)|STL-I").params, 7)
     assert n["train"] == 1000 + 100000 and n["test"] == 8000  # case-control: n_L + STL-10's unlabeled split
     split = paper_job("uPU† (1)|F-MNIST-I").params["data"]["split"]
@@ -60,7 +58,6 @@ def test_split_sizes_come_from_the_data_pipeline_on_labels_only():
 
 
 def test_a_table_s_cost_and_the_calibration_by_a_gpu_check_json(tmp_path):
-    pc = load_benchmark("paper_cost")
     rates, source = pc.calibrate(None)
     assert rates == pc.ASSUMED and "assumed" in source
     res = {"environment": {"device_name": "H100", "date": "2026-12-01", "torch": "2.11.0"},

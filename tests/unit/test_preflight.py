@@ -25,7 +25,8 @@ from pubench.preflight.meter import Meter, Stage
 from pubench.preflight.plan import cost_key, kind, sample, select, step_flops
 from pubench.preflight.report import render, table_costs
 from pubench.registry import get_spec
-from pubench.train.loop import Step, Trainer, batches, capped, predict
+from pubench.train.context import JobContext
+from pubench.train.loop import Step, Trainer, batches, predict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -43,9 +44,11 @@ def scratch(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the meter
-def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8):
+def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8, cap: Meter | None = None):
+    """A toy stage and a predict, in a job context with ``cap`` as its step cap."""
+    ctx = JobContext(cap=cap)
     net = torch.nn.Linear(3, 1)
-    trainer = Trainer([net], torch.optim.SGD(net.parameters(), lr=0.1), desc="toy")
+    trainer = Trainer([net], torch.optim.SGD(net.parameters(), lr=0.1), desc="toy", ctx=ctx)
     gen = torch.Generator().manual_seed(0)
     seen = []
 
@@ -54,15 +57,14 @@ def toy_run(epochs: int, n: int = 40, bs: int = 4, chunk: int = 8):
         return Step(net(torch.ones(len(idx), 3)).square().mean(), weight=len(idx))
 
     hist = trainer.run(epochs, lambda e: batches(n, bs, gen), step,
-                       end_epoch=lambda s: predict(lambda i: net(torch.ones(len(i), 3)), n, chunk))
-    out = predict(lambda i: net(torch.ones(len(i), 3)) + i.view(-1, 1), n, chunk)
+                       end_epoch=lambda s: predict(lambda i: net(torch.ones(len(i), 3)), n, ctx, chunk))
+    out = predict(lambda i: net(torch.ones(len(i), 3)) + i.view(-1, 1), n, ctx, chunk)
     return hist, seen, out
 
 
 def test_the_meter_runs_the_first_and_last_epoch_for_k_steps_and_counts_the_batches():
     meter = Meter(2)
-    with capped(meter):
-        hist, seen, out = toy_run(epochs=50)
+    hist, seen, out = toy_run(epochs=50, cap=meter)
     assert seen == [0, 0, 49, 49] and [h.epoch for h in hist] == [0, 49]
     (stage,) = meter.stages
     assert stage.desc == "toy" and stage.epochs == 50 and stage.batches_per_epoch == 10 and stage.steps == 500
@@ -85,8 +87,7 @@ def test_the_projection_counts_the_warm_up_once_and_every_epoch_of_hooks():
     assert s.projected_s() == pytest.approx(5.0 + statistics.median([1.0, 1.2, 1.4]) * 1999 + 0.5 * 100)
     assert s.projected_flops() == pytest.approx(3.0 * 2000 + 7.0 * 100)
     meter = Meter(1)
-    with capped(meter):
-        toy_run(epochs=10, n=40, chunk=8)
+    toy_run(epochs=10, n=40, chunk=8, cap=meter)
     fig = meter.figures(wall_s=10.0)
     (st,) = fig["stages"]
     assert st["steps"] == 100 and st["projected_s"] > 0 and fig["job_s"] >= st["projected_s"]
@@ -255,13 +256,15 @@ def test_each_checks_line_comes_as_it_ends_and_the_report_keeps_the_cells_order(
     assert [c.cell.row for c in partial[0].cells] == [CHEAP[1].split("|")[0]] and not partial[0].complete
 
 
-def broken_registry(tmp_path, monkeypatch, old: str, new: str) -> None:
-    """The project's experiments/ in tmp_path with one text replacement in table3-pupl."""
+def broken_registry(tmp_path, monkeypatch, edit) -> None:
+    """The project's experiments/ in tmp_path, table3-pupl changed by ``edit(spec as data)``."""
+    import yaml
+
     shutil.copytree(EXPERIMENTS, tmp_path / "experiments")
     path = tmp_path / "experiments" / "pupl" / "table3-pupl.yaml"
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(raw)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
     monkeypatch.setenv("PUBENCH_EXPERIMENTS", str(tmp_path / "experiments"))
 
 
@@ -269,7 +272,7 @@ def test_a_broken_paper_config_fails_in_seconds_with_one_line(scratch, monkeypat
     spec = get_spec("table3-pupl")
     params = spec.resolve("paper", "uPU† (1)", "F-MNIST-I")["params"]
     assert "epochs" in params["train"]
-    broken_registry(scratch, monkeypatch, "    train: {epochs: 200,", "    train: {epochz: 3, epochs: 200,")
+    broken_registry(scratch, monkeypatch, lambda raw: raw["experiment"]["params"]["train"].update(epochz=3))
     t0 = time.perf_counter()
     assert main(["preflight", "table3-pupl", "--only", CHEAP[0]]) == 1
     took = time.perf_counter() - t0
@@ -409,8 +412,7 @@ def test_a_stopped_check_says_in_which_stage_from_the_workers_stage_lines():
 
 def test_each_stage_records_the_memory_it_began_with_and_its_peak(capsys):
     meter = Meter(1)
-    with capped(meter):
-        toy_run(epochs=3)
+    toy_run(epochs=3, cap=meter)
     (stage,) = meter.stages
     assert 0 < stage.resident_begin <= stage.peak_end
     out = capsys.readouterr().out.splitlines()
@@ -445,10 +447,8 @@ def test_an_evaluation_divisor_computes_part_of_each_chunk_and_counts_the_whole(
         return idx.float().view(-1, 1)
 
     whole, part = Meter(1), Meter(1, eval_divisor=4)
-    with capped(whole):
-        full = predict(fn, 40, 8)
-    with capped(part):
-        quarter = predict(fn, 40, 8)
+    full = predict(fn, 40, JobContext(cap=whole), 8)
+    quarter = predict(fn, 40, JobContext(cap=part), 8)
     assert rows == [8, 2] and full.shape == quarter.shape == (40, 1)
     # 5 chunks of 8 rows; the part (2 rows) stands for a quarter of a chunk: counted 20 times
     assert whole.top.full_s == pytest.approx(whole.top.actual_s * 5)

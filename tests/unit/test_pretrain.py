@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from pubench.train import FRAMEWORKS
-from pubench.train.pretrain import LossCall, PretrainConfig, pretrain, schedule_value
+from pubench.frameworks import FRAMEWORKS
+from pubench.frameworks.pretrain import LossCall, PretrainConfig, pretrain, schedule_value
 from pubench.utils.config import ConfigError
 
 

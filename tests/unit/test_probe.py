@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch import nn
 
+from pubench.downstream import DOWNSTREAM
+from pubench.downstream.linear_probe import ProbeConfig
 from pubench.pu import PU_METHODS
 from pubench.pu.end_to_end import RiskMethod, RiskMethodConfig
-from pubench.train import DOWNSTREAM
-from pubench.downstream.linear_probe import ProbeConfig
 from pubench.pu.objective import make_targets
 from pubench.train.classifier import DownstreamData
 from pubench.train.metrics import binary_metrics, multiclass_metrics

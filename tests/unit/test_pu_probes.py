@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from pubench.downstream import nnpu_mixup_probe as mixup_mod
+from pubench.downstream import DOWNSTREAM
 from pubench.pu import nnpu_mixup
 from pubench.pu.vpu import vpu_objective, vpu_scores
-from pubench.train import DOWNSTREAM
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
 from tests.unit.test_probe import _data, _run

@@ -10,8 +10,8 @@ from torch import nn
 
 import torch.nn.functional as F
 
+from pubench.downstream import DOWNSTREAM
 from pubench.downstream.pupl import PuPL, pseudo_labels, pu_two_means
-from pubench.train import DOWNSTREAM
 from pubench.train.classifier import DownstreamData
 from pubench.utils.config import ConfigError, build_config
 
@@ -176,7 +176,7 @@ def test_two_means_cannot_name_a_pu_split_that_crosses_the_clusters():
     footwear + bags vs garments on Fashion-MNIST) holds the positives at about the prior in both
     clusters. 2-means finds the groups, and any naming of them is ~50% right, although the
     positives are linearly separable along a second axis (which nnPU's linear probe can use).
-    Measured on the real job: benchmarks/findings36.py pupl-fmnist."""
+    Measured on the real job: benchmarks/reduced_internals.py pupl-fmnist."""
     g = torch.Generator().manual_seed(0)
     n = 3000
     cls = torch.randint(0, 10, (n,), generator=g)
@@ -202,7 +202,7 @@ def test_two_means_cannot_name_a_pu_split_that_crosses_the_clusters():
 
 def test_pinned_labeled_positives_can_decide_nearest_positive_mean():
     """Issue 36, ssCL on MNIST-I n_L = 10k, seed 1 (table1-pupl reduced, test AUC 43): the counts of
-    that job's clustering (benchmarks/findings36.py sscl-mnist) on a line. U splits into cluster 1
+    that job's clustering (benchmarks/reduced_internals.py sscl-mnist) on a line. U splits into cluster 1
     (seeded at mu_P: 5,163 rows, 31.9% positive) and cluster 0 (3,170 rows, 55.9% positive); the
     1,667 labeled positives fall like U's positives (803 near cluster 1, 864 near cluster 0) and
     are all pinned to cluster 1, whose centre they pull towards mu_P. nearest_positive_mean then

@@ -248,8 +248,9 @@ SMALL = {"pace1": 0.2, "pace2": 0.3, "pace_ramp_epochs": 2, "self_paced_start": 
          "mutual_alpha": 0.1, "reported_network": "teacher_1", "loss": "sigmoid", "beta": 0.0, "gamma": 1.0}
 
 
-def _run_small(epochs: int = 4, **over):
+def _run_small(epochs: int = 4, ctx=None, **over):
     from pubench.pu import PU_METHODS
+    from pubench.train.context import PLAIN
     from pubench.train.loop import TrainConfig
     from tests.unit.test_contracts import TinyEncoder, pu_data
 
@@ -259,7 +260,7 @@ def _run_small(epochs: int = 4, **over):
                         schedule={"name": "cosine"})
     data = pu_data()
     torch.manual_seed(0)
-    return unit.run(cfg, TinyEncoder(2), train, data, seed=7), data
+    return unit.run(cfg, TinyEncoder(2), train, data, seed=7, ctx=ctx or PLAIN), data
 
 
 def test_self_pu_trains_selects_on_schedule_and_reports_the_last_epoch():
@@ -277,9 +278,11 @@ def test_self_pu_trains_selects_on_schedule_and_reports_the_last_epoch():
 
 def test_self_pu_resumes_bit_for_bit_after_the_confident_sets_exist(tmp_path, monkeypatch):
     from pubench.errors import JobInterrupted
-    from pubench.train import checkpoint
-    from pubench.train.loop import Progress
     import signal
+
+    from pubench.train import checkpoint
+    from pubench.train.context import JobContext
+    from pubench.train.loop import Progress
 
     whole = _run_small()[0]
     original = Progress.epoch_end
@@ -287,15 +290,14 @@ def test_self_pu_resumes_bit_for_bit_after_the_confident_sets_exist(tmp_path, mo
     def epoch_end(self, trainer, stats, epochs):
         original(self, trainer, stats, epochs)
         if stats.epoch == 2:         # confident sets selected twice, mean teachers on
-            assert checkpoint.request_stop(signal.SIGTERM)
+            assert trainer.ctx.session.request_stop(signal.SIGTERM)
 
     with monkeypatch.context() as m:
         m.setattr(Progress, "epoch_end", epoch_end)
-        with checkpoint.activate(checkpoint.Session(tmp_path, 0)):
-            with pytest.raises(JobInterrupted):
-                _run_small()
-    with checkpoint.activate(checkpoint.Session(tmp_path, 0)) as session:
-        resumed = _run_small()[0]
+        with pytest.raises(JobInterrupted):
+            _run_small(ctx=JobContext(session=checkpoint.Session(tmp_path, 0)))
+    session = checkpoint.Session(tmp_path, 0)
+    resumed = _run_small(ctx=JobContext(session=session))[0]
     assert session.resumed and session.resumed[0]["epoch"] == 3
     assert whole[0] == resumed[0] and str(whole[1]) == str(resumed[1])
 

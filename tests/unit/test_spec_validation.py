@@ -155,6 +155,10 @@ def test_json_schema_export_is_committed_and_forbids_unknown_keys():
     assert {"id", "paper", "version", "reported", "experiment", "tiers"} <= set(schema["required"])
     assert schema["$defs"]["ReportedModel"]["required"] == ["seeds", "pm"]  # null allowed, silence not
     assert "seeds" in schema["$defs"]["TierModel"]["required"]
+    notes = spec_json_schema(notes=True)  # `pubench schema --notes > experiments/notes.schema.json`
+    assert json.loads((Path(__file__).resolve().parents[2] / "experiments" / "notes.schema.json").read_text()) == notes
+    assert notes["additionalProperties"] is False and not notes.get("required")
+    assert all(d.get("additionalProperties") is False for d in notes["$defs"].values() if d.get("type") == "object")
 
 
 def test_unreported_cells_are_null_with_the_shared_note():

@@ -103,7 +103,7 @@ def test_table1_configs():
     assert s.resolve("paper", "MoCo+Hard", "CIFAR10")["params"]["pretrain"]["framework"] == {
         "name": "moco", "queue": 4096, "momentum": 0.99, "bn_splits": 8}
     # every framework block builds, at every tier
-    from pubench.train.pretrain import framework_class
+    from pubench.frameworks.pretrain import framework_class
 
     for tier in ("paper", "reduced", "smoke"):
         for b in BLOCKS:

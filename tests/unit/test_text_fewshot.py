@@ -19,6 +19,7 @@ from pubench.losses.punce import punce_pnu
 from pubench.losses.supcon import supcon
 from pubench.tasks import TASKS
 from pubench.tasks.text_fewshot import UnlabeledStream, draw_fewshot
+from pubench.train.context import PLAIN
 from pubench.train.optim import build_scheduler, linear_factor
 from pubench.utils.config import ConfigError
 from tests.reference.naive_losses import naive_ce_plus_contrastive, naive_cross_entropy, naive_punce_pnu, naive_supcon
@@ -296,9 +297,9 @@ def test_fine_tuning_learns_the_tiny_set(tmp_path, monkeypatch):
     cfg = TextTrainConfig(epochs=15, batch_size=6, optimizer={"name": "adamw", "lr": 5e-4, "weight_decay": 0.0},
                           schedule={"name": "constant"}, views="dropout", objective=obj)
     objective, loss = _objective(obj, "objective")
-    hist = fine_tune(enc, head, ids, train.labels, [], cfg, objective, loss, torch.Generator().manual_seed(0), "cpu")
+    hist = fine_tune(enc, head, ids, train.labels, [], cfg, objective, loss, torch.Generator().manual_seed(0), PLAIN)
     assert hist[-1].mean < hist[0].mean
-    assert evaluate(enc, head, ids, train.labels, "cpu") == 100.0
+    assert evaluate(enc, head, ids, train.labels, PLAIN) == 100.0
 
 
 @needs_text

@@ -1,7 +1,7 @@
 """Writes GPU figures into ``docs/gpu.md``: each generator owns one section between
 ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` markers and rewrites only that
-(``gpu-check``: :func:`publish`, from ``benchmarks/gpu_check.py``; ``paper-cost``:
-``benchmarks/paper_cost.py``)."""
+(``gpu-check``: :func:`publish`, from :mod:`pubench.tools.gpu_check`; ``paper-cost``:
+:mod:`pubench.tools.paper_cost`)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def render_measured(results: dict) -> str:
     step = parts.get("gpu_step") or {}
     if step.get("frameworks"):
         bb = step.get("backbone", {})
-        out += ["", f"`benchmarks/gpu_step.py` ({bb.get('name')}, batch {step.get('batch')}, N = {step.get('negatives')}, "
+        out += ["", f"`python -m pubench.tools.gpu_step` ({bb.get('name')}, batch {step.get('batch')}, N = {step.get('negatives')}, "
                 f"{step.get('precision')}, {'compiled' if step.get('compile') else 'eager'}, best of {step.get('rounds')}; "
                 f"peak memory {_gib(step.get('peak_memory_bytes'))} GiB):", "",
                 "| framework | model s | step s | step / model | images/s |", "|---|---:|---:|---:|---:|"]

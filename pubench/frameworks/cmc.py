@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pubench.train.base import FRAMEWORKS, Framework
+from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.train.checkpoint import AttributeState
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds

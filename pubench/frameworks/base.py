@@ -1,10 +1,10 @@
-"""The interfaces of the training units a spec names.
+"""The interface of the pre-training frameworks a spec names.
 
 A **framework** (``params.pretrain.framework``) is a class registered in
 :data:`FRAMEWORKS` (one module of this package each, found automatically) that subclasses
 :class:`Framework`: built as ``cls(encoder, projector, cfg)``, it gives the modules it
 trains (``modules()``) and the projections ``z1, z2`` of two batches of views
-(``projections(v1, v2)``), which :func:`pubench.train.pretrain.pretrain` hands to the loss.
+(``projections(v1, v2)``), which :func:`pubench.frameworks.pretrain.pretrain` hands to the loss.
 A framework whose negatives are not the other views of the batch (MoCo's queue, CMC's
 memory bank) sets ``negatives = "logits"``: pre-training then calls ``prepare`` once,
 ``logits(views, idx, temperature)`` per step (the loss gets them through its logits form,
@@ -13,15 +13,7 @@ momentum updates). ``views_per_image`` says how many augmented views of each ima
 draws; ``build_encoder`` / ``build_projector`` let a framework shape the modules the task
 builds (CMC: one network per colour view).
 
-A **downstream classifier** (``params.downstream``) is a class registered in
-:data:`DOWNSTREAM` that subclasses :class:`Downstream`; ``run(cfg, encoder, data, seed,
-device) -> Result(metrics, info)`` (:class:`pubench.utils.result.Result`) trains a classifier on the pre-trained ``encoder`` from
-``data`` (:class:`pubench.train.classifier.DownstreamData`) and evaluates it on the test
-split. The implementations live in :mod:`pubench.downstream` (that package is scanned):
-they train with the PU risks of :mod:`pubench.pu`, which builds on this package, so they
-cannot live here.
-
-Both are :class:`pubench.utils.registry.Unit` classes: ``config_cls``, ``check(cfg,
+A framework is a :class:`pubench.utils.registry.Unit` class: ``config_cls``, ``check(cfg,
 where)``, ``test_config`` (a small valid config for ``tests/unit/test_contracts.py``).
 """
 
@@ -34,9 +26,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from pubench.train.classifier import DownstreamData
 from pubench.utils.registry import Registry, Unit, subclass_check
-from pubench.utils.result import Result
 
 
 class Framework(Unit):
@@ -101,18 +91,5 @@ class Framework(Unit):
         return {}
 
 
-class Downstream(Unit):
-    #: what every result's ``info.downstream`` holds (a unit may add more)
-    info_keys: ClassVar[tuple[str, ...]] = ("risk", "final_train_risk")
-
-    @classmethod
-    @abstractmethod
-    def run(cls, cfg: Any, encoder: nn.Module, data: DownstreamData, seed: int,
-            device: Any = "cpu") -> Result:
-        ...
-
-
-_UNIT_ATTRS = ("config_cls", "test_config")
-FRAMEWORKS = Registry("framework", package="pubench.train", check=subclass_check("framework", Framework, _UNIT_ATTRS))
-DOWNSTREAM = Registry("downstream", package="pubench.downstream",
-                      check=subclass_check("downstream", Downstream, _UNIT_ATTRS))
+FRAMEWORKS = Registry("framework", package="pubench.frameworks",
+                      check=subclass_check("framework", Framework, ("config_cls", "test_config")))

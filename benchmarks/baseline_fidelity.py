@@ -1,9 +1,11 @@
-"""Measurements behind issue 50 item 7 (fidelity follow-ups of four baselines).
+"""How three baselines behave where their papers or released code leave room: Rank Pruning's
+confident counts, PULNS's selector, PAN's classifier eps (the fidelity follow-ups of issue 50
+item 7).
 
-Usage: python benchmarks/fidelity50.py {rp,pulns,pan} [--col COL] [--seed N] [--out FILE.jsonl]
+Usage: python benchmarks/baseline_fidelity.py {rp,pulns,pan} [--col COL] [--seed N] [--out FILE.jsonl]
 
 Each subcommand reruns committed reduced-tier jobs of table3-pupl (their records' params and
-seeds) in this process with the canonical numerics, as benchmarks/findings36.py does; a run
+seeds) in this process with the canonical numerics, as benchmarks/reduced_internals.py does; a run
 of the record's own config checks that its metrics reproduce the record bit for bit
 (``reproduced``), a variant says which key it changed. One JSON line per run; nothing is
 written to a store. Needs PUBENCH_DATA.
@@ -28,7 +30,7 @@ written to a store. Needs PUBENCH_DATA.
   (``--set pu_method.classifier_eps=0.01``): metrics, the final value and the classifier's
   test logits (mean, min, max, share above 0). About 1 core-minute a run.
 
-The lines behind the spec's and the docs' sentences: benchmarks/results/fidelity50-2026-11-29.jsonl.
+The lines behind the spec's and the docs' sentences: benchmarks/results/baseline-fidelity-2026-11-29.jsonl.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from findings36 import Capture, _reexec  # noqa: E402
+from reduced_internals import Capture, _reexec  # noqa: E402
 
 SPEC = "table3-pupl"
 DEFAULT_COL = {"rp": "F-MNIST-II", "pulns": "CIFAR-I", "pan": "F-MNIST-I"}
@@ -70,6 +72,7 @@ def _run(record: dict, changes: dict | None = None):
     from pubench import numerics
     from pubench.jobs.plan import Job
     from pubench.tasks import TASKS
+    from pubench.train.context import JobContext
 
     os.environ["PUBENCH_ENCODER_CACHE"] = "0"
     job = Job.from_dict(record["job"])
@@ -83,8 +86,7 @@ def _run(record: dict, changes: dict | None = None):
     num = numerics.Numerics.from_dict(job.numerics)
     numerics.check_process(num)
     numerics.apply(num)
-    with numerics.active(num):
-        return TASKS.get(job.task).run(params, dict(job.seeds))
+    return TASKS.get(job.task).run(params, dict(job.seeds), JobContext(numerics=num))
 
 
 def _head(record: dict, out, changes: dict | None) -> dict:
@@ -121,15 +123,16 @@ def logit_summary(scores) -> dict:
             "max": round(scores.max().item(), 3), "share_positive": round((scores > 0).double().mean().item(), 4)}
 
 
-def test_logits(model, data, device):
+def test_logits(model, data, ctx):
     import torch
 
     from pubench.train.classifier import predict, to_float
 
     model.eval()
+    device = ctx.device
     with torch.no_grad():
         return predict(lambda idx: model(to_float(data.x_test[idx].to(device), data.mean, data.std)),
-                       data.x_test.shape[0]).reshape(-1)
+                       data.x_test.shape[0], ctx).reshape(-1)
 
 
 # ------------------------------------------------------------------ rp
@@ -152,9 +155,9 @@ def rp(col: str, seed: int) -> list[dict]:
             box["prune"] = (prob.clone(), observed.clone(), pi0, keep.clone())
             return keep
 
-        def evaluate(model, data, device):
-            box["data"], box["test_logits"] = data, test_logits(model, data, device)
-            return rpm_eval(model, data, device)
+        def evaluate(model, data, ctx):
+            box["data"], box["test_logits"] = data, test_logits(model, data, ctx)
+            return rpm_eval(model, data, ctx)
 
         rpm_folds, rpm_rate, rpm_prune, rpm_eval = (rpm.stratified_folds, rpm.confident_noise_rate, rpm.prune_mask,
                                                     rpm.evaluate_network)
@@ -285,9 +288,9 @@ def pan(col: str, seed: int, variants: list[str]) -> list[dict]:
         with Capture() as cap:
             original = panm.evaluate_network
 
-            def evaluate(model, data, device):
-                box["logits"], box["y"] = test_logits(model, data, device), data.y_test
-                return original(model, data, device)
+            def evaluate(model, data, ctx):
+                box["logits"], box["y"] = test_logits(model, data, ctx), data.y_test
+                return original(model, data, ctx)
 
             cap.patch(panm, "evaluate_network", evaluate)
             out = _run(record, changes)

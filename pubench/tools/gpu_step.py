@@ -1,8 +1,8 @@
 """Images/s of one pre-training step of each framework (SimCLR, MoCo, CMC) at paper size on
 a GPU, and how much of the step is the network.
 
-Usage: python benchmarks/gpu_step.py [--precision fp32|bf16] [--compile] [--rounds 10] [--json FILE]
-       python benchmarks/gpu_step.py --device cpu --small      # tiny sizes, exercises the script
+Usage: python -m pubench.tools.gpu_step [--precision fp32|bf16] [--compile] [--rounds 10] [--json FILE]
+       python -m pubench.tools.gpu_step --device cpu --small      # tiny sizes, exercises the script
 
 Paper size = table1-pucl's paper tier (preset ``dcl_hcl_simclr``): ResNet-50 with the CIFAR
 stem, projector 2048 -> 512 -> 128, batch 256 source images of 32x32 (512 views), MoCo
@@ -12,7 +12,7 @@ there, conv nets and views in channels_last, the forward under the precision's a
 
 * ``model``: the framework's network work alone on views augmented beforehand: its forward
   (``Framework.projections``) and the backward of a stand-in objective;
-* ``step``: the whole step (:func:`pubench.train.pretrain.pretrain_step` +
+* ``step``: the whole step (:func:`pubench.frameworks.pretrain.pretrain_step` +
   ``Trainer.optimize``): indexing, augmentations, forward, queue / bank logits, loss,
   backward, Adam, ``after_step``;
 * ``ratio`` = step / model (target <= 1.10: everything around the network costs at most 10 %).
@@ -26,27 +26,32 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import torch
 
-from framework_step import framework_block  # noqa: E402  the CPU benchmark's framework settings
+from pubench.frameworks.pretrain import LossCall, build_framework, build_models, pretrain_step
 from pubench.models import build_backbone
 from pubench.models.heads import projection_head
 from pubench.train import accel
 from pubench.train.augment import build_augment
+from pubench.train.context import PLAIN
 from pubench.train.loop import Trainer
 from pubench.train.optim import build_optimizer
-from pubench.train.pretrain import LossCall, build_framework, build_models, pretrain_step
 
 MEAN, STD = [0.49, 0.48, 0.45], [0.25, 0.24, 0.26]
 TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}
+
+
+def framework_block(name: str, negatives: int) -> dict:
+    """Each framework's block as table1-pucl's paper tier sets it (also the CPU benchmark's,
+    ``benchmarks/framework_step.py``), with ``negatives`` keys in the queue or the bank."""
+    if name == "moco":
+        return {"name": "moco", "queue": negatives, "momentum": 0.99, "bn_splits": 8}
+    if name == "cmc":
+        return {"name": "cmc", "negatives": negatives, "bank_momentum": 0.5}
+    return {"name": "simclr"}
 #: (backbone, projector hidden / out, batch, negatives, images): table1-pucl's paper tier, and --small
 PAPER = ({"name": "resnet50", "cifar_stem": True}, (512, 128), 256, 4096, 50000)
 SMALL = ({"name": "resnet18_cifar", "width": 0.125}, (16, 8), 16, 64, 256)
@@ -73,7 +78,8 @@ class Case:
         loss = LossCall({"name": "info_nce", "temperature": TEMPERATURE[name]}, None)
         aug = build_augment({"name": "simclr"}, MEAN, STD)
         params = [p for m in self.framework.modules() for p in m.parameters()]
-        self.trainer = Trainer(self.framework.modules(), build_optimizer({"name": "adam", "lr": 1e-3}, params))
+        self.trainer = Trainer(self.framework.modules(), build_optimizer({"name": "adam", "lr": 1e-3}, params),
+                               ctx=PLAIN)  # its optimizer step only: timed outside any job
         accel.prepare_modules(self.framework.modules(), device, compile)
         self.step = pretrain_step(self.framework, loss, aug, x, None, g, device)
         self.idx = torch.randperm(n_images, generator=g)[: self.batch]

@@ -60,6 +60,7 @@ from torch import nn
 from pubench.losses import LOSSES, logits_form
 from pubench.losses.base import hyperparameters, with_logits_form
 from pubench.models.gin import GraphBatch, prepare_batch
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import EpochStats, Step, Trainer
 from pubench.utils.config import ConfigError
 
@@ -277,7 +278,7 @@ def objective_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalOb
 def train_step(model: InfoGraph, pb: PreparedBatch, objective: LocalGlobalObjective,
                opt: torch.optim.Optimizer) -> tuple[float, int]:
     """One Adam step on one batch; returns the loss and the number of starved anchors."""
-    out = Trainer([model], opt, desc="infograph").optimize(objective_step(model, pb, objective), 0)
+    out = Trainer([model], opt, desc="infograph", ctx=PLAIN).optimize(objective_step(model, pb, objective), 0)
     return out["value"], int(out["starved"])
 
 
@@ -291,10 +292,12 @@ def pretrain(
     lr: float,
     weight_decay: float,
     seed: int,
+    ctx: JobContext = PLAIN,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Train ``model`` in place (fixed batches, one seeded shuffle); returns per epoch the mean
-    loss (weighted by graphs), the floor fraction (weighted by nodes) and the time."""
+    """Train ``model`` in place (fixed batches, one seeded shuffle) in the job's context
+    ``ctx``; returns per epoch the mean loss (weighted by graphs), the floor fraction
+    (weighted by nodes) and the time."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     t0 = time.perf_counter()
     batches = prepare_batches(graphs, batch_size, seed) if epochs > 0 else []
@@ -306,7 +309,7 @@ def pretrain(
             log(f"epoch {e.epoch + 1}/{epochs} loss {e.mean:.4f} floor {e.sums['starved'] / nodes:.3f} "
                 f"({e.seconds:.2f}s)")
 
-    history = Trainer([model], opt, desc="infograph").run(
+    history = Trainer([model], opt, desc="infograph", ctx=ctx).run(
         epochs, lambda epoch: batches, lambda pb, epoch: objective_step(model, pb, objective), end_epoch=end_epoch)
     return {"loss": [e.mean for e in history], "floor_fraction": [e.sums["starved"] / nodes for e in history],
             "epoch_s": [e.seconds for e in history], "prepare_s": prepare_s}

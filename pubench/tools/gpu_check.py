@@ -10,7 +10,7 @@ in at most 8 minutes, run
 3. ``resume``: the same job stopped (SIGTERM at its first epoch boundary, as SLURM's
    pre-emption does), then rerun: it resumes from its checkpoint and equals the
    uninterrupted run bit for bit;
-4. ``gpu_step``: ``benchmarks/gpu_step.py`` for SimCLR, MoCo and CMC at table1-pucl's
+4. ``gpu_step``: :mod:`pubench.tools.gpu_step` for SimCLR, MoCo and CMC at table1-pucl's
    paper size (images/s, step / network ratio, peak memory);
 5. ``preflight``: ``pubench preflight --device cuda`` over one paper-tier cell per track
    (contrastive images, end-to-end PU, graphs, text);
@@ -43,7 +43,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(tempfile.gettempdir()) / "pubench-site"
 PARTS = ("tests", "determinism", "resume", "gpu_step", "preflight")
 #: part -> its time limit (s) at most; each also gets no more than the budget left
@@ -75,35 +75,43 @@ def job_params(quick: bool) -> dict:
     }
 
 
+class StopAtFirstEpochEnd:
+    """A loop callback that asks the job to stop at its first epoch boundary (what the worker's
+    handler of SIGTERM does: the loop writes its checkpoint there and the job stops)."""
+
+    def __init__(self):
+        self.asked = False
+
+    def begin(self, trainer, epochs: int, first: int) -> None:
+        pass
+
+    def epoch_end(self, trainer, stats, epochs: int) -> None:
+        if not self.asked:
+            self.asked = True
+            trainer.ctx.session.request_stop(15)
+
+    def end(self, trainer) -> None:
+        pass
+
+
 def run_job(device: str, quick: bool, store: Path, stop_after_first_epoch: bool = False) -> dict:
     """The short job through ``execute_job`` into ``store``; its record (or the failure)."""
     from pubench import numerics
     from pubench.errors import JobInterrupted
     from pubench.executors.worker import execute_job
     from pubench.jobs.plan import Job
-    from pubench.preflight.standins import installed, plan
-    from pubench.train import checkpoint
-    from pubench.train.loop import Progress
+    from pubench.preflight.standins import StandIns, plan
+    from pubench.train.context import JobContext
 
     params = job_params(quick)
     job = Job("gpu-check", 1, "smoke", "short job", device, 0, "contrastive_probe", params, {"data": 1, "init": 2},
               numerics.resolve(device=device).to_dict())
-    original, asked = Progress.epoch_end, []
-
-    def epoch_end(self, trainer, stats, epochs):
-        original(self, trainer, stats, epochs)
-        if stop_after_first_epoch and not asked:
-            asked.append(stats.epoch)
-            checkpoint.request_stop(15)
-
-    Progress.epoch_end = epoch_end
+    stop = (StopAtFirstEpochEnd(),) if stop_after_first_epoch else ()
     try:
-        with installed(plan(job.task, params).synthetic):
-            status = execute_job(job, store, checkpoint_every=1)
+        status = execute_job(job, store, checkpoint_every=1,
+                             context=JobContext(data=StandIns(plan(job.task, params).synthetic), callbacks=stop))
     except JobInterrupted:
         status = "interrupted"
-    finally:
-        Progress.epoch_end = original
     from pubench.store import ResultStore
 
     st = ResultStore(store)
@@ -148,8 +156,7 @@ def part_resume(device: str, quick: bool) -> dict:
 
 
 def part_gpu_step(device: str, quick: bool, out: Path) -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import gpu_step
+    from pubench.tools import gpu_step
 
     args = ["--device", device, "--rounds", "2" if quick else "5", "--json", str(out)]
     rc = gpu_step.main(args + (["--small"] if quick or device == "cpu" else []))
@@ -177,7 +184,7 @@ def run_part(name: str, args, timeout: float, work: Path) -> dict:
     elif name == "preflight":
         return run_preflight(args, timeout, work)
     else:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--part", name, "--device", args.device,
+        cmd = [sys.executable, "-m", "pubench.tools.gpu_check", "--part", name, "--device", args.device,
                "--part-out", str(out)] + (["--quick"] if args.quick else [])
     t0 = time.perf_counter()
     try:
@@ -282,12 +289,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu-check: no CUDA device on this machine; nothing checked "
-              "(`python benchmarks/gpu_check.py --device cpu --quick` runs the parts a CPU can)")
+              "(`python -m pubench.tools.gpu_check --device cpu --quick` runs the parts a CPU can)")
         return 0
     if args.part:
         return run_one_part(args)
     t0 = time.perf_counter()
-    sys.path.insert(0, str(ROOT))
     installed = install_wheels()
     env = environment(args.device)
     say(f"{env['device_name']} ({args.device}), torch {env['torch']}, CUDA {env['cuda']}, Python {env['python']}, "
@@ -304,8 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             results["parts"][name]["summary"] = describe(name, results["parts"][name])
             say(f"{name}: {results['parts'][name]['summary']}")
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from gpu_report import publish
+    from pubench.tools.gpu_report import publish
 
     docs = args.docs or (ROOT / "docs" / "gpu.md" if args.device == "cuda" else None)
     written = publish(results, docs, args.results)
@@ -320,7 +325,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_one_part(args) -> int:
-    sys.path.insert(0, str(ROOT))
     fn = {"determinism": lambda: part_determinism(args.device, args.quick),
           "resume": lambda: part_resume(args.device, args.quick),
           "gpu_step": lambda: part_gpu_step(args.device, args.quick, args.part_out.with_suffix(".raw.json"))}[args.part]

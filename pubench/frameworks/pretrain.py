@@ -1,7 +1,7 @@
 """Contrastive pre-training: two augmented views per image, any ``pubench.losses`` loss.
 
-Framework ``simclr`` (Chen et al. 2020, registered in ``FRAMEWORKS``; interface
-:class:`pubench.train.base.Framework`): a batch of ``b``
+Framework ``simclr`` (Chen et al. 2020, :mod:`pubench.frameworks.simclr`; interface
+:class:`pubench.frameworks.base.Framework`): a batch of ``b``
 source images gives ``2b`` views (two independent draws of the augmentation); both go
 through encoder + projector in one forward pass (so BatchNorm sees the ``2b`` views), and
 the loss gets the projections ``z1, z2`` (``(b, d)`` each). Every other view is a negative.
@@ -20,8 +20,8 @@ the value used in epoch ``e`` (counted from 0) is
 * ``{kind: linear, start: s, per_epoch: d, update_every: k}``: ``s + d * (k * floor(e / k))``
   (``update_every`` defaults to 1).
 
-Frameworks ``moco`` (:mod:`pubench.train.moco`, key queue) and ``cmc``
-(:mod:`pubench.train.cmc`, memory bank) contrast against negatives that are not the other
+Frameworks ``moco`` (:mod:`pubench.frameworks.moco`, key queue) and ``cmc``
+(:mod:`pubench.frameworks.cmc`, memory bank) contrast against negatives that are not the other
 views of the batch: the loss must declare a logits form (``from_logits``; the losses with a
 label argument have none) and gets ``(pos_logits, neg_logits, neg_mask)`` from the
 framework, with its hyperparameters (scheduled ones included) as in the two-view form.
@@ -46,10 +46,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.losses import LOSSES, logits_form
 from pubench.train import accel
 from pubench.train.augment import build_augment
-from pubench.train.base import FRAMEWORKS, Framework
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, batches
 from pubench.train.optim import (
     build_optimizer,
@@ -180,26 +181,6 @@ class LossCall:
 
 
 # ------------------------------------------------------------------ frameworks
-@dataclass(frozen=True)
-class SimCLRConfig:
-    name: str = "simclr"
-
-
-@FRAMEWORKS.register("simclr")
-class SimCLR(Framework):
-    """Two views through one encoder + projector (Chen et al. 2020)."""
-
-    config_cls = SimCLRConfig
-    test_config: dict = {}
-
-    def modules(self) -> list[nn.Module]:
-        return [self.encoder, self.projector]
-
-    def projections(self, v1: torch.Tensor, v2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        z = self.projector(self.encoder(torch.cat([v1, v2])))
-        return z[: v1.shape[0]], z[v1.shape[0]:]
-
-
 def framework_class(cfg: dict, where: str = "pretrain.framework") -> type[Framework]:
     return FRAMEWORKS.named(cfg, where)
 
@@ -260,8 +241,9 @@ def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, ob
 
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
              cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
-             device: torch.device | str = "cpu", prefix_key: str | None = None) -> dict[str, Any]:
-    """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W).
+             ctx: JobContext = PLAIN, prefix_key: str | None = None) -> dict[str, Any]:
+    """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W), in the
+    job's context ``ctx`` (its device; the stage's precision and compile from ``cfg``).
 
     ``observed``: per-image labels the loss may use (1 labeled positive, 0 / -1 as in the
     Split), or None. ``seed`` drives data order and augmentations. ``prefix_key``: the run's
@@ -287,13 +269,13 @@ def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed
     if loss.schedules:
         history["scheduled"] = {p: [loss.kwargs(e)[p] for e in range(cfg.epochs)] for p in loss.schedules}
 
+    device = ctx.device
     step = pretrain_step(framework, loss, aug, accel.data_on_device(x, device), observed, aug_gen, device)
     run_epochs = cfg.epochs if cfg.eval_at_epoch is None else cfg.eval_at_epoch
     state = {"order": order_gen, "augment": aug_gen, **{f"framework.{k}": v for k, v in framework.checkpoint_state().items()}}
-    with accel.stage_scope(cfg.precision, cfg.compile, "pretrain"):
-        trainer = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state,
-                          prefix_key=prefix_key)
-        epochs = trainer.run(run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
+    trainer = Trainer(framework.modules(), opt, sched, f"pretrain {loss.name}", state=state, prefix_key=prefix_key,
+                      ctx=accel.stage(ctx, cfg.precision, cfg.compile, "pretrain"))
+    epochs = trainer.run(run_epochs, lambda epoch: batches(n, bs, order_gen, drop_last=True, min_size=2), step)
     history["loss"] = [e.mean for e in epochs]
     history["steps"] = sum(e.steps for e in epochs)
     history["epochs_run"] = len(epochs)

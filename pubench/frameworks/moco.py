@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pubench.train.base import FRAMEWORKS, Framework
+from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.train.checkpoint import AttributeState
 from pubench.train.momentum import momentum_update_
 from pubench.utils.config import ConfigError

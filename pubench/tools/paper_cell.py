@@ -1,15 +1,16 @@
 """A short run of one paper-tier cell: each training stage capped at a few epochs, timed,
 and projected to the full job and the full table.
 
-Usage: python benchmarks/paper_cell.py ID --cell 'ROW|COL' [--epochs 3] [--device cuda]
-                                       [--synthetic cifar10 ...] [--precision bf16] [--compile]
-                                       [--json FILE]
+Usage: python -m pubench.tools.paper_cell ID --cell 'ROW|COL' [--epochs 3] [--device cuda]
+                                            [--synthetic cifar10 ...] [--precision bf16] [--compile]
+                                            [--json FILE]
 
 The job is the cell's seed-0 paper-tier job, run in this process as ``pubench run`` would
 run it (the device's numerics profile: deterministic algorithms, one CPU thread), except
 that every training loop (:class:`pubench.train.loop.Trainer`) runs at most ``--epochs``
-epochs; the stages' schedules still span their full epochs. Its metrics are meaningless
-and nothing is written to a result store.
+epochs (the job's context holds a :class:`StageTimer` as its step cap); the stages'
+schedules still span their full epochs. Its metrics are meaningless and nothing is
+written to a result store.
 
 Projection, per training stage with E epochs of which k ran: the first epoch (warm-up:
 cuDNN autotuning, compilation) + the median of the others x (E - 1) + the stage's time
@@ -29,20 +30,19 @@ epochs of one.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
+from pubench.train.context import StepCap
 
 def synthetic_root(names: list[str]) -> Path:
     """A temporary data root with random images of each named data set (processed caches;
@@ -59,28 +59,36 @@ def synthetic_root(names: list[str]) -> Path:
     return root
 
 
-class StageTimer:
-    """Wraps :meth:`Trainer.run`: runs at most ``cap`` epochs and times each stage."""
+class StageTimer(StepCap):
+    """The step cap of the job's context: every training loop runs at most ``cap`` epochs, in
+    full, and each stage's epochs are timed; ``predict`` computes everything."""
 
     def __init__(self, cap: int):
-        from pubench.train.loop import Trainer
+        self.cap, self.stages = cap, []
 
-        self.cap, self.stages, self.original = cap, [], Trainer.run
-        timer = self
+    def begin(self, trainer, epochs: int, device) -> None:
+        self.stages.append({"stage": trainer.desc, "epochs": epochs, "ran": 0, "epoch_s": [],
+                            "call_s": time.perf_counter()})
 
-        def run(trainer, epochs, batches, step, **kwargs):
-            t0 = time.perf_counter()
-            history = timer.original(trainer, min(epochs, timer.cap), batches, step, **kwargs)
-            timer.stages.append({"stage": trainer.desc, "epochs": epochs, "ran": len(history),
-                                 "epoch_s": [h.seconds for h in history], "call_s": time.perf_counter() - t0})
-            return history
+    def epochs(self, first: int, epochs: int):
+        return range(first, min(epochs, self.cap))
 
-        Trainer.run = run
+    def batches(self, batches):
+        return batches
 
-    def restore(self) -> None:
-        from pubench.train.loop import Trainer
+    def step(self):
+        return contextlib.nullcontext()
 
-        Trainer.run = self.original
+    def epoch_end(self, stats) -> bool:
+        self.stages[-1]["epoch_s"].append(stats.seconds)
+        return False
+
+    def end(self, trainer) -> None:
+        stage = self.stages[-1]
+        stage["ran"], stage["call_s"] = len(stage["epoch_s"]), time.perf_counter() - stage["call_s"]
+
+    def predict(self, fn, n: int, chunk: int) -> torch.Tensor:
+        return torch.cat([fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)])
 
 
 def epoch_times(stage: dict) -> tuple[float, float]:
@@ -134,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.registry import get_spec
     from pubench.tasks import TASKS
     from pubench.train import accel
+    from pubench.train.context import JobContext
 
     if args.synthetic:
         os.environ["PUBENCH_DATA"] = str(synthetic_root(args.synthetic))
@@ -158,11 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     numerics.apply(num)
     timer = StageTimer(args.epochs)
     t0 = time.perf_counter()
-    try:
-        with numerics.active(num):
-            out = TASKS.get(job.task).run(params, dict(job.seeds))
-    finally:
-        timer.restore()
+    out = TASKS.get(job.task).run(params, dict(job.seeds), JobContext(numerics=num, cap=timer))
     wall = time.perf_counter() - t0
     in_loops = sum(s["call_s"] for s in timer.stages)
     stages = [{**s, "projected_s": project(s)} for s in timer.stages]
@@ -198,4 +203,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

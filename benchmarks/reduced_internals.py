@@ -1,6 +1,8 @@
-"""Measurements behind issue 36 item 6: four findings of the committed reduced results.
+"""What four committed reduced-tier jobs do inside, which their records do not hold: puNCE's
+weights by label share, Ring's band, puPL's 2-means clusters (the measurements behind issue
+36 item 6's four findings).
 
-Usage: python benchmarks/findings36.py {punce,ring,pupl-fmnist,sscl-mnist} [--variant NAME]
+Usage: python benchmarks/reduced_internals.py {punce,ring,pupl-fmnist,sscl-mnist} [--variant NAME]
 
 Each subcommand reruns one committed reduced-tier job (its record's params and seeds) in
 this process, with the canonical numerics (the script restarts itself once with the pins,
@@ -83,14 +85,14 @@ def _run(record: dict) -> dict:
     from pubench import numerics
     from pubench.jobs.plan import Job
     from pubench.tasks import TASKS
+    from pubench.train.context import JobContext
 
     os.environ["PUBENCH_ENCODER_CACHE"] = "0"
     job = Job.from_dict(record["job"])
     num = numerics.Numerics.from_dict(job.numerics)
     numerics.check_process(num)
     numerics.apply(num)
-    with numerics.active(num):
-        return TASKS.get(job.task).run(job.params, dict(job.seeds))
+    return TASKS.get(job.task).run(job.params, dict(job.seeds), JobContext(numerics=num))
 
 
 def _report_reproduced(record: dict, out: dict, changed: bool) -> None:
@@ -138,7 +140,7 @@ def _capture_classes(cap: Capture, box: dict) -> None:
 
 def _capture_batches(cap: Capture, box: dict) -> None:
     """box['idx']: the image indices of the pre-training step in flight."""
-    import pubench.train.pretrain as pre
+    import pubench.frameworks.pretrain as pre
 
     original = pre.pretrain_step
 
@@ -159,7 +161,7 @@ def _wrap_loss(cap: Capture, observe, relabel=None) -> None:
     ``relabel(observed)`` replaces what the loss sees."""
     import torch
 
-    from pubench.train.pretrain import LossCall
+    from pubench.frameworks.pretrain import LossCall
 
     original = LossCall.__call__
 
@@ -297,9 +299,9 @@ def _pupl_capture(cap: Capture, box: dict) -> None:
         box.update(feats=feats, labeled=labeled, km=km)
         return km
 
-    def pupl_run(cls, cfg, encoder, data, seed, device="cpu"):
+    def pupl_run(cls, cfg, encoder, data, seed, ctx):
         box.update(cfg=cfg, encoder=encoder, data=data, seed=seed)
-        return run(cls, cfg, encoder, data, seed, device)
+        return run(cls, cfg, encoder, data, seed, ctx)
 
     cap.patch(pupl, "pu_two_means", pu_two_means)
     cap.patch(pupl.PuPL, "run", classmethod(pupl_run))
@@ -380,8 +382,9 @@ def pupl_fmnist(variant: str | None) -> None:
     _namings({"feats": F.normalize(x, dim=1), "labeled": box["labeled"], "km": km}, data.y_true)
     # normalization and k-means init: the better of the two namings, over five D^2 draws
     from pubench.train.classifier import encode
+    from pubench.train.context import PLAIN
 
-    raw = encode(box["encoder"], data.x_train, data.mean, data.std, "cpu").to(torch.float64)
+    raw = encode(box["encoder"], data.x_train, data.mean, data.std, PLAIN).to(torch.float64)
     unl = ~box["labeled"]
     y = data.y_true
     print("best naming's pseudo-label accuracy on U (max over the two namings), 2-means draws 0-4:")

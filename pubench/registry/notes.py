@@ -1,0 +1,161 @@
+"""A spec's notes: ``<id>.notes.yaml`` beside ``<id>.yaml``, the prose the spec does not need to run.
+
+The spec keeps what runs and what is judged: its layout, the experiment, the tiers (one short
+line per deviation), the reported numbers, the claims and the regime blocks' config. Its notes
+file holds the decisions, the paper's table notes, the measured evidence (``one_class_why``,
+a regime block's ``why`` and the ``why`` of its revisions) and the long half of a deviation
+(why, how it was measured, its history)::
+
+    # experiments/punce/table1-punce.notes.yaml
+    decisions:
+      - "Positive class, CIFAR-10: vehicles ..."
+      - {shared: punce_puNCE_variant}
+    reported:
+      notes: ["Bold is recoverable ..."]
+    tiers:
+      reduced:
+        deviations:   # a deviation line of the spec's tier, word for word -> the rest of its text
+          "LARS learning rate 1.0 instead of 0.01:": "with 20 (MNIST) or 6 (CIFAR) epochs ..."
+        one_class_why: {"nnPU|*": "..."}
+    regime:
+      MLP on PU MNIST:
+        why: {reduced: "..."}
+        revised: {"2026-11-27": "Added after ..."}   # the date of one of the block's `revised` entries -> why
+
+The loader merges the notes into the spec's mapping before it validates it (:func:`merge`), so
+a parsed :class:`~pubench.registry.spec.Spec`, its job ids and its reports read the same as one
+file holding everything (a deviation reads ``line + " " + rest``). Every key of a notes file is
+checked: an unknown key, a deviation line or a regime block the spec does not have, a key the
+spec sets too, each stops the load with one line naming the notes file and the key. A spec
+without a notes file needs none (it may hold its prose itself).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from pubench.registry.spec import SpecError
+from pubench.utils.yamlio import key_line, parse_mapping, read_text
+
+SUFFIX = ".notes.yaml"
+
+
+def is_notes(path: Path) -> bool:
+    return path.name.endswith(SUFFIX)
+
+
+def notes_path(spec_path: Path) -> Path:
+    """``<id>.notes.yaml`` beside the spec file ``<id>.yaml``."""
+    return spec_path.with_name(spec_path.name.removesuffix(".yaml") + SUFFIX)
+
+
+def spec_of(notes: Path) -> Path:
+    """The spec file ``<id>.yaml`` a notes file ``<id>.notes.yaml`` belongs to."""
+    return notes.with_name(notes.name.removesuffix(SUFFIX) + ".yaml")
+
+
+def notes_text(spec_path: Path) -> str | None:
+    """The text of the spec's notes file, None when it has none."""
+    path = notes_path(spec_path)
+    return read_text(path) if path.is_file() else None
+
+
+def read_raw(spec_path: Path, text: str | None = None, notes: str | None = None) -> dict[str, Any]:
+    """The spec file's mapping with its notes merged in (``text`` / ``notes``: the files' texts,
+    read here when not given)."""
+    spec_path = Path(spec_path)
+    raw = parse_mapping(read_text(spec_path) if text is None else text, spec_path)
+    notes = notes_text(spec_path) if notes is None else notes
+    if notes is None:
+        return raw
+    path = notes_path(spec_path)
+    return merge(raw, parse_mapping(notes, path), str(path))
+
+
+def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, Any]:
+    """``raw`` (a spec file's mapping) with ``notes`` (its notes file's, named ``file`` in errors)
+    merged in, as a new mapping. Where the spec's own structure is not what the schema asks,
+    that part is left as it is: the spec's validation then names the spec's problem."""
+    from pydantic import ValidationError
+
+    from pubench.registry.schema import NotesFile
+    from pubench.utils.validation import first_problem
+
+    try:
+        NotesFile.model_validate(notes)
+    except ValidationError as e:
+        raise SpecError(file, *first_problem(e, NotesFile)) from None
+    out = copy.deepcopy(raw)
+    if "decisions" in notes:
+        _only_here(out, "decisions", file, "decisions")
+        out["decisions"] = list(notes["decisions"])
+    if "notes" in (notes.get("reported") or {}) and isinstance(out.get("reported"), dict):
+        _only_here(out["reported"], "notes", file, "reported.notes")
+        out["reported"]["notes"] = list(notes["reported"]["notes"])
+    tiers = out.get("tiers") if isinstance(out.get("tiers"), dict) else {}
+    for name, tier_notes in (notes.get("tiers") or {}).items():
+        tier = tiers.get(name)
+        if not isinstance(tier, dict):
+            raise SpecError(file, f"tiers.{name}", f"the spec has no tier {name!r} to add to")
+        _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
+        _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
+    blocks = {b.get("block"): b for b in out.get("regime") or [] if isinstance(b, dict)}
+    for name, block_notes in (notes.get("regime") or {}).items():
+        where = f"regime.{name}"
+        if name not in blocks:
+            raise SpecError(file, where, f"the spec has no regime block {name!r} (blocks: "
+                                         f"{', '.join(map(repr, blocks)) or 'none'})")
+        _add_keys(blocks[name], "why", block_notes.get("why") or {}, file, f"{where}.why")
+        for date, why in (block_notes.get("revised") or {}).items():
+            entries = [r for r in blocks[name].get("revised") or [] if isinstance(r, dict) and r.get("date") == date]
+            if len(entries) != 1:
+                raise SpecError(file, f"{where}.revised.{date}",
+                                f"the block has {len(entries) or 'no'} `revised` entries of this date (one, please)")
+            if "why" in entries[0]:
+                raise SpecError(file, f"{where}.revised.{date}", "the spec's entry gives its why too: keep one")
+            entries[0]["why"] = why
+    return out
+
+
+def _only_here(mapping: dict[str, Any], key: str, file: str, where: str) -> None:
+    if key in mapping:
+        raise SpecError(file, where, "the spec has them too: keep them in one place (the notes)")
+
+
+def _deviations(tier: dict[str, Any], rest: dict[str, str], file: str, where: str) -> None:
+    """Each deviation line of ``tier`` that ``rest`` names gets the rest of its text."""
+    if not rest:
+        return
+    lines = tier.get("deviations")
+    if not isinstance(lines, list):
+        raise SpecError(file, where, "the spec's tier lists no deviations")
+    for line, more in rest.items():
+        hits = [i for i, d in enumerate(lines) if d == line]
+        if len(hits) != 1:
+            raise SpecError(file, f"{where}.{line}", "matches no deviation line of the spec's tier word for word"
+                            if not hits else "matches several deviation lines")
+        if not more.strip():
+            raise SpecError(file, f"{where}.{line}", "empty: give the rest of the deviation, or no entry")
+        lines[hits[0]] = f"{line} {more}"
+
+
+def _add_keys(mapping: dict[str, Any], key: str, add: dict[str, str], file: str, where: str) -> None:
+    if not add:
+        return
+    have = mapping.get(key)
+    have = dict(have) if isinstance(have, dict) else {}
+    for k in add:
+        if k in have:
+            raise SpecError(file, f"{where}.{k}", "the spec sets it too: keep it in one place (the notes)")
+    mapping[key] = {**have, **add}
+
+
+def locate(e: SpecError, spec_path: Path, notes: str | None) -> SpecError:
+    """``e`` (a problem of the merged spec, named in the spec file) named in the notes file where
+    the key it names lives there and not in the spec."""
+    if notes is None or e.file != str(spec_path) or e.key.startswith("("):
+        return e
+    in_notes, in_spec = key_line(notes, e.key)[1], key_line(read_text(spec_path), e.key)[1]
+    return SpecError(str(notes_path(spec_path)), e.key, e.problem) if in_notes and not in_spec else e

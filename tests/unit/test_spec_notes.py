@@ -1,0 +1,213 @@
+"""A spec's notes file (``<id>.notes.yaml``, :mod:`pubench.registry.notes`) and the spec files'
+size (issue 53, item 1): the notes merge into the spec so that everything downstream reads the
+same spec, every key of a notes file is checked, and the spec files stay small enough to read."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pubench.cli import main
+from pubench.registry import SpecError, get_spec, load_all, spec_paths
+from pubench.registry.notes import SUFFIX, notes_path, read_raw
+from tests.conftest import selftest_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+#: issue 53: the 33 spec files (without their notes) at most 60% of the 406 KB of turn 3, no line over 200 characters
+MAX_SPEC_BYTES = 245_000
+MAX_LINE = 200
+
+REGIME = textwrap.dedent("""\
+    regime:
+      - block: plain
+        rows: [A, B]
+        check: two_classes
+        reference: A
+        revised: [{date: "2026-11-29", was: null}]
+    """)
+SPEC = selftest_spec(extra=REGIME).replace("deviations: [no sleep]", 'deviations: ["no sleep:", "one epoch"]')
+NOTES = textwrap.dedent("""\
+    decisions:
+      - "Rows A and B: our choice."
+    reported:
+      notes: ["Printed without a std."]
+    tiers:
+      smoke:
+        deviations:
+          "no sleep:": "the selftest task's sleep is 0 s, so the tier runs in a blink."
+        one_class_why: {"A|*": "measured: the selftest's scores are constants"}
+    regime:
+      plain:
+        why: {paper: "A is the plain method."}
+        revised: {"2026-11-29": "Added after the first records, for the test."}
+    """)
+
+
+def _registry(tmp_registry, spec: str = SPEC, notes: str | None = NOTES) -> Path:
+    path = tmp_registry(spec)
+    if notes is not None:
+        notes_path(path).write_text(notes, encoding="utf-8")
+    return path
+
+
+def test_the_notes_merge_into_the_spec_as_if_it_held_them(tmp_registry):
+    path = _registry(tmp_registry)
+    spec = get_spec("table1-bcl")
+    assert spec.decisions == ["Rows A and B: our choice."] and spec.reported_notes == ["Printed without a std."]
+    smoke = spec.tiers["smoke"]
+    assert smoke.deviations == ["no sleep: the selftest task's sleep is 0 s, so the tier runs in a blink.",
+                                "one epoch"]
+    assert smoke.one_class_why == {"A|*": "measured: the selftest's scores are constants"}
+    (block,) = spec.regime
+    assert block.why == (("paper", "A is the plain method."),)
+    assert block.revised[0].why == "Added after the first records, for the test."
+    # one file holding everything is the same spec
+    whole = yaml.safe_dump(read_raw(path), sort_keys=False, allow_unicode=True)
+    notes_path(path).unlink()
+    path.write_text(whole, encoding="utf-8")
+    again = get_spec("table1-bcl")
+    assert (again.decisions, again.tiers, again.regime, again.reported_notes) == \
+        (spec.decisions, spec.tiers, spec.regime, spec.reported_notes)
+
+
+BAD_NOTES = [
+    ("unknown top key", "decision:\n  - x\n", "decision", "unknown key (allowed: decisions, regime, reported, tiers)"),
+    ("unknown tier key", "tiers:\n  smoke:\n    deviation: {a: b}\n", "tiers.smoke.deviation", "unknown key"),
+    ("unknown tier", "tiers:\n  fast:\n    one_class_why: {}\n", "tiers.fast", "unknown tier"),
+    ("unknown block key", "regime:\n  plain:\n    whys: {paper: x}\n", "regime.plain.whys", "unknown key"),
+    ("no such deviation", 'tiers:\n  smoke:\n    deviations: {"no sleeps:": "x"}\n', "tiers.smoke.deviations.no sleeps:",
+     "matches no deviation line"),
+    ("no such block", "regime:\n  other:\n    why: {paper: x}\n", "regime.other", "no regime block 'other'"),
+    ("no such revision", 'regime:\n  plain:\n    revised: {"2026-11-30": x}\n', "regime.plain.revised.2026-11-30",
+     "no `revised` entries of this date"),
+    ("set twice", 'regime:\n  plain:\n    revised: {"2026-11-29": x}\n', "regime.plain.revised.2026-11-29", "why too"),
+    ("not a string", "decisions: [1]\n", "decisions[0]", "does not match"),
+]
+
+
+@pytest.mark.parametrize("notes,key,problem", [b[1:] for b in BAD_NOTES], ids=[b[0] for b in BAD_NOTES])
+def test_every_key_of_a_notes_file_is_checked_in_one_line(tmp_registry, notes, key, problem):
+    spec = SPEC.replace('revised: [{date: "2026-11-29", was: null}]',
+                        'revised: [{date: "2026-11-29", was: null, why: "in the spec"}]')
+    path = _registry(tmp_registry, spec, notes)
+    with pytest.raises(SpecError) as err:
+        get_spec("table1-bcl")
+    assert err.value.file == str(notes_path(path)) and err.value.key == key and problem in err.value.problem
+    assert "\n" not in str(err.value)
+
+
+def test_validate_names_the_notes_file_and_the_line_and_checks_a_spec_once(tmp_registry, capsys):
+    path = _registry(tmp_registry, notes=NOTES + "tier:\n  smoke: {}\n")
+    notes = notes_path(path)
+    assert main(["validate", str(path), str(notes)]) == 2
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{notes}:{len(NOTES.splitlines()) + 1}: tier: unknown key (allowed:"), line
+    notes.write_text(NOTES, encoding="utf-8")
+    assert main(["validate", str(notes), str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{path}: ok (table1-bcl, version 1: 4 cells, 3 reported "
+                                                    "number(s), tiers paper, reduced, smoke)"]
+
+
+def test_a_key_the_notes_hold_is_named_in_the_notes_file(tmp_registry):
+    path = _registry(tmp_registry, notes=NOTES.replace('  - "Rows A and B: our choice."', "  - {shared: nope}"))
+    with pytest.raises(SpecError) as err:
+        get_spec("table1-bcl")
+    assert err.value.file == str(notes_path(path)) and err.value.key == "decisions[0].shared"
+
+
+def test_a_spec_without_its_notes_says_where_a_revisions_why_goes(tmp_registry):
+    _registry(tmp_registry, notes=None)
+    with pytest.raises(SpecError, match=r"regime\[0\]\.revised\[0\]\.why: missing: .*notes file"):
+        get_spec("table1-bcl")
+
+
+def test_a_notes_file_without_its_spec_fails(tmp_registry):
+    path = _registry(tmp_registry)
+    notes_path(path).rename(path.with_name("table2-bcl" + SUFFIX))
+    with pytest.raises(SpecError, match="without its spec: no table2-bcl.yaml beside it"):
+        load_all()
+
+
+def test_the_reported_table_reads_as_the_cells():
+    from pubench.registry.loader import parse_spec
+
+    raw = yaml.safe_load(selftest_spec())
+    cells = parse_spec(raw, "<cells>").reported
+    raw["reported"]["cells"] = [raw["reported"]["cells"][2]]
+    raw["reported"]["table"] = {"A": {"x": "1.00 ± 0.10"}, "B": {"x": 2.0}}
+    assert parse_spec(raw, "<table>").reported == [cells[0], cells[1], cells[2]]
+    raw["reported"]["table"]["B"]["y"] = "2.5 ✓"
+    raw["reported"]["cells"] = []
+    (*_, marked) = parse_spec(raw, "<mark>").reported
+    assert (marked.mean, marked.std, marked.mark) == (2.5, None, "✓")
+    raw["reported"]["table"]["B"]["y"] = "high"
+    with pytest.raises(SpecError, match=r"reported\.table\.B\.y: 'high' does not read 'MEAN', 'MEAN ± STD'"):
+        parse_spec(raw, "<bad>")
+
+
+def test_several_metrics_take_one_entry_each():
+    from pubench.registry.loader import parse_spec
+
+    raw = yaml.safe_load(selftest_spec())
+    raw["metrics"]["auc"] = {"label": "AUC", "higher_is_better": True}
+    raw["reported"]["cells"] = []
+    raw["reported"]["table"] = {"A": {"x": ["1.0 ± 0.1 ✓", None]}}
+    (cell,) = parse_spec(raw, "<t>").reported
+    assert (cell.metric, cell.mean, cell.std, cell.mark) == ("score", 1.0, 0.1, "✓")
+    raw["reported"]["table"] = {"A": {"x": ["1.0"]}}
+    with pytest.raises(SpecError, match=r"reported\.table\.A\.x: 1 entries for the 2 metrics"):
+        parse_spec(raw, "<t>")
+
+
+# ------------------------------------------------------------------ the committed specs
+def _spec_files() -> list[Path]:
+    return spec_paths(ROOT / "experiments")
+
+
+def test_the_committed_spec_files_are_small_and_their_lines_short():
+    files = _spec_files()
+    assert len(files) >= 33 and not any(p.name.endswith(SUFFIX) for p in files)
+    size = sum(p.stat().st_size for p in files)
+    assert size <= MAX_SPEC_BYTES, (
+        f"the {len(files)} spec files hold {size:,} bytes (at most {MAX_SPEC_BYTES:,}): decisions, measured evidence "
+        "and the why of a deviation go to the spec's notes file (docs/specs.md, 'The notes beside a spec')")
+    long = [f"{p.relative_to(ROOT)}:{i}: {len(line)} characters"
+            for p in files for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if len(line) > MAX_LINE]
+    assert not long, f"spec lines over {MAX_LINE} characters (wrap a quoted string: a line break reads as a space):\n" \
+                     + "\n".join(long[:10])
+
+
+def test_every_committed_notes_file_has_its_spec_and_holds_prose_only():
+    notes = sorted((ROOT / "experiments").glob(f"*/*{SUFFIX}"))
+    assert notes, "no notes files"
+    for path in notes:
+        spec = path.with_name(path.name.removesuffix(SUFFIX) + ".yaml")
+        assert spec.is_file(), path
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert set(data) <= {"decisions", "reported", "tiers", "regime"}, path
+    load_all(ROOT / "experiments")  # every notes file validated with its spec
+
+
+def test_a_spec_keeps_one_short_line_per_deviation():
+    """A deviation line in a spec states the change; its why goes to the notes file."""
+    long = [f"{p.relative_to(ROOT)} {tier}: {line[:60]}..." for p in _spec_files()
+            for tier, t in (yaml.safe_load(p.read_text(encoding="utf-8"))["tiers"] or {}).items()
+            for line in t.get("deviations") or [] if len(line) > 160]
+    assert not long, "\n".join(long)
+
+
+def test_the_prose_of_a_committed_spec_lives_in_its_notes():
+    held = []
+    for p in _spec_files():
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        where = [*(["decisions"] if "decisions" in raw else []), *(["reported.notes"] if raw["reported"].get("notes")
+                                                                   else []),
+                 *(f"tiers.{t}.one_class_why" for t, tier in raw["tiers"].items() if tier.get("one_class_why")),
+                 *(f"regime.{b['block']}.why" for b in raw.get("regime") or [] if b.get("why")),
+                 *(f"regime.{b['block']}.revised" for b in raw.get("regime") or []
+                   if any("why" in r for r in b.get("revised") or []))]
+        held += [f"{p.relative_to(ROOT)}: {w}" for w in where]
+    assert not held, "\n".join(held)
