@@ -50,11 +50,11 @@ COMMAND_START_S = 20.0
 #: the fixed checks of every night: name -> (command from the repository root, with {seed} and {scratch};
 #: projected seconds: the measured time on the 2 busy cores, 2026-11-29, with a margin)
 CHECKS = {
-    # 4,400 cases of the 11 generated-input tests: 8.3 min with -n 0 at load 4; -n 2 shares the cores with nothing else
+    # 4,400 cases of the 11 generated-input tests: 8.3-9 min with -n 0, 4.1-5.4 min with -n 2 at load 2-4
     "generated inputs (thorough budget)": (
         ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "-m", "fuzz",
          "tests/unit"], 900.0),
-    # 600 s of chaos, then the runners' last wave, SLURM's queue, the final run and verify: 12-14 min measured
+    # 600 s of chaos, then the runners' last wave, SLURM's queue, the final run and verify: 11.1-11.2 min measured
     "store soak": (["{python}", ".ci/soak.py", "--seconds", "600", "--seed", "{seed}",
                     "--scratch", "{scratch}/soak", "--json", "{scratch}/soak.json"], 1020.0),
 }

@@ -124,7 +124,7 @@ class Soak(Task):
         return params
 
     @classmethod
-    def run(cls, params, seeds):
+    def run(cls, params, seeds, ctx=None):  # ctx: the job's context (pubench.train.context), unused
         _log("start", params, seeds)
         time.sleep(float(params["sleep"]) * (0.25 + (seeds["init"] % 7) / 4.0))
         noise = np.random.default_rng(seeds["init"]).normal(0.0, 0.1)
