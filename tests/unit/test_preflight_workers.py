@@ -14,11 +14,9 @@ from pubench.preflight import Options, preflight, read_resume
 from pubench.preflight.plan import select
 from pubench.preflight.report import cached
 from pubench.registry import get_spec
+from tests.unit.test_preflight import CHEAP
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-#: two cheap real paper-tier cells (LeNet-5 on Fashion-MNIST: an end-to-end PU method and
-#: contrastive pre-training + puPL)
-CHEAP = ["uPU† (1)|F-MNIST-I", "puCL(puPL) (1)|F-MNIST-I"]
 
 
 @pytest.fixture
