@@ -32,7 +32,7 @@ import numpy as np
 
 from pubench import paths
 from pubench.jobs.plan import Job
-from pubench.registry.spec import Spec, match_cell
+from pubench.registry.spec import CUSTOM, Spec, match_cell
 from pubench.store.store import ResultStore
 
 IDENTICAL, WITHIN, OUTSIDE, FAILED, NOT_HERE = "identical", "within", "outside", "failed", "not here"
@@ -75,17 +75,44 @@ class Verification:
 
 
 def _current_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict], int]:
+    """The records whose config is the one the spec gives their cell now, and how many are stale.
+    At the custom tier a record's config is its variant's (``run --set``) or its added row's
+    (``run --add-row``), rebuilt from the spec as it is now."""
+    if tier == CUSTOM:
+        keep = [r for r in records if r["job"].get("spec_version") == spec.version and "numerics" in r["job"]
+                and _custom_params(spec, r["job"]) == r["job"]["params"]]
+        return keep, len(records) - len(keep)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     keep = [r for r in records if r["job"].get("spec_version") == spec.version and "numerics" in r["job"]
             and current.get((r["job"]["row"], r["job"]["col"])) == r["job"]["params"]]
     return keep, len(records) - len(keep)
 
 
-def _spread(records: list[dict[str, Any]], job_id: str, row: str, col: str, metric: str) -> float:
-    """Sample std of ``metric`` over the *other* stored seeds of the cell (0 with fewer
-    than two): the checked record cannot widen its own tolerance."""
+def _custom_params(spec: Spec, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The params the spec gives a custom record's cell now (None when it gives none: the base
+    tier, cell or baseline row is gone, or an override no longer applies)."""
+    from pubench.errors import PubenchError
+    from pubench.report.collect import added_row_of, variant_key
+
+    try:
+        if (variant := variant_key(job)) is not None:
+            view = spec.with_variant(*variant)
+        elif (added := added_row_of(job)) is not None:
+            view = spec.with_added_rows(added[0], (added[1],))
+        else:
+            return None
+        return view.resolve(CUSTOM, job["row"], job["col"])["params"]
+    except (PubenchError, KeyError, ValueError):
+        return None
+
+
+def _spread(records: list[dict[str, Any]], job: dict[str, Any], metric: str) -> float:
+    """Sample std of ``metric`` over the *other* stored seeds of the job's cell, and of its
+    variant at the custom tier (0 with fewer than two): the checked record cannot widen its
+    own tolerance."""
     vals = [float(r["metrics"][metric]) for r in records
-            if r["job"]["row"] == row and r["job"]["col"] == col and r["job"]["id"] != job_id and metric in r["metrics"]]
+            if r["job"]["row"] == job["row"] and r["job"]["col"] == job["col"] and r["job"]["id"] != job["id"]
+            and r["job"].get("variant") == job.get("variant") and metric in r["metrics"]]
     return statistics.stdev(vals) if len(vals) > 1 else 0.0
 
 
@@ -191,7 +218,7 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
         by_id = {r["job"]["id"]: r for r in chosen}
         for job in jobs:
             rec = by_id[job.id]
-            tol = {m: sigmas * _spread(records, job.id, job.row, job.col, m) for m in rec["metrics"]}
+            tol = {m: sigmas * _spread(records, rec["job"], m) for m in rec["metrics"]}
             check = compare_metrics(rec["metrics"], rerun.get(job.id), tol, Numerics.from_dict(job.numerics).canonical,
                                     job.name, job.id,
                                     tuple(rec.get("info", {}).get("wall_clock_metrics", ())))

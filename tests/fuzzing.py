@@ -7,7 +7,9 @@ Every generated-input test runs twice, once per budget (the ``fuzz`` fixture, te
   the test's name: every run tries the same cases, so a failure is there again on the rerun;
 * ``thorough`` (``make test-all``, the nightly; marked ``fuzz`` and ``slow`` by tests/markers.py):
   :data:`THOROUGH_FACTOR` times as many, thousands in all, from the session's seed:
-  ``PUBENCH_FUZZ_SEED`` when set (the nightly sets the night's date), else a random one.
+  ``PUBENCH_FUZZ_SEED`` when set (the nightly sets the night's date), else 55 (CI and
+  ``make test-all`` try the same cases on every push; a random seed per push failed CI on crashes
+  the push did not cause).
 
 A failing case is shrunk and printed with the blob that replays it (``@reproduce_failure(...)``,
 ``print_blob``) and a line with the seed and the command that tries the same cases again;

@@ -16,6 +16,7 @@ from pubench.cli._common import (
     quiet_jobs_when_asked,
     spec,
 )
+from pubench.registry.spec import CUSTOM
 
 
 def parser(sub) -> None:
@@ -28,9 +29,12 @@ def parser(sub) -> None:
                     "its record was made under the canonical numerics; stale and corrupt records fail too.",
         epilog="examples:\n  pubench verify table2-punce --tier reduced --sample 4\n"
                "  pubench verify fig5-bcl --tier paper --sample 0     # every record\n"
-               "  pubench verify table1-punce --only 'CIFAR*|*' --seeds-from 3 --sample 2   # seeds a run added")
+               "  pubench verify table1-punce --only 'CIFAR*|*' --seeds-from 3 --sample 2   # seeds a run added\n"
+               "  pubench verify table2-wconpu --tier custom --sample 1        # a --set variant's records")
     s.add_argument("id", help="table or figure id, e.g. table2-punce")
-    s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES, help=f"default: {DEFAULT_TIER}")
+    s.add_argument("--tier", default=DEFAULT_TIER, choices=[*TIER_CHOICES, CUSTOM],
+                   help=f"default: {DEFAULT_TIER}; custom: the variants (`run --set`) and added rows (`run --add-row`), "
+                        "each rerun with its own config")
     s.add_argument("--sample", type=bounded_int("--sample", 0, 100000), default=4,
                    help="how many records to rerun (default 4; 0: all)")
     s.add_argument("--sample-seed", type=bounded_int("--sample-seed", 0, 2**31 - 1), default=0,
@@ -55,7 +59,7 @@ def cmd_verify(args) -> int:
 
     ensure_process_env(numerics.resolve(isa="avx2"))
     one = spec(args.id)
-    if args.tier not in one.tiers:
+    if args.tier not in one.tiers and args.tier != CUSTOM:
         raise UsageError(f"unknown tier {args.tier!r}")
     from pubench.store import ResultStore
 

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 from pubench.jobs.plan import Job
 from pubench.store.provenance import provenance
+from pubench.utils.hashing import canonical_json
 from pubench.utils.io import atomic_write_json, loads_json, remove_stale_temps
 
 SCHEMA_VERSION = 2
@@ -99,6 +100,10 @@ def record_problem(rec: Any, path: Path, failed: bool = False) -> str | None:
         return why
     if job["seed_index"] < 0 or not all(isinstance(job["seeds"].get(k), int) for k in ("data", "init")):
         return "job seeds out of range"
+    try:  # a job is what a spec gave, and specs hold finite numbers only: NaN here was not written by pubench
+        canonical_json(job)
+    except ValueError:
+        return "job holds a number that is not finite"
     if failed:
         error = rec.get("error")
         ok = (rec.get("status") == "failed" and isinstance(error, dict)

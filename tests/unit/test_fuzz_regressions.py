@@ -136,7 +136,7 @@ def _rewrite(path, change) -> None:
 
 @pytest.mark.parametrize("case", ["no spec_version", "nested too deep", "traceback_tail a number",
                                   "error message a list", "a lone surrogate", "cpu_model a list",
-                                  "encoder_cache text"])
+                                  "encoder_cache text", "a NaN param", "an infinite seed"])
 def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
     ok = sorted(p for p in smoke_store.glob("*.json") if not p.name.endswith(".failed.json"))
     [failed] = smoke_store.glob("*.failed.json")
@@ -150,6 +150,10 @@ def test_a_record_the_generated_inputs_broke_is_corrupt(case, smoke_store):
         _rewrite(ok[0], lambda r: r["machine"].update(cpu_model=[None]))
     elif case == "encoder_cache text":  # report and verify asked it for "hit": 'str' object has no attribute 'get'
         _rewrite(ok[0], lambda r: r["info"].update(encoder_cache="yes"))
+    elif case == "a NaN param":  # status --json: "Out of range float values are not JSON compliant"
+        _rewrite(ok[0], lambda r: r["job"]["params"].update(value=float("nan")))
+    elif case == "an infinite seed":
+        _rewrite(ok[0], lambda r: r["job"].update(seed=float("inf")))
     elif case == "traceback_tail a number":
         _rewrite(failed, lambda r: r["error"].update(traceback_tail=5))
     else:

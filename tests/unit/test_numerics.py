@@ -138,6 +138,27 @@ def test_verify_samples_reproducibly_and_flags_stale_records(tmp_registry, capsy
     assert "8 stale record(s)" in capsys.readouterr().out
 
 
+def test_verify_reruns_variants_and_added_rows_with_their_own_configs(tmp_registry, capsys):
+    """--tier custom: a `run --set` variant and a `run --add-row` row are each rebuilt from the spec
+    as it is now, rerun and compared; a record whose variant no longer resolves to its config is stale."""
+    tmp_registry(selftest_spec())
+    for extra in (["--set", "value=10", "--only", "A|x"], ["--set", "value=20", "--only", "A|x"],
+                  ["--add-row", "Mine=value: 3.0", "--like", "A", "--only", "Mine|x"]):
+        assert main(["run", "table1-bcl", "--tier", "paper", "--seeds", "2", *extra, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "table1-bcl", "--tier", "custom", "--sample", "0", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: 6 identical" in out and "Mine|x/seed=1" in out and "stale" not in out
+    store = ResultStore(tmp_registry.root / "results")
+    path = next(p for p in sorted(store.folder("custom", "table1-bcl").glob("*.json"))
+                if json.loads(p.read_text())["job"]["variant"].get("set") == ["value=20"])
+    rec = json.loads(path.read_text())
+    rec["job"]["variant"]["set"] = ["value=10"]  # claims to be the other variant: its params are not that one's
+    path.write_text(json.dumps(rec))
+    assert main(["verify", "table1-bcl", "--tier", "custom", "--sample", "0", "--no-progress"]) == 1
+    assert "1 stale record(s)" in capsys.readouterr().out
+
+
 # ---- provenance ----------------------------------------------------------------------------
 def _git(repo, *args):
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
