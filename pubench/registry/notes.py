@@ -99,6 +99,7 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
         tier = tiers.get(name)
         if not isinstance(tier, dict):
             raise SpecError(file, f"tiers.{name}", f"the spec has no tier {name!r} to add to")
+        tier_notes = tier_notes or {}  # `reduced:` with nothing under it: the schema allows an empty tier
         _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
         _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
     blocks = {b.get("block"): b for b in out.get("regime") or [] if isinstance(b, dict)}

@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 import torch
 
 from pubench.cli import main
@@ -228,3 +229,15 @@ def test_a_checkpoint_whose_history_lacks_a_field_is_discarded(tmp_path, one_thr
         out, _, session = in_session(tmp_path, 2)
     same(out, reference())
     assert session.resumed == []
+
+
+def test_a_notes_tier_with_nothing_under_it_is_one_line(tmp_path):
+    """`tiers: {reduced: null}` in a notes file (the schema allows an empty tier): AttributeError
+    in the notes' merge before."""
+    spec = REPO / "experiments" / "pupl" / "fig12-pupl.yaml"
+    notes = yaml.safe_load(spec.with_name("fig12-pupl.notes.yaml").read_text())
+    notes["tiers"]["reduced"] = None
+    (tmp_path / spec.name).write_text(spec.read_text())
+    (tmp_path / "fig12-pupl.notes.yaml").write_text(yaml.safe_dump(notes))
+    out = call_cli(["validate", str(tmp_path / spec.name)])
+    assert out.rc in (0, 2) and len(out.out.strip().splitlines()) == 1 and "Traceback" not in out.err, out.out + out.err

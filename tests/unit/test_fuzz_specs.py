@@ -113,6 +113,36 @@ def _mutated_text_of_a_spec_is_valid_or_one_line(fuzz_registry, data):
     assert_clean_end(loaded, ["expand", original.stem])
 
 
+NOTED = [p for p in SPECS if p.with_name(p.name[:-len(".yaml")] + ".notes.yaml").exists()]
+
+
+def test_a_mutated_notes_file_is_valid_or_one_line(fuzz_registry, fuzz):
+    """The notes beside a spec (its decisions, one-class and regime reasons, long deviation
+    reasons) are text a user edits too: the spec kept, its notes mutated by structure or by bytes."""
+    fuzz.run(20, _a_mutated_notes_file_is_valid_or_one_line, fuzz_registry)
+
+
+def _a_mutated_notes_file_is_valid_or_one_line(fuzz_registry, data):
+    original = data.draw(st.sampled_from(NOTED), label="spec")
+    notes = original.with_name(original.name[:-len(".yaml")] + ".notes.yaml")
+    text = notes.read_text(encoding="utf-8")
+    if data.draw(st.booleans(), label="by structure"):
+        with time_limit():
+            parsed = safe_load(text)
+            done = mutate(parsed, data.draw)
+            text = dump(parsed, data.draw)
+        note(f"mutations: {done}")
+    else:
+        i = data.draw(st.integers(0, len(text)))
+        piece = data.draw(st.text(max_size=4) | st.sampled_from(["\t", ":", "- ", "&x ", "*x", "!!int ", "\x00", "{"]))
+        text = text[:i] + piece + text[i + data.draw(st.integers(0, 3)):]
+    path = _write_spec(fuzz_registry, original, original.read_text(encoding="utf-8"))
+    path.with_name(notes.name).write_text(text, encoding="utf-8")
+    _validated(path)
+    argv = [a.format(id=original.stem) for a in data.draw(st.sampled_from(REGISTRY_COMMANDS), label="command")]
+    assert_clean_end(call_cli(argv), argv)
+
+
 def test_generated_specs_through_a_real_process(fuzz_registry):
     """A few of the cases above as a user runs them: `python -m pubench validate FILE` in its
     own process (one line on stdout, exit 0 or 2, nothing on stderr but a warning)."""
