@@ -35,8 +35,25 @@ def sample_std(xs) -> float:
     return math.sqrt(max(ss, 0.0) / (n - 1))
 
 
+class Spread:
+    """Mean and sample standard deviation (ddof=1; ``None`` for a single value, which has no
+    spread to show) of a subclass's ``values`` (a tuple of floats: a field or a property)."""
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def std(self) -> float | None:
+        return sample_std(self.values) if self.n > 1 else None
+
+
 @dataclass(frozen=True)
-class CellStats:
+class CellStats(Spread):
     """One cell's metric over seeds: the value of each seed index and the data split it ran on
     (``splits[k]``: equal keys mean the same split, e.g. the job's data seed). Mean and sample
     standard deviation (ddof=1; ``None`` for a single seed, which has no spread to show)."""
@@ -47,18 +64,6 @@ class CellStats:
     @property
     def values(self) -> tuple[float, ...]:
         return tuple(self.by_seed[k] for k in sorted(self.by_seed))
-
-    @property
-    def n(self) -> int:
-        return len(self.by_seed)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
-
-    @property
-    def std(self) -> float | None:
-        return sample_std(self.values) if self.n > 1 else None
 
 
 @dataclass(frozen=True)

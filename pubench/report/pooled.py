@@ -13,36 +13,23 @@ once: runs are told apart by their seeds (data and init).
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from pubench.registry.spec import Spec
-from pubench.report.collect import REPORT_FIELDS, TableResult, sample_std
+from pubench.report.collect import REPORT_FIELDS, Spread, TableResult
 from pubench.store.store import ResultStore
 
 _FIELDS = REPORT_FIELDS  # the fields a report scans: the folders a report of every table reads anyway
 
 
 @dataclass(frozen=True)
-class PooledSpread:
+class PooledSpread(Spread):
     """Every run at the tier of one cell's config, for one metric: ``values`` (one per distinct
     run) and ``specs`` ((spec id, runs) of each spec that ran it, this one included)."""
 
     metric: str
     values: tuple[float, ...]
     specs: tuple[tuple[str, int], ...]
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
-
-    @property
-    def std(self) -> float | None:
-        return sample_std(self.values) if self.n > 1 else None
 
 
 def _tier_index(store: ResultStore, tier: str, specs: dict[str, Spec] | None = None
