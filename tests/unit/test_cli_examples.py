@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: examples not run here (exact text after "pubench "), and why
 NOT_RUN = {
-    "verify table2-punce --tier reduced --sample 4": "reruns 4 training jobs (tests/unit/test_verify.py runs verify)",
-    "verify fig5-bcl --tier paper --sample 0": "reruns 360 jobs (tests/unit/test_verify.py runs verify)",
+    "verify table2-punce --tier reduced --sample 4": "reruns 4 training jobs (tests/unit/test_numerics.py runs verify)",
+    "verify fig5-bcl --tier paper --sample 0": "reruns 360 jobs (tests/unit/test_numerics.py runs verify)",
+    "verify table2-wconpu --tier custom --sample 1": "reruns a 40-minute training job (tests/unit/test_numerics.py "
+                                                     "verifies variants and added rows)",
     "prepare --from ../shared/data": "copies the shared data sets (tests/unit/test_prepare.py)",
     "preflight --tier paper": "measures training steps of every paper cell (tests/unit/test_preflight.py)",
     "preflight --tier paper --json pf.json --resume": "measures training steps of every paper cell (the resume: "
