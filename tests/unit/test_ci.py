@@ -84,6 +84,18 @@ def test_verify_covers_every_committed_table_at_every_tier(nightly):
     assert all("--sample-seed" in c.argv and str(dt.date(2026, 12, 1).toordinal()) in c.argv for c in plan.verify)
 
 
+def test_every_command_the_nightly_plans_for_the_committed_store_parses(nightly):
+    """Each tier of the committed store, custom included (its variants' records: `verify --tier
+    custom` was refused by the parser while the nightly planned it)."""
+    from pubench.cli import build_parser
+
+    plan = nightly.plan_night(nightly.committed_records(ROOT / "results"), dt.date(2026, 12, 1))
+    assert {c.tier for c in plan.verify} == {p.name for p in (ROOT / "results").iterdir()
+                                              if p.is_dir() and not p.name.startswith(".")}
+    for c in plan.verify + plan.fresh:
+        build_parser().parse_args(c.argv)
+
+
 def test_the_projection_schedules_each_command_on_two_workers(nightly):
     assert nightly.makespan([3, 3, 2, 2, 2], 2) == 7  # longest first: 3+2+2 / 3+2 (the best split ends at 6)
     assert nightly.makespan([10, 1, 1], 2) == 10
