@@ -62,3 +62,22 @@ def test_docs_status_is_what_the_store_generates():
 def test_verdicts_bad_input_is_one_line(argv, message):
     out = subprocess.run([sys.executable, "-m", "pubench", *argv], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_cost_to_settle_prices_each_cell_at_its_own_wall_time(tmp_path):
+    """A claim over a cheap cell that has more seeds and a slow one that has fewer: the slow
+    cell's missing jobs are priced at its own records (a median over both cells' records took
+    the cheap cell's 36 s for all of them)."""
+    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS)), "<t>")
+    store = ResultStore(tmp_path)
+    values = {("A", "y"): [1.0, 3.0, 2.0, 2.0, 1.5, 2.5], ("B", "y"): [1.5, 2.7, 2.4]}
+    for job in expand(spec, "reduced", 6).jobs:
+        if job.col == "y" and job.seed_index < len(values[(job.row, job.col)]):
+            wall = 3600.0 if job.row == "B" else 36.0
+            store.write_ok(job, {"score": values[(job.row, job.col)][job.seed_index]}, {}, {"wall_s": wall})
+    verdicts = {v.text: v for v in paper_verdicts("bcl", {spec.id: spec}, store, [spec.id])}
+    (e,) = verdicts["B beats A on y, noisy"].evidence
+    need = int(e.settle.split(" seeds per cell")[0])
+    missing_a, missing_b = need - 6, need - 3
+    assert e.settle.endswith(f"({missing_a + missing_b} more jobs, about {missing_a * 0.01 + missing_b * 1.0:.2g} "
+                             "core-hours)"), e.settle
