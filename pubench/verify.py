@@ -79,8 +79,9 @@ def _current_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tu
     At the custom tier a record's config is its variant's (``run --set``) or its added row's
     (``run --add-row``), rebuilt from the spec as it is now."""
     if tier == CUSTOM:
+        views: dict[str, Spec | None] = {}  # one view per variant, not per record
         keep = [r for r in records if r["job"].get("spec_version") == spec.version and "numerics" in r["job"]
-                and _custom_params(spec, r["job"]) == r["job"]["params"]]
+                and _custom_params(spec, r["job"], views) == r["job"]["params"]]
         return keep, len(records) - len(keep)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     keep = [r for r in records if r["job"].get("spec_version") == spec.version and "numerics" in r["job"]
@@ -88,20 +89,28 @@ def _current_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tu
     return keep, len(records) - len(keep)
 
 
-def _custom_params(spec: Spec, job: dict[str, Any]) -> dict[str, Any] | None:
+def _custom_params(spec: Spec, job: dict[str, Any], views: dict[str, Spec | None]) -> dict[str, Any] | None:
     """The params the spec gives a custom record's cell now (None when it gives none: the base
-    tier, cell or baseline row is gone, or an override no longer applies)."""
+    tier, cell or baseline row is gone, or an override no longer applies); ``views`` keeps the
+    spec's view of each variant met so far."""
     from pubench.errors import PubenchError
     from pubench.report.collect import added_row_of, variant_key
+    from pubench.utils.hashing import canonical_json
 
+    key = canonical_json(job.get("variant"))
+    if key not in views:
+        views[key] = None
+        try:
+            if (variant := variant_key(job)) is not None:
+                views[key] = spec.with_variant(*variant)
+            elif (added := added_row_of(job)) is not None:
+                views[key] = spec.with_added_rows(added[0], (added[1],))
+        except (PubenchError, KeyError, ValueError):
+            pass
+    if views[key] is None:
+        return None
     try:
-        if (variant := variant_key(job)) is not None:
-            view = spec.with_variant(*variant)
-        elif (added := added_row_of(job)) is not None:
-            view = spec.with_added_rows(added[0], (added[1],))
-        else:
-            return None
-        return view.resolve(CUSTOM, job["row"], job["col"])["params"]
+        return views[key].resolve(CUSTOM, job["row"], job["col"])["params"]
     except (PubenchError, KeyError, ValueError):
         return None
 
