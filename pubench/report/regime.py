@@ -94,10 +94,13 @@ class RegimeVerdict:
             text = (f"{self.near} of {self.seeds} seed(s) of {', '.join(b.reference)} near-one-class "
                     f"(at most {b.max_share:.0%} allowed)")
             if self.separation is not None:
+                # The AUC test's own outcome: a block out for its near-one-class seeds can still
+                # separate the classes significantly, and the sentence must not say otherwise.
                 over = self.separation - CHANCE > b.auc_margin
-                sign = ">" if self.verdict == IN else ">, not significantly," if over else "not >"
+                significant = self.p is not None and self.p < ALPHA
+                sign = ("> " if significant else ">, not significantly, ") if over else "not > "
                 p = f", {fmt_p(self.p)}" if self.p is not None else ", untested"
-                text += (f"; {self.separation_kind} {self.separation:.1f} {sign} {CHANCE:g} + {b.auc_margin:g} "
+                text += (f"; {self.separation_kind} {self.separation:.1f} {sign}{CHANCE:g} + {b.auc_margin:g} "
                          f"({self.n} seed{'s' if self.n != 1 else ''}{p})")
             return text
         test = f"paired, {self.n} seeds" if self.paired else f"Welch, n={self.n}"

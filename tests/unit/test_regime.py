@@ -183,6 +183,19 @@ def test_two_classes_verdicts(tmp_path):
     assert v[("lenient", "y")].verdict == IN  # 1 of 6 seeds, at most 20%
 
 
+def test_two_classes_out_for_one_class_seeds_still_states_its_auc_test_plainly(tmp_path):
+    """A block out of regime for a near-one-class seed whose AUC clears the margin significantly
+    says so: the sentence once read 'AUC 88.4 >, not significantly, 50 + 5 (19 seeds, p<0.001)'."""
+    spec = _spec(TWO, rows=("A", "B"), cols=("x", "y", "z"))
+    values = {("A", "x"): [(0.5, 80.0), (0.55, 84.0), (0.03, 78.0)],                # one seed near-one-class
+              ("A", "y"): [(0.5, 52.0), (0.02, 66.0), (0.45, 59.0)]}                # and AUC short of significance
+    res = collect(spec, "paper", _store(tmp_path, spec, values, lambda v: _binary(*v)))
+    v = {x.col: x for x in regime_verdicts(res) if x.block.name == "PU methods"}
+    assert v["x"].verdict == OUT and v["x"].near == 1 and v["x"].p < 0.05
+    assert "AUC 80.7 > 50 + 5 (3 seeds, p=" in v["x"].text and "not significantly" not in v["x"].text
+    assert v["y"].verdict == OUT and "AUC 59.0 >, not significantly, 50 + 5 (3 seeds" in v["y"].text
+
+
 def test_two_classes_needs_discrimination_not_only_both_classes_called(tmp_path):
     """Both classes called, at chance: a classifier that guesses passes the near-one-class count,
     not this check (the reference's AUC must beat 50 by the block's auc_margin, 5 by default)."""
