@@ -94,25 +94,33 @@ def _custom_params(spec: Spec, job: dict[str, Any], views: dict[str, Spec | None
     tier, cell or baseline row is gone, or an override no longer applies); ``views`` keeps the
     spec's view of each variant met so far."""
     from pubench.errors import PubenchError
-    from pubench.report.collect import added_row_of, variant_key
     from pubench.utils.hashing import canonical_json
 
     key = canonical_json(job.get("variant"))
     if key not in views:
-        views[key] = None
-        try:
-            if (variant := variant_key(job)) is not None:
-                views[key] = spec.with_variant(*variant)
-            elif (added := added_row_of(job)) is not None:
-                views[key] = spec.with_added_rows(added[0], (added[1],))
-        except (PubenchError, KeyError, ValueError):
-            pass
+        views[key] = _variant_view(spec, job)
     if views[key] is None:
         return None
     try:
         return views[key].resolve(CUSTOM, job["row"], job["col"])["params"]
     except (PubenchError, KeyError, ValueError):
         return None
+
+
+def _variant_view(spec: Spec, job: dict[str, Any]) -> Spec | None:
+    """The spec as a custom job's variant (``run --set``) or added row (``run --add-row``) sees
+    it now; None when the job has neither or the spec no longer gives it."""
+    from pubench.errors import PubenchError
+    from pubench.report.collect import added_row_of, variant_key
+
+    try:
+        if (variant := variant_key(job)) is not None:
+            return spec.with_variant(*variant)
+        if (added := added_row_of(job)) is not None:
+            return spec.with_added_rows(added[0], (added[1],))
+    except (PubenchError, KeyError, ValueError):
+        pass
+    return None
 
 
 def _spread(records: list[dict[str, Any]], job: dict[str, Any], metric: str) -> float:

@@ -99,14 +99,13 @@ def _settle(c: ClaimCheck, res, store: ResultStore, verdict: str) -> str:
     if need is None or need > MAX_SEEDS:
         return f"more than {MAX_SEEDS} seeds at the observed spread (|Δ| = {target:.3g})"
     cells = {cell for test in c.tests for cell in _cells(c, test)}
-    missing = {cell: max(0, need - res.seeds_done.get(cell, 0)) for cell in cells}
+    missing_per_cell = {cell: max(0, need - res.seeds_done.get(cell, 0)) for cell in cells}
     # each cell's missing jobs at its own cost: a claim over a fast block and a slow one needs the slow one's seeds
     walls = _median_walls_h(store, res.spec, res.tier, cells)
     fallback = statistics.median(walls.values()) if walls else None
     cost = "" if fallback is None else \
-        f", about {sum(n * walls.get(cell, fallback) for cell, n in missing.items()):.2g} core-hours"
-    missing = sum(missing.values())
-    return f"{need} seeds per cell to detect |Δ| = {target:.3g} ({missing} more jobs{cost})"
+        f", about {sum(n * walls.get(cell, fallback) for cell, n in missing_per_cell.items()):.2g} core-hours"
+    return f"{need} seeds per cell to detect |Δ| = {target:.3g} ({sum(missing_per_cell.values())} more jobs{cost})"
 
 
 def _cells(c: ClaimCheck, test) -> list[tuple[str, str]]:
