@@ -102,7 +102,10 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
         tier_notes = tier_notes or {}  # `reduced:` with nothing under it: the schema allows an empty tier
         _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
         _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
-    blocks = {b.get("block"): b for b in out.get("regime") or [] if isinstance(b, dict)}
+    # A malformed spec (a block name that is not a string, a regime that is not a list) is left for the
+    # spec's own validation to name: the notes only ever address blocks by string name.
+    regime = out.get("regime") if isinstance(out.get("regime"), list) else []
+    blocks = {b["block"]: b for b in regime if isinstance(b, dict) and isinstance(b.get("block"), str)}
     for name, block_notes in (notes.get("regime") or {}).items():
         where = f"regime.{name}"
         if name not in blocks:

@@ -99,6 +99,18 @@ def test_every_key_of_a_notes_file_is_checked_in_one_line(tmp_registry, notes, k
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("bad", ["block: [plain]", "block: {plain: 1}", "regime: 7"],
+                         ids=["block a list", "block a mapping", "regime a number"])
+def test_a_malformed_regime_in_the_spec_is_one_line_when_the_notes_address_it(tmp_registry, bad):
+    # CI's fuzz test (seed 55) aliased a block name into a list: the merge raised TypeError (unhashable)
+    spec = SPEC.replace("block: plain", bad, 1) if bad.startswith("block") else SPEC.replace(REGIME, bad + "\n", 1)
+    assert spec != SPEC
+    _registry(tmp_registry, spec)
+    with pytest.raises(SpecError) as err:
+        get_spec("table1-bcl")
+    assert "\n" not in str(err.value)
+
+
 def test_validate_names_the_notes_file_and_the_line_and_checks_a_spec_once(tmp_registry, capsys):
     path = _registry(tmp_registry, notes=NOTES + "tier:\n  smoke: {}\n")
     notes = notes_path(path)
