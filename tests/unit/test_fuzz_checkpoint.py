@@ -51,7 +51,9 @@ def mutated(payload: dict, draw) -> tuple[dict, list[str]]:
         if op == "drop":
             payload.pop(key, None)
         elif op == "history entry" and isinstance(payload.get("history"), list) and payload["history"]:
-            entry = dict(payload["history"][draw(st.integers(0, len(payload["history"]) - 1))])
+            entry = payload["history"][draw(st.integers(0, len(payload["history"]) - 1))]
+            # a history retyped to [None] by an earlier mutation has entries that are not mappings
+            entry = dict(entry) if isinstance(entry, dict) else {}
             field = draw(st.sampled_from(sorted(entry) + ["extra"]))
             if draw(st.booleans()):
                 entry.pop(field, None)
