@@ -138,6 +138,9 @@ class TableResult:
     #: cell -> seed -> how well its test predictions separate the classes, in %: (the record's AUC or None, the
     #: balanced accuracy its acc/precision/recall give), for ``two_classes`` regime checks
     discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = field(default_factory=dict)
+    #: cell -> seed -> (test recall, test specificity) as fractions (:func:`pubench.report.oneclass.class_rates`;
+    #: specificity NaN at recall 0), what the reports' one_class_why lines measure beside the spec's reason
+    rates: dict[tuple[str, str], dict[int, tuple[float, float]]] = field(default_factory=dict)
     #: (row, col, metric) -> every run of the cell's config at the tier, in every spec that runs it
     #: (:func:`pubench.report.pooled.pooled_spreads`; filled where a store is at hand: write_report, the site)
     pooled: dict[tuple[str, str, str], Any] = field(default_factory=dict)
@@ -398,6 +401,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     curve_points_: dict[tuple[str, str, str], dict[int, tuple]] = {}
     binary: dict[tuple[str, str], set[int]] = {}
     discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = {}
+    rates_: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
     for rec in records:
         job = rec["job"]
         cell = (job["row"], job["col"])
@@ -410,6 +414,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
             degenerate.setdefault(cell, {})[job["seed_index"]] = why
         if (rates := class_rates(rec["metrics"])) is not None:
             binary.setdefault(cell, set()).add(job["seed_index"])
+            rates_.setdefault(cell, {})[job["seed_index"]] = rates
             discrimination.setdefault(cell, {})[job["seed_index"]] = separation(rec["metrics"], rates)
         for curve in spec.curves:
             if cell[1] in curve.cols and (pts := curve_points(rec.get("info") or {}, curve)):
@@ -430,4 +435,4 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       binary=binary, discrimination=discrimination)
+                       binary=binary, discrimination=discrimination, rates=rates_)

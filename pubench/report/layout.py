@@ -136,7 +136,9 @@ def degenerate_summary(res) -> str | None:
 
 def one_class_whys(res) -> list[str]:
     """Per ``one_class_why`` entry of the tier that covers near-one-class seeds: ``ROW|COL (k of n
-    seeds near-one-class): why`` (the spec's measured reason)."""
+    seeds near-one-class; measured: ...): why``. The spec's reason is prose written by hand; the
+    measured part is recomputed from the records each time (:func:`one_class_measured`), so a
+    figure the reason quotes can be read against the store's beside it."""
     t = res.spec.tiers.get(res.tier)
     out = []
     for pattern, why in (t.one_class_why.items() if t else ()):
@@ -144,8 +146,41 @@ def one_class_whys(res) -> list[str]:
         if cells:
             k = sum(len(res.degenerate[c]) for c in cells)
             n = sum(len(res.binary.get(c, ())) for c in cells)
-            out.append(f"`{pattern}` ({k} of {n} seeds near-one-class): {why}")
+            measured = one_class_measured(res, cells)
+            out.append(f"`{pattern}` ({k} of {n} seeds near-one-class{'; measured: ' + measured if measured else ''})"
+                       f": {why}")
     return out
+
+
+def _span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.1f}%" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}%"
+
+
+def one_class_measured(res, cells: list[tuple[str, str]]) -> str:
+    """The near-one-class seeds of ``cells``, from their records: how many call too few positives
+    (recall side) and too many (specificity side), each side's range of the rate that put it there
+    (in %), and their mean test AUC against the mean of the same cells' other seeds: the figures a
+    ``one_class_why`` reason most often quotes. Empty when the records carry none."""
+    sides = {"recall": [], "specificity": []}
+    for c in cells:
+        for s, why in res.degenerate[c].items():
+            rates = res.rates.get(c, {}).get(s)
+            if rates is not None:
+                side = "recall" if why in (RECALL_0, RECALL_LOW) else "specificity"
+                sides[side].append(100 * rates[side == "specificity"])
+    parts = [f"{len(v)} {side}-side ({side} {_span(v)})" for side, v in sides.items() if v]
+    auc = {True: [], False: []}
+    for c in cells:
+        for s, (a, _) in res.discrimination.get(c, {}).items():
+            if a is not None:
+                auc[s in res.degenerate[c]].append(a)
+    if auc[True]:
+        mean = sum(auc[True]) / len(auc[True])
+        rest = (f" against {sum(auc[False]) / len(auc[False]):.1f} for the other {len(auc[False])} seed(s)"
+                if auc[False] else " (no other seed)")
+        parts.append(f"test AUC {mean:.1f}{rest}")
+    return ", ".join(parts)
 
 
 def reported_table(spec: Spec) -> tuple[list[Block], dict[str, tuple[int, str]]]:

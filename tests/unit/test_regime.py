@@ -475,15 +475,20 @@ def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
     values = {("A", "x"): [0.5, 0.6, 0.55], ("B", "x"): [0.5, 0.02, 0.55],
               ("A", "y"): [0.5, 0.6, 0.55], ("B", "y"): [0.0, 0.01, 0.55],
               ("A", "z"): [0.0, 0.6, 0.55], ("B", "z"): [0.0, 0.0, 0.0]}
-    res = collect(spec, "paper", _store(tmp_path, spec, values, _binary))
+    res = collect(spec, "paper", _store(tmp_path, spec, values, lambda v: _binary(v, auc=50 + 40 * v)))
     # z: the block is out of regime (its reference A is near-one-class), y: the spec explains B
     assert unexplained_one_class(res, RegimeMap(res)) == {("B", "x"): 1}
     assert spec.one_class_reason("paper", "B", "y") == ("B|y", "measured: B's threshold sits above every score")
     assert spec.one_class_reason("paper", "B", "x") is None and spec.one_class_reason("reduced", "B", "y") is None
-    why = "`B|y` (2 of 3 seeds near-one-class): measured: B's threshold sits above every score"
+    # beside the hand-written reason, what the records measure: B|y's seeds 0 and 1 (recall 0 and 1%, AUC 50
+    # and 50.4) against its seed 2 (recall 55%, AUC 72)
+    measured = "2 recall-side (recall 0.0-1.0%), test AUC 50.2 against 72.0 for the other 1 seed(s)"
+    why = f"`B|y` (2 of 3 seeds near-one-class; measured: {measured}): measured: B's threshold sits above every score"
     assert f"  - Why, at tier `paper`: {why}" in render_markdown(res)
-    assert "\\texttt{B\\char124{}y} (2 of 3 seeds near-one-class)" in render_latex(res)
-    assert "Why, at tier paper: <code>B|y</code> (2 of 3 seeds near-one-class)" in report_body(res, None, [], "spec.html")
+    assert f"\\texttt{{B\\char124{{}}y}} (2 of 3 seeds near-one-class; measured: {measured.replace('%', chr(92) + '%')})" \
+        in render_latex(res)
+    assert f"Why, at tier paper: <code>B|y</code> (2 of 3 seeds near-one-class; measured: {measured})" in \
+        report_body(res, None, [], "spec.html")
     # a variant (tier custom) keeps no measured reason of its base tier
     assert spec.with_variant("paper", ["value=3"]).one_class_reason("custom", "B", "y") is None
 
@@ -499,3 +504,23 @@ def test_invalid_one_class_why_names_the_key(reasons, problem):
     with pytest.raises(SpecError) as e:
         parse_spec(raw, "<t>")
     assert f"tiers.reduced.one_class_why.{next(iter(reasons))}" in str(e.value) and problem in str(e.value)
+
+
+def test_the_measured_part_splits_the_sides_and_compares_auc_with_the_other_seeds():
+    from types import SimpleNamespace
+
+    from pubench.report.layout import one_class_measured
+    from pubench.report.oneclass import RECALL_0, RECALL_LOW, SPECIFICITY_0
+
+    nan = float("nan")
+    res = SimpleNamespace(
+        degenerate={("B", "x"): {0: RECALL_0, 1: SPECIFICITY_0}, ("B", "y"): {0: RECALL_LOW, 1: RECALL_0}},
+        rates={("B", "x"): {0: (0.0, nan), 1: (1.0, 0.0), 2: (0.5, 0.8)},
+               ("B", "y"): {0: (0.032, 0.99), 1: (0.0, nan)}},
+        discrimination={("B", "x"): {0: (60.0, 50.0), 1: (70.0, 50.0), 2: (90.0, 65.0)},
+                        ("B", "y"): {0: (None, 51.0), 1: (62.0, 50.0)}})
+    # AUC: the three near seeds that carry one (60, 70, 62) against x's seed 2 (90)
+    assert one_class_measured(res, [("B", "x"), ("B", "y")]) == \
+        "3 recall-side (recall 0.0-3.2%), 1 specificity-side (specificity 0.0%), test AUC 64.0 against 90.0 " \
+        "for the other 1 seed(s)"
+    assert one_class_measured(res, [("B", "y")]) == "2 recall-side (recall 0.0-3.2%), test AUC 62.0 (no other seed)"
