@@ -23,7 +23,8 @@ from pubench.train import checkpoint, prefix_cache
 from tests.conftest import record_reliability, selftest_spec
 from tests.unit.test_checkpoint import in_session, reference, same
 from tests.unit.test_image_tasks import fake_data  # noqa: F401 - a fixture
-from tests.unit.test_reliability import _alive, _children, _cmd, _records, _sleepy_spec, _start_and_wait_for_claims
+from tests.unit.test_reliability import (_alive, _children, _cmd, _finish, _records, _sleepy_spec,
+                                         _start_and_wait_for_claims)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +89,7 @@ def test_a_stopped_runner_keeps_its_claims(tmp_registry):
         assert "0 to run" in second.stdout and not list(folder.glob("*.json"))
     finally:
         os.kill(first.pid, signal.SIGCONT)
-    _, err = first.communicate(timeout=120)
+    _, err = _finish(first, 120)
     assert first.returncode == 0, err
     recs = _records(folder)
     assert len(recs) == 1 and recs[0]["status"] == "ok"
@@ -412,7 +413,7 @@ def test_sighup_is_treated_as_sigterm(tmp_registry):
     kids = _children(proc.pid)
     time.sleep(0.5)
     proc.send_signal(signal.SIGHUP)
-    out, err = proc.communicate(timeout=60)
+    out, err = _finish(proc, 60)
     assert proc.returncode == 128 + signal.SIGHUP and "interrupted (SIGHUP)" in err and "Traceback" not in err, err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
     assert len(failed) == 2 and all("interrupted by" in f["error"]["message"] for f in failed)
@@ -452,7 +453,7 @@ def test_an_ignored_sighup_stays_ignored(tmp_registry, jobs):
     proc, kids, folder = _hup_group(True, jobs, tmp_registry)
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGHUP)
-    out, err = proc.communicate(timeout=180)
+    out, err = _finish(proc, 180)
     assert proc.returncode == 0 and "interrupted" not in err and "Traceback" not in err, err
     recs = _records(folder)
     assert len(recs) == 24 and all(r["status"] == "ok" for r in recs), [r["status"] for r in recs]
@@ -468,7 +469,7 @@ def test_an_ignored_sighup_stays_ignored(tmp_registry, jobs):
 def test_sighup_to_the_group_stops_a_runner_that_did_not_ignore_it(tmp_registry):
     """The same SIGHUP without nohup: the runner and its workers stop cleanly, as for SIGTERM."""
     proc, kids, folder = _hup_group(False, 2, tmp_registry)
-    out, err = proc.communicate(timeout=60)
+    out, err = _finish(proc, 60)
     assert proc.returncode == 128 + signal.SIGHUP and "interrupted (SIGHUP)" in err and "Traceback" not in err, err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
     assert len(failed) == 2 and all("interrupted by" in f["error"]["message"] for f in failed)

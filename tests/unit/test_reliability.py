@@ -97,17 +97,32 @@ def test_two_runners_do_every_job_once_and_share_the_cores(tmp_registry, tmp_pat
         "seconds": round(time.time() - t0, 1)})
 
 
-def _default_sigint() -> None:
-    """A process started with SIGINT ignored keeps it ignored (Python installs no
-    KeyboardInterrupt handler then, and ``pubench run`` honours it, as nohup'd runs should);
-    a test run from such a process (a background job of a shell without job control, as CI
-    may start it) must give its runner the default disposition back."""
+def _default_signals() -> None:
+    """A process started with SIGINT or SIGHUP ignored keeps it ignored (Python installs no
+    KeyboardInterrupt handler then, and ``pubench run`` honours both, as nohup'd runs should);
+    a test run from such a process (a background job of a shell without job control, or a
+    suite started under ``nohup``, as CI may start it) must give its runner the default
+    dispositions back. Under nohup, a runner that kept SIGHUP ignored outlived its test and held
+    the machine's job slots, and the next tests' workers never claimed their jobs."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``proc.communicate(timeout=...)``, but a runner that outlives the timeout is killed before
+    the test fails: left running, it would hold the machine's core slots
+    (pubench/executors/cores.py) and starve the tests after it."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def _start_and_wait_for_claims(cmd, env, folder: Path, n: int, timeout: float = 120, poll: float = 0.05):
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
+                            preexec_fn=_default_signals)
     deadline = time.time() + timeout
     while time.time() < deadline:
         if len(list((folder / ".claims").glob("*.claim"))) >= n:
@@ -147,7 +162,7 @@ def test_sigterm_stops_cleanly_and_records_jobs_in_flight(tmp_registry):
     kids = _children(proc.pid)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = _finish(proc, 60)
     assert proc.returncode == 143, err
     assert "interrupted (SIGTERM)" in err and "Traceback" not in err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
@@ -175,7 +190,7 @@ def test_sigint_in_process_records_the_job_as_interrupted(tmp_registry, delay):
         assert _catches(proc.pid, signal.SIGUSR2), "the runner never installed the job's stop handlers"
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = _finish(proc, 60)
     assert proc.returncode == 130 and "Traceback" not in err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]
     assert len(failed) == 1 and "interrupted by SIGINT" in failed[0]["error"]["message"]
@@ -360,6 +375,6 @@ def test_sigterm_while_verify_waits_for_a_core_is_one_line(tmp_registry, tmp_pat
             time.sleep(0.05)
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = _finish(proc, 60)
     assert proc.returncode == 128 + signal.SIGTERM, (out, err)
     assert "Traceback" not in err and err.strip().startswith("pubench: interrupted (SIGTERM)"), err
