@@ -9,6 +9,8 @@ the same split (:mod:`pubench.report.stats`).
 
 from __future__ import annotations
 
+import functools
+
 import math
 import statistics
 from collections.abc import Hashable, Mapping
@@ -131,10 +133,6 @@ class TableResult:
     degenerate: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)  # cell -> seed -> why
     checks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # claim/column checks, once
     curves: dict[tuple[str, str, str], CurveSeries] = field(default_factory=dict)  # (curve title, row, col)
-
-    def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
-        return self.curves.get((title, row, col))
-    binary: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # cell -> seeds with binary metrics
     #: cell -> seed -> how well its test predictions separate the classes, in %: (the record's AUC or None, the
     #: balanced accuracy its acc/precision/recall give), for ``two_classes`` regime checks
     discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = field(default_factory=dict)
@@ -144,6 +142,14 @@ class TableResult:
     #: (row, col, metric) -> every run of the cell's config at the tier, in every spec that runs it
     #: (:func:`pubench.report.pooled.pooled_spreads`; filled where a store is at hand: write_report, the site)
     pooled: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+    def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
+        return self.curves.get((title, row, col))
+
+    @functools.cached_property
+    def binary(self) -> dict[tuple[str, str], set[int]]:
+        """cell -> the seeds whose records carry binary metrics (the keys of :attr:`rates`)."""
+        return {cell: set(seeds) for cell, seeds in self.rates.items()}
 
     def degenerate_seeds(self, row: str, col: str, metric: str) -> int:
         """How many of the cell's seeds ended as a near-one-class classifier (recall or specificity
@@ -399,7 +405,6 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     dirty = 0
     degenerate: dict[tuple[str, str], dict[int, str]] = {}
     curve_points_: dict[tuple[str, str, str], dict[int, tuple]] = {}
-    binary: dict[tuple[str, str], set[int]] = {}
     discrimination: dict[tuple[str, str], dict[int, tuple[float | None, float]]] = {}
     rates_: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
     for rec in records:
@@ -413,7 +418,6 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
         if why:
             degenerate.setdefault(cell, {})[job["seed_index"]] = why
         if (rates := class_rates(rec["metrics"])) is not None:
-            binary.setdefault(cell, set()).add(job["seed_index"])
             rates_.setdefault(cell, {})[job["seed_index"]] = rates
             discrimination.setdefault(cell, {})[job["seed_index"]] = separation(rec["metrics"], rates)
         for curve in spec.curves:
@@ -435,4 +439,4 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       binary=binary, discrimination=discrimination, rates=rates_)
+                       discrimination=discrimination, rates=rates_)
