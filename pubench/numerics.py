@@ -166,7 +166,8 @@ def check_process(numerics: Numerics) -> None:
 
 
 def apply(numerics: Numerics) -> None:
-    """Set torch's thread counts (and deterministic algorithms) for a job."""
+    """Set torch's thread counts and deterministic algorithms for a job (on the CPU without
+    the NaN fill of new tensors, :data:`torch.utils.deterministic.fill_uninitialized_memory`)."""
     import torch
 
     torch.set_num_threads(numerics.threads)
@@ -175,6 +176,11 @@ def apply(numerics: Numerics) -> None:
     except RuntimeError:  # only settable before the first parallel region; 1 is set at start-up by THREAD_ENV
         pass
     torch.use_deterministic_algorithms(True, warn_only=numerics.device == "cpu")
+    # Deterministic mode also fills every new tensor with NaN (about 8.5% of a CPU job, issue
+    # 61), which only matters to code that reads memory it never wrote; no job does (every
+    # record `pubench verify` reran with it off reproduced bit for bit: docs/performance.md).
+    # Kept on CUDA, where no record has been checked that way.
+    torch.utils.deterministic.fill_uninitialized_memory = numerics.device != "cpu"
 
 
 # ---- what is recorded ---------------------------------------------------------------

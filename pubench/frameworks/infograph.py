@@ -315,7 +315,7 @@ def pretrain(
             "epoch_s": [e.seconds for e in history], "prepare_s": prepare_s}
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def embed(encoder: nn.Module, graphs: list, batch_size: int = 256) -> np.ndarray:
     """Frozen graph embeddings ``(len(graphs), d)`` in the order of ``graphs`` (eval mode)."""
     from torch_geometric.data import Batch

@@ -169,7 +169,8 @@ def determinism() -> dict[str, Any]:
     return {"cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
             "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
-            "deterministic_warn_only": bool(torch.is_deterministic_algorithms_warn_only_enabled())}
+            "deterministic_warn_only": bool(torch.is_deterministic_algorithms_warn_only_enabled()),
+            "fill_uninitialized_memory": bool(torch.utils.deterministic.fill_uninitialized_memory)}
 
 
 def job_info(settings: Settings, device: torch.device | str) -> dict[str, Any]:

@@ -315,7 +315,8 @@ class RandAugment(Augment):
     random resized crop (scale (0.2, 1)) and flip, as PiCO's strong view (which WConPU
     follows) composes them. The ``num_ops`` operations of magnitude ``magnitude`` are
     torchvision's ``RandAugment`` on the uint8 image, drawn with the global RNG forked and
-    seeded from ``generator`` (so a run stays reproducible); one image at a time."""
+    seeded from ``generator`` (so a run stays reproducible): :func:`rand_augment_batch`, the
+    same images as torchvision applied one image at a time, computed a batch at a time."""
 
     config_cls = RandAugmentConfig
 
@@ -327,17 +328,72 @@ class RandAugment(Augment):
     def __call__(self, x: torch.Tensor, generator: torch.Generator, params: dict | None = None) -> torch.Tensor:
         if x.dtype != torch.uint8 or x.dim() != 4:
             raise ValueError(f"augment expects a uint8 (n, C, H, W) batch, got {x.dtype} {tuple(x.shape)}")
-        from torchvision.transforms import v2
-
         n, c, h, w = x.shape
         p = params if params is not None else self.draw(n, h, w, c, generator)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        ra = v2.RandAugment(num_ops=self.cfg.num_ops, magnitude=self.cfg.magnitude)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            xs = torch.stack([ra(img) for img in x.cpu()]).to(x.device)
+        xs = rand_augment_batch(x.cpu(), self.cfg.num_ops, self.cfg.magnitude, seed).to(x.device)
         out = self.crop(xs.float().div_(255.0), p["box"], p["flip"])
         return self.normalize(out)
+
+
+def rand_augment_draws(n: int, num_ops: int, magnitude: int, h: int, w: int, seed: int) -> list[list[tuple[str, float]]]:
+    """The operations torchvision's ``v2.RandAugment(num_ops, magnitude)`` picks for ``n``
+    images of ``h`` x ``w`` called one after another with the global RNG seeded with ``seed``:
+    per image, per operation, ``(name, signed magnitude)``. The same calls in the same order as
+    its ``forward`` (``torch.randint`` for the operation, ``torch.rand`` for the sign of a signed
+    one), with the global RNG forked, so the draws are torchvision's own."""
+    from torchvision.transforms import v2
+
+    ra = v2.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    space = ra._AUGMENTATION_SPACE
+    keys = tuple(space)
+    values = {}
+    for key, (magnitudes_fn, signed) in space.items():
+        mags = magnitudes_fn(ra.num_magnitude_bins, h, w)
+        values[key] = (None if mags is None else float(mags[ra.magnitude]), signed)
+    out = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(n):
+            ops = []
+            for _ in range(num_ops):
+                key = keys[int(torch.randint(len(keys), ()))]
+                value, signed = values[key]
+                if value is None:
+                    value = 0.0
+                elif signed and torch.rand(()) <= 0.5:
+                    value *= -1
+                ops.append((key, value))
+            out.append(ops)
+    return out
+
+
+def rand_augment_batch(x: torch.Tensor, num_ops: int, magnitude: int, seed: int) -> torch.Tensor:
+    """``torch.stack([ra(img) for img in x])`` with ``ra = v2.RandAugment(num_ops, magnitude)``
+    and the global RNG seeded with ``seed`` (forked), bit for bit, without the per-image loop:
+    the draws are replayed (:func:`rand_augment_draws`), then each of the ``num_ops`` rounds
+    applies each (operation, magnitude) once to all the images that drew it, through
+    torchvision's own kernels (each computes every image of a batch on its own pixels only:
+    ``tests/unit/test_augment.py`` checks the equality on random images and seeds)."""
+    from torchvision.transforms import v2
+
+    if x.dtype != torch.uint8 or x.dim() != 4:
+        raise ValueError(f"rand_augment_batch expects a uint8 (n, C, H, W) batch, got {x.dtype} {tuple(x.shape)}")
+    n, _, h, w = x.shape
+    ra = v2.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    draws = rand_augment_draws(n, num_ops, magnitude, h, w, seed)
+    out = x.clone()
+    for round_ in range(num_ops):
+        groups: dict[tuple[str, float], list[int]] = {}
+        for i, ops in enumerate(draws):
+            groups.setdefault(ops[round_], []).append(i)
+        for (key, value), rows in groups.items():
+            if key == "Identity":
+                continue
+            idx = torch.tensor(rows)
+            out[idx] = ra._apply_image_or_video_transform(out[idx], key, value, interpolation=ra.interpolation,
+                                                          fill=ra._fill)
+    return out
 
 
 AUGMENTS.register("randaugment", RandAugment)

@@ -71,6 +71,6 @@ def evaluate_network(model: nn.Module, data: DownstreamData, ctx: JobContext) ->
 def evaluate_head(head: nn.Module, test_features: torch.Tensor, data: DownstreamData, device) -> dict[str, float]:
     """Test metrics of a head on the test split's (already transformed) features."""
     head.eval()
-    with torch.no_grad():
+    with torch.inference_mode():
         out = head(test_features.to(device)).cpu()
     return evaluate_scores(out, data.y_test, data.n_classes)

@@ -328,13 +328,16 @@ def has_batchnorm(module: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
 
 
-@torch.no_grad()
 def predict(fn: Callable[[torch.Tensor], torch.Tensor], n: int, ctx: JobContext, chunk: int = 1024) -> torch.Tensor:
     """``fn(idx)`` over ``range(n)`` in chunks, concatenated on the CPU (with a step cap in
-    ``ctx``: what the cap returns, one chunk's outputs repeated)."""
+    ``ctx``: what the cap returns, one chunk's outputs repeated). The chunks run under
+    ``torch.inference_mode`` (the same kernels as ``no_grad``, less bookkeeping); the result
+    is an ordinary tensor (concatenated outside it), so a caller may train on it."""
     if ctx.cap is not None and n > 0:
-        return ctx.cap.predict(fn, n, chunk)
-    outs = [fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)]
+        with torch.no_grad():
+            return ctx.cap.predict(fn, n, chunk)
+    with torch.inference_mode():
+        outs = [fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)]
     return torch.cat(outs) if outs else torch.zeros(0)
 
 

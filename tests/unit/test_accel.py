@@ -149,7 +149,8 @@ def test_job_info_names_the_cpu_its_peak_memory_and_the_determinism_flags():
     assert info["determinism"] == {"cudnn_deterministic": torch.backends.cudnn.deterministic,
                                    "cudnn_benchmark": torch.backends.cudnn.benchmark,
                                    "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-                                   "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled()}
+                                   "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+                                   "fill_uninitialized_memory": torch.utils.deterministic.fill_uninitialized_memory}
 
 
 @pytest.mark.parametrize("name", ["contrastive_probe", "pu_benchmark"])

@@ -172,3 +172,62 @@ def test_randaugment_deterministic_and_leaves_the_global_rng_alone():
     assert torch.allclose(ident(x, _gen()), A.to_float(x, MEAN3, STD3), atol=1e-5)
     with pytest.raises(ConfigError, match="magnitude"):
         A.build_augment({"name": "randaugment", "magnitude": 31}, MEAN3, STD3)
+
+
+def _torchvision_per_image(x, num_ops, magnitude, seed):
+    """What RandAugment computed before the batched replay: torchvision one image at a time,
+    the global RNG forked and seeded with ``seed``."""
+    from torchvision.transforms import v2
+
+    ra = v2.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.stack([ra(img) for img in x])
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_batched_randaugment_equals_torchvision_per_image_bit_for_bit(trial):
+    """Random images (RGB and grayscale, odd sizes, low-contrast ones for equalize and
+    autocontrast's edge cases) and seeds, WConPU's (2, 9) and PiCO's (3, 15) settings and
+    the extremes of the magnitude: every pixel equal to torchvision's one-image-at-a-time
+    output."""
+    g = torch.Generator().manual_seed(100 + trial)
+    n = int(torch.randint(1, 160, (1,), generator=g))
+    c = 1 if trial % 3 == 0 else 3
+    h, w = (int(v) for v in torch.randint(6, 40, (2,), generator=g))
+    x = torch.randint(0, 256, (n, c, h, w), generator=g, dtype=torch.uint8)
+    if trial % 2:
+        x = (x // 64 + 100).to(torch.uint8)
+    for num_ops, magnitude in ((2, 9), (3, 15), (1, 30), (4, 0), (0, 9)):
+        seed = int(torch.randint(0, 2**62, (1,), generator=g))
+        want = _torchvision_per_image(x, num_ops, magnitude, seed)
+        assert torch.equal(A.rand_augment_batch(x, num_ops, magnitude, seed), want), (num_ops, magnitude)
+
+
+def test_batched_randaugment_draws_are_torchvisions_and_every_operation_is_checked():
+    """Every one of torchvision's 14 operations, with both signs where it has one, comes up
+    in the draws the equality test covers, and the replayed draws leave the global RNG alone."""
+    torch.manual_seed(3)
+    before = torch.rand(1)
+    torch.manual_seed(3)
+    draws = A.rand_augment_draws(400, 3, 15, 32, 32, seed=11)
+    assert torch.equal(torch.rand(1), before)
+    seen = {op for ops in draws for op in ops}
+    names = {name for name, _ in seen}
+    assert len(names) == 14 and {"Identity", "Equalize", "Sharpness", "Rotate", "Posterize"} <= names
+    assert ("Rotate", 15.0) in seen and ("Rotate", -15.0) in seen
+    x = _images(n=400, seed=4)
+    assert torch.equal(A.rand_augment_batch(x, 3, 15, 11), _torchvision_per_image(x, 3, 15, 11))
+
+
+def test_randaugment_view_is_the_per_image_pipelines_view():
+    """The whole key view (RandAugment, then crop, flip and normalisation) is what the
+    one-image-at-a-time pipeline gave for the same generator state."""
+    x = _images(n=64, seed=9)
+    aug = A.build_augment({"name": "randaugment", "num_ops": 2, "magnitude": 9}, MEAN3, STD3)
+    gen = _gen(21)
+    params = aug.draw(64, 32, 32, 3, gen)
+    seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+    want = aug.normalize(aug.crop(_torchvision_per_image(x, 2, 9, seed).float().div_(255.0), params["box"],
+                                  params["flip"]))
+    assert torch.equal(aug(x, _gen(21)), want)

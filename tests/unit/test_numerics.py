@@ -84,6 +84,42 @@ def test_records_name_the_machine_and_numerics(tmp_registry):
     assert rec["job"]["numerics"]["isa"] == "avx2"
 
 
+def test_cpu_jobs_run_without_the_nan_fill_and_cuda_jobs_keep_it():
+    """Deterministic algorithms on for every job; the NaN fill of new tensors (on by default
+    under them) off on the CPU, where the verified records reproduce without it, kept on CUDA;
+    a job's record says which."""
+    import torch
+
+    try:
+        numerics.apply(numerics.resolve())
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.utils.deterministic.fill_uninitialized_memory is False
+        numerics.apply(numerics.resolve(device="cuda"))
+        assert torch.utils.deterministic.fill_uninitialized_memory is True
+        assert torch.isnan(torch.empty(64)).all()  # the fill itself: what CUDA jobs keep
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+
+
+def test_the_worker_runs_a_cpu_job_without_the_nan_fill(tmp_registry):
+    """The job's process gets the profile from the worker (:func:`numerics.apply`), so the
+    setting is in force while the task runs, not only in a test that calls it."""
+    import torch
+
+    from pubench.executors.worker import execute_job
+
+    tmp_registry(selftest_spec())
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        assert execute_job(_jobs()[0], tmp_registry.root / "results") == "ok"
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.utils.deterministic.fill_uninitialized_memory is False
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+
+
 def test_encoder_cache_key_depends_on_numerics():
     from pubench.train.encoder_cache import encoder_key
 
