@@ -45,6 +45,26 @@ def data_root() -> Path:
     return Path(os.environ.get("PUBENCH_DATA") or "data")
 
 
+def cache_root() -> Path:
+    """What pubench derives and may rebuild at any time (``$PUBENCH_CACHE``, default
+    ``<home>/.cache``): parsed specs, encoders, preflight figures, decoded data."""
+    return Path(os.environ.get("PUBENCH_CACHE") or project_root() / ".cache")
+
+
+def data_cache(root: str | Path) -> Path:
+    """Where the decoded copies of the data sets under the data root ``root`` are kept:
+    ``$PUBENCH_DATA_CACHE`` (the test suite's own folder), default ``<cache>/data``, then one
+    folder per data root (the hash of its resolved path, whose name it keeps beside it), never
+    inside the data root: a root several users or nodes share read-only must work, and a
+    loader must not write 300 MB into it."""
+    import hashlib
+
+    base = Path(os.environ.get("PUBENCH_DATA_CACHE") or cache_root() / "data")
+    resolved = str(Path(root).resolve())
+    tail = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(resolved).name)[:40] or "root"
+    return base / f"{tail}-{hashlib.sha256(resolved.encode()).hexdigest()[:12]}"
+
+
 def measurements_root() -> Path:
     """The measured figures committed with the code (preflight, gpu-check, packing JSONs):
     ``benchmarks/results/`` of the project; what a fresh clone estimates from."""

@@ -201,6 +201,8 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["PUBENCH_TEST_RELIABILITY"] = tempfile.mkdtemp(prefix="pubench-test-reliability-")
+        # decoded data of the tests' data roots: a folder of the session's, not the project's cache
+        os.environ["PUBENCH_DATA_CACHE"] = tempfile.mkdtemp(prefix="pubench-test-data-cache-")
         # the thorough generated inputs' seed (tests/fuzzing.py): one for the session, its workers included
         os.environ.setdefault("PUBENCH_FUZZ_SEED", str(FUZZ_CI_SEED))  # CI repeats one seed; the nightly moves it daily
 

@@ -4,19 +4,34 @@ Registered in :data:`pubench.data.DATASETS` under ``ptc_mr``, ``enzymes``, ``dd`
 ``reddit_binary``, ``mutag``, ``proteins``, ``nci1``, ``imdb_binary``; each entry is a
 :class:`GraphDatasetSpec` whose ``load(root=None)`` returns a :class:`GraphSet`.
 
-Where the files are looked for, under the data root (``$PUBENCH_DATA``, default ``./data``):
+Each data set is read one way, the way ``pubench prepare --from ../shared/data`` lays it out
+(:attr:`GraphDatasetSpec.reads`), so a data root gives the numbers of every other root with
+the same files. Where the files are looked for, under the data root (``$PUBENCH_DATA``,
+default ``./data``):
 
-1. ``<root>/tu/<NAME>/<NAME>_A.txt``, ``_graph_indicator.txt``, ``_graph_labels.txt``
-   (``_node_labels.txt`` where the data set has node labels): the TU raw format, read
-   with torch-geometric's TU reader as its ``TUDataset`` reads it (processed cache, written
-   and read by pubench with ``weights_only=True``: ``<root>/processed/tu/<NAME>/<hash>/``);
-2. else ``<root>/gin/<GIN_NAME>/<GIN_NAME>.txt``: the GIN / DGCNN text format (first line
-   the number of graphs; per graph a line ``n label`` then ``n`` lines
-   ``tag degree nbr_1 ... nbr_degree [attributes]``, 0-based neighbours), read by
-   :func:`read_gin_txt` (processed cache ``<root>/processed/gin/<NAME>/<hash>/``).
+1. ``reads == "tu"`` (all but REDDIT-BINARY): ``<root>/tu/<NAME>/<NAME>_A.txt``,
+   ``_graph_indicator.txt``, ``_graph_labels.txt`` (``_node_labels.txt`` where the data set
+   has node labels): the TU raw format, read with torch-geometric's TU reader as its
+   ``TUDataset`` reads it. A folder laid out like ``../shared/data`` itself, whose ``tu/DD``
+   lacks ``DD_A.txt`` and holds it as ``tu_reconstructed/DD/DD_A.txt.gz``, is read the same
+   way (the adjacency unpacked into the cache folder): what ``pubench prepare`` would copy.
+   A GIN-format file is not read in their place: DD's GIN copy numbers its node labels
+   otherwise (82 one-hot columns for TU's 89) and MUTAG's orders its graphs otherwise, so it
+   gives other numbers (DD InfoGraph: 77.76 where the TU copy gives 75.47); the loader
+   refuses it, naming the files and the ``pubench prepare NAME --from ../shared/data``
+   command (``pubench run`` stops with that line, exit status 2);
+2. ``reads == "gin"`` (REDDIT-BINARY, of which no TU copy exists here):
+   ``<root>/gin/<GIN_NAME>/<GIN_NAME>.txt``, the GIN / DGCNN text format (first line the
+   number of graphs; per graph a line ``n label`` then ``n`` lines ``tag degree nbr_1 ...
+   nbr_degree [attributes]``, 0-based neighbours), read by :func:`read_gin_txt`.
+
+The processed graphs are cached by pubench (written and read with ``weights_only=True``) in
+the cache folder, never in the data root (a root shared read-only must work):
+``<data cache>/graphs/<format>/<NAME>/<hash>/data.pt`` (:func:`pubench.paths.data_cache`); a
+cache an older version wrote into ``<root>/processed/<format>/<NAME>/<hash>/`` is still read.
 
 Nothing is downloaded: on a miss the error names the files to place and the
-``pubench prepare --from ../shared/data`` command. :func:`prepare_graphs` copies the
+``pubench prepare NAME --from ../shared/data`` command. :func:`prepare_graphs` copies the
 files from a folder laid out like ``../shared/data`` (see its ``MANIFEST.md``).
 
 Preprocessing (identical for both formats): self-loops removed, edges coalesced (each
@@ -40,6 +55,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import tempfile
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -61,6 +77,7 @@ LOADER_VERSION = 2  # bump when the cached processed data would change (2: TU se
 ONE_HOT_DEGREE_MAX = 1000  # HCL's rule: one-hot degree below this max degree, else standardized
 FEATURES = ("auto", "degree", "constant")
 PREPARE_HINT = "pubench prepare --from ../shared/data"
+READS = ("tu", "gin")
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,7 @@ class GraphDatasetSpec(Dataset):
     edges: int  # undirected edges (unique {u, v}, no self-loops)
     class_counts: tuple[int, ...]  # per class 0..C-1 after the sorted relabelling
     node_labels: bool  # the data set has discrete node labels
+    reads: str = "tu"  # the one format it is read from: "tu" (TU raw) or "gin" (GIN text), module docstring
 
     @property
     def num_classes(self) -> int:
@@ -106,7 +124,7 @@ SPECS: dict[str, GraphDatasetSpec] = {
         GraphDatasetSpec("dd", "DD", "DD", 1178, 334925, 843046, (691, 487), True),
         GraphDatasetSpec("imdb_binary", "IMDB-BINARY", "IMDBBINARY", 1000, 19773, 96531, (500, 500), False),
         GraphDatasetSpec("reddit_binary", "REDDIT-BINARY", "REDDIT-BINARY", 2000, 859254, 995508,
-                         (1000, 1000), False),
+                         (1000, 1000), False, reads="gin"),
     ]
 }
 
@@ -151,43 +169,100 @@ def gin_file(spec: GraphDatasetSpec, root: Path) -> Path:
     return root / "gin" / spec.gin_name / f"{spec.gin_name}.txt"
 
 
-def find_source(spec: GraphDatasetSpec, root: Path) -> tuple[str, Path]:
-    """``("tu", folder)`` or ``("gin", file)``; FileNotFoundError naming what to place."""
+def reconstructed_adjacency(spec: GraphDatasetSpec, root: Path) -> Path:
+    """``<root>/tu_reconstructed/<NAME>/<NAME>_A.txt.gz``: the layout of ``../shared/data``, where
+    DD's adjacency exists only gzipped (``MANIFEST.md``)."""
+    return root / "tu_reconstructed" / spec.tu_name / f"{spec.tu_name}_A.txt.gz"
+
+
+def prepare_hint(spec: GraphDatasetSpec) -> str:
+    return f"pubench prepare {spec.name} --from ../shared/data"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a data set's files are: its format, the folder (TU) or file (GIN), and for a TU
+    folder without its ``_A.txt`` the gzipped adjacency read in its place."""
+
+    kind: str
+    path: Path
+    adjacency_gz: Path | None = None
+
+    def __iter__(self):  # (kind, path), as find_source returned before
+        return iter((self.kind, self.path))
+
+
+def find_source(spec: GraphDatasetSpec, root: Path) -> Source:
+    """The files ``spec`` is read from under ``root`` (module docstring); FileNotFoundError
+    naming what to place where, and the command that places it, when they are not there."""
+    if spec.reads == "gin":
+        txt = gin_file(spec, root)
+        if txt.is_file():
+            return Source("gin", txt)
+        raise FileNotFoundError(
+            f"graph data set {spec.name!r} ({spec.tu_name}) is read from its GIN-format file, not found under "
+            f"{root}: place {txt} (`{prepare_hint(spec)}` puts it there; data root = $PUBENCH_DATA, default "
+            f"./data). Nothing is downloaded.")
     folder = tu_folder(spec, root)
-    if all((folder / f).is_file() for f in tu_required_files(spec)):
-        return "tu", folder
+    required = tu_required_files(spec)
+    missing = [f for f in required if not (folder / f).is_file()]
+    if not missing:
+        return Source("tu", folder)
+    gz = reconstructed_adjacency(spec, root)
+    if missing == [f"{spec.tu_name}_A.txt"] and gz.is_file():
+        return Source("tu", folder, gz)
     txt = gin_file(spec, root)
-    if txt.is_file():
-        return "gin", txt
-    missing = [f for f in tu_required_files(spec) if not (folder / f).is_file()]
+    other = (f"; the GIN-format file {txt} here is not read in their place: it gives {spec.name} other node "
+             "features or graph order, hence other numbers" if txt.is_file() else "")
     raise FileNotFoundError(
-        f"graph data set {spec.name!r} ({spec.tu_name}) not found under {root}: place the TU raw "
-        f"files {', '.join(tu_required_files(spec))} in {folder}/ (missing: {', '.join(missing)}), "
-        f"or the GIN-format file {txt}; on this project's machines run `{PREPARE_HINT}` "
-        f"(data root = $PUBENCH_DATA, default ./data). Nothing is downloaded."
+        f"graph data set {spec.name!r} ({spec.tu_name}) is read from its TU raw files, not found under {root}: "
+        f"place {', '.join(required)} in {folder}/ (missing: {', '.join(missing)}; `{prepare_hint(spec)}` puts "
+        f"them there{other}; data root = $PUBENCH_DATA, default ./data). Nothing is downloaded."
     )
 
 
 # ------------------------------------------------------------------ readers
-def _tu_processed(spec: GraphDatasetSpec, folder: Path, cache: Path) -> tuple[list, bool]:
-    """The graphs of TU raw files in ``folder`` as torch-geometric's ``TUDataset`` gives them
-    (its reader; continuous node and edge attributes dropped, as with ``use_node_attr=False``)
-    and whether they have node labels. Cached by pubench, not by ``TUDataset``: its processed
-    folder is read with ``torch.load(weights_only=False)`` (``pre_transform.pt``) and falls back
-    to it for a file ``weights_only`` refuses, so a planted file there would run code."""
+def _tu_processed(spec: GraphDatasetSpec, source: Source, caches: list[Path]) -> tuple[list, bool]:
+    """The graphs of TU raw files in ``source``'s folder as torch-geometric's ``TUDataset``
+    gives them (its reader; continuous node and edge attributes dropped, as with
+    ``use_node_attr=False``) and whether they have node labels. Cached by pubench, not by
+    ``TUDataset``: its processed folder is read with ``torch.load(weights_only=False)``
+    (``pre_transform.pt``) and falls back to it for a file ``weights_only`` refuses, so a
+    planted file there would run code. ``caches``: where to look, the first also where to write."""
     from torch_geometric.io import read_tu_data
 
-    cached = _read_processed(cache)
-    if cached is not None and isinstance(cached[1].get("num_node_labels"), int):
-        graphs, sizes = cached
-        return graphs, sizes["num_node_labels"] > 0
-    data, slices, sizes = read_tu_data(str(folder), spec.tu_name)
+    for cache in caches:
+        cached = _read_processed(cache)
+        if cached is not None and isinstance(cached[1].get("num_node_labels"), int):
+            graphs, sizes = cached
+            return graphs, sizes["num_node_labels"] > 0
+    if source.adjacency_gz is None:
+        data, slices, sizes = read_tu_data(str(source.path), spec.tu_name)
+    else:
+        with tempfile.TemporaryDirectory(dir=_mkdirs(caches[0].parent)) as tmp:
+            raw = _with_adjacency(spec, source, Path(tmp))
+            data, slices, sizes = read_tu_data(str(raw), spec.tu_name)
     if data.x is not None:  # attributes come before the one-hot labels
         data.x = data.x[:, sizes["num_node_attributes"]:]
     if data.edge_attr is not None:
         data.edge_attr = data.edge_attr[:, sizes["num_edge_attributes"]:]
-    _write_processed(cache, data, slices, sizes)
+    _write_processed(caches[0], data, slices, sizes)
     return _separate(data, slices), sizes["num_node_labels"] > 0
+
+
+def _mkdirs(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _with_adjacency(spec: GraphDatasetSpec, source: Source, tmp: Path) -> Path:
+    """A folder in ``tmp`` with the TU files of ``source`` (linked) and the ``_A.txt`` unpacked
+    from its gzipped copy: the files ``pubench prepare`` would copy, read from where they are."""
+    for f in source.path.glob("*.txt"):  # every file the TU reader looks for, optional ones included
+        (tmp / f.name).symlink_to(f.resolve())
+    with gzip.open(source.adjacency_gz, "rb") as fin, open(tmp / f"{spec.tu_name}_A.txt", "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    return tmp
 
 
 def _separate(data, slices: dict) -> list:
@@ -217,7 +292,7 @@ def _write_processed(cache: Path, data, slices: dict, sizes: dict[str, int] | No
     try:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write(cache / "data.pt", lambda f: torch.save(blob, f), binary=True)
-    except OSError:  # a read-only data root only costs the cache
+    except OSError:  # a cache folder that cannot be written only costs the cache
         pass
 
 
@@ -283,16 +358,17 @@ def relabel(graphs: list) -> list[int]:
     return raw
 
 
-def _gin_processed(spec: GraphDatasetSpec, txt: Path, cache: Path) -> list:
+def _gin_processed(spec: GraphDatasetSpec, txt: Path, caches: list[Path]) -> list:
     from torch_geometric.data import InMemoryDataset
 
-    cached = _read_processed(cache)
-    if cached is not None:
-        return cached[0]
+    for cache in caches:
+        cached = _read_processed(cache)
+        if cached is not None:
+            return cached[0]
     graphs = read_gin_txt(txt)
     relabel(graphs)
     data, slices = InMemoryDataset.collate(graphs)
-    _write_processed(cache, data, slices)
+    _write_processed(caches[0], data, slices)
     return graphs
 
 
@@ -329,15 +405,17 @@ def load_graphs(name: str, root: str | Path | None = None, *, features: str = "a
         raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
     spec = SPECS[name]
     root = _root(root)
-    kind, where = find_source(spec, root)
-    key = config_hash({"format": kind, "name": spec.tu_name, "loader_version": LOADER_VERSION})
-    cache = root / "processed" / kind / spec.tu_name / key
+    source = find_source(spec, root)
+    kind, where = source.kind, source.path
+    caches = processed_caches(spec, root, kind)
     if kind == "tu":
-        graphs, has_labels = _tu_processed(spec, where, cache)
+        graphs, has_labels = _tu_processed(spec, source, caches)
     else:
-        graphs = _gin_processed(spec, where, cache)
+        graphs = _gin_processed(spec, where, caches)
         has_labels = spec.node_labels
     info: dict[str, Any] = {"source": kind, "path": str(where)}
+    if source.adjacency_gz is not None:
+        info["adjacency"] = str(source.adjacency_gz)
     if features == "auto" and has_labels:
         for g in graphs:
             g.x = g.x.float()
@@ -350,6 +428,16 @@ def load_graphs(name: str, root: str | Path | None = None, *, features: str = "a
     num_classes = max(counts) + 1
     info.update(graphs=len(graphs), class_counts=[counts.get(k, 0) for k in range(num_classes)])
     return GraphSet(spec.name, graphs, int(graphs[0].x.shape[1]), num_classes, info)
+
+
+def processed_caches(spec: GraphDatasetSpec, root: Path, kind: str) -> list[Path]:
+    """Where the processed graphs are looked for: the data root's folder in the cache (written
+    there), then ``<root>/processed/`` (an older version's cache; read only)."""
+    from pubench.paths import data_cache
+
+    key = config_hash({"format": kind, "name": spec.tu_name, "loader_version": LOADER_VERSION})
+    rel = Path(kind) / spec.tu_name / key
+    return [data_cache(root) / "graphs" / rel, root / "processed" / rel]
 
 
 def dataset_stats(gs: GraphSet) -> dict[str, Any]:
@@ -376,13 +464,13 @@ def prepare_graphs(source: Path, root: Path, names: list[str] | None = None) -> 
     ``tu/<NAME>/*.txt`` (TU raw), ``tu_reconstructed/DD/DD_A.txt.gz`` (DD's adjacency,
     missing from ``tu/DD``; gunzipped here into ``<root>/tu/DD/DD_A.txt``) and
     ``gin/<NAME>/<NAME>.txt`` (GIN format, the only copy of REDDIT-BINARY). For each data
-    set (``names``, default all registered graph sets) the TU files are copied when
-    complete, else the GIN file; then the set is loaded (which builds the processed
-    cache under ``<root>/processed/``) and its graph, node, edge and class counts are
+    set (``names``, default all registered graph sets) the files of the one format it is
+    read from (:attr:`GraphDatasetSpec.reads`) are copied; then the set is loaded (which
+    builds the processed cache in the cache folder) and its graph, node, edge and class counts are
     checked against the published statistics. Files already in place with the same size
     are kept. Returns one line per data set (``"<name>: ok (...)"``); raises
-    ``FileNotFoundError`` when a data set is in neither format and ``ValueError`` when
-    the counts disagree.
+    ``FileNotFoundError`` when the files of its format are in neither folder and
+    ``ValueError`` when the counts disagree.
     """
     source, root = Path(source), Path(root)
     lines = []
@@ -391,10 +479,10 @@ def prepare_graphs(source: Path, root: Path, names: list[str] | None = None) -> 
         src_tu = source / "tu" / spec.tu_name
         dst_tu = root / "tu" / spec.tu_name
         copied = []
-        if src_tu.is_dir():
+        if spec.reads == "tu" and src_tu.is_dir():
             for f in sorted(src_tu.glob("*.txt")):
                 copied += _copy(f, dst_tu / f.name)
-            gz = source / "tu_reconstructed" / spec.tu_name / f"{spec.tu_name}_A.txt.gz"
+            gz = reconstructed_adjacency(spec, source)
             target = dst_tu / f"{spec.tu_name}_A.txt"
             if gz.is_file() and not target.is_file():
                 dst_tu.mkdir(parents=True, exist_ok=True)
@@ -403,7 +491,7 @@ def prepare_graphs(source: Path, root: Path, names: list[str] | None = None) -> 
                     shutil.copyfileobj(fin, fout)
                 tmp.replace(target)
                 copied.append(target.name)
-        if not all((dst_tu / f).is_file() for f in tu_required_files(spec)):
+        if spec.reads == "gin":
             src_gin = source / "gin" / spec.gin_name / f"{spec.gin_name}.txt"
             if src_gin.is_file():
                 copied += _copy(src_gin, gin_file(spec, root))

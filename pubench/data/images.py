@@ -25,10 +25,13 @@ Where the files are looked for, under the data root ``root`` (``$PUBENCH_DATA``,
 Loading never downloads: an offline miss raises :class:`FileNotFoundError` naming the
 files to place, where, and the ``pubench prepare`` command that fills them
 (:mod:`pubench.data.prepare`; it may download when online). The first load of a
-(data set, split) converts the files to an :class:`ImageSet` and caches it as
-``<root>/processed/<name>-<split>-<hash>.pt`` (hash of the preprocessing parameters and
-:data:`CACHE_VERSION`); later loads read that file (well under a second). Delete
-``<root>/processed/`` to rebuild.
+(data set, split) converts the files to an :class:`ImageSet` and caches it in the cache
+folder, never in the data root (which may be shared read-only):
+``<data cache>/<name>-<split>-<hash>.pt`` (:func:`pubench.paths.data_cache`: ``$PUBENCH_CACHE/data/``,
+a folder per data root; hash of the preprocessing parameters and :data:`CACHE_VERSION`);
+later loads read that file (well under a second). A cache that an older version wrote into
+``<root>/processed/`` under the same name is still read, never written. Delete the cache
+folder to rebuild.
 
 Splits: ``train`` and ``test`` (``train`` and ``val`` for ``imagenet`` and
 ``imagewoof_imagenette``, their release's names); ``stl10`` also ``unlabeled`` (100,000 images,
@@ -613,11 +616,33 @@ for _d in _ALL:
 
 
 # ---------------------------------------------------------------------------- loading
-def cache_path(name: str, split: str, root: str | Path | None = None) -> Path:
-    """``<root>/processed/<name>-<split>-<hash>.pt``; the hash covers the preprocessing."""
+def cache_name(name: str, split: str) -> str:
+    """``<name>-<split>-<hash>.pt``; the hash covers the preprocessing."""
     ds = _dataset(name)
     key = {"name": name, "split": split, "version": CACHE_VERSION, "layout": "uint8 NCHW", **ds.params}
-    return _root(root) / "processed" / f"{name}-{split.replace('+', '_')}-{config_hash(key, 12)}.pt"
+    return f"{name}-{split.replace('+', '_')}-{config_hash(key, 12)}.pt"
+
+
+def cache_path(name: str, split: str, root: str | Path | None = None) -> Path:
+    """Where a load writes the decoded split: the data root's folder in the cache
+    (:func:`pubench.paths.data_cache`), never the data root."""
+    from pubench.paths import data_cache
+
+    return data_cache(_root(root)) / cache_name(name, split)
+
+
+def root_cache_path(name: str, split: str, root: str | Path | None = None) -> Path:
+    """``<root>/processed/<name>-<split>-<hash>.pt``: where older versions wrote the cache (still
+    read, never written; a synthetic data root of ``paper_cell`` is made that way)."""
+    return _root(root) / "processed" / cache_name(name, split)
+
+
+def cached(name: str, split: str, root: str | Path | None = None) -> Path | None:
+    """The decoded split's file when there is one (the cache folder's, else the data root's)."""
+    for path in (cache_path(name, split, root), root_cache_path(name, split, root)):
+        if path.is_file():
+            return path
+    return None
 
 
 def _dataset(name: str) -> ImageDataset:
@@ -641,7 +666,7 @@ def missing_message(ds: ImageDataset, split: str, root: Path, missing: list[File
 def availability(name: str, split: str = "train", root: str | Path | None = None) -> str | None:
     """None when ``load_images(name, split, root)`` will find its data, else why not."""
     ds, root = _dataset(name), _root(root)
-    if cache_path(name, split, root).is_file():
+    if cached(name, split, root) is not None:
         return None
     missing = ds.missing(split, root)
     return missing_message(ds, split, root, missing) if missing else None
@@ -652,25 +677,25 @@ def load_images(name: str, split: str = "train", root: str | Path | None = None)
     ds, root = _dataset(name), _root(root)
     if split not in ds.splits:
         raise ValueError(f"{name} has splits {list(ds.splits)}, not {split!r}")
-    cache = cache_path(name, split, root)
-    if cache.is_file():
-        try:
-            d = torch.load(cache, weights_only=True)
-            return ImageSet(d["x"], d["y"], list(d["classes"]), d["source"])
-        except Exception:  # noqa: BLE001 - a damaged cache is rebuilt below
-            pass
+    for cache in (cache_path(name, split, root), root_cache_path(name, split, root)):
+        if cache.is_file():
+            try:
+                d = torch.load(cache, weights_only=True)
+                return ImageSet(d["x"], d["y"], list(d["classes"]), d["source"])
+            except Exception:  # noqa: BLE001 - a damaged cache is rebuilt below
+                pass
     missing = ds.missing(split, root)
     if missing:
         raise FileNotFoundError(missing_message(ds, split, root, missing))
     x, y, classes = ds.reader(root, split)
     images = ImageSet(torch.from_numpy(np.require(x, np.uint8, ["C", "W"])),
                       torch.from_numpy(np.require(y, np.int64, ["C", "W"])), list(classes), ds.source)
-    _save_cache(cache, images)
+    _save_cache(cache_path(name, split, root), images)
     return images
 
 
 def _save_cache(path: Path, images: ImageSet) -> None:
-    """Atomic write; a read-only data root only costs the cache."""
+    """Atomic write; a cache folder that cannot be written only costs the cache."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=path.parent)

@@ -12,8 +12,9 @@ For every requested data set (default: all image data sets, SST-2 and, when
    (``cifar-10-python.tar.gz``, ...) is unpacked;
 3. downloads what is still missing through torchvision, only when online (never in
    ``--check`` mode; set ``PUBENCH_OFFLINE=1`` to forbid it);
-4. loads every split once, which writes the ``<root>/processed/*.pt`` caches (the JPEG
-   copy of CIFAR-10 is decoded here, ~10 s) and checks the number of images.
+4. loads every split once, which writes the decoded caches into the cache folder, not the
+   data root (:func:`pubench.paths.data_cache`; the JPEG copy of CIFAR-10 is decoded here,
+   ~10 s) and checks the number of images.
 
 It is idempotent (files already in place and valid are kept) and prints one table row per
 data set: ``present`` / ``copied`` / ``downloaded`` / ``missing`` (with the reason and what
@@ -31,7 +32,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pubench.data.images import DATASETS_BY_NAME, FileSpec, ImageDataset, cache_path, load_images
+from pubench.data.images import DATASETS_BY_NAME, FileSpec, ImageDataset, cached, load_images
 from pubench.data.text import TEXT_DATASETS, GlueTextDataset
 from pubench.errors import PubenchError
 
@@ -191,7 +192,7 @@ def _prepare_image(ds: ImageDataset, root: Path, source: Path | None, check_only
     sizes = []
     for s in ds.prepare_splits:
         if check_only:
-            sizes.append(f"{s} cached" if cache_path(ds.name, s, root).is_file() else f"{s} not cached yet")
+            sizes.append(f"{s} cached" if cached(ds.name, s, root) is not None else f"{s} not cached yet")
             continue
         n = len(load_images(ds.name, s, root))
         want = ds.sizes.get(s)

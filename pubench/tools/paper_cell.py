@@ -47,7 +47,7 @@ from pubench.train.context import StepCap
 def synthetic_root(names: list[str]) -> Path:
     """A temporary data root with random images of each named data set (processed caches;
     the stand-ins of ``pubench preflight``: :mod:`pubench.preflight.standins`)."""
-    from pubench.data.images import _save_cache, cache_path
+    from pubench.data.images import _save_cache, root_cache_path
     from pubench.preflight.standins import IMAGE_SETS, synthetic_images
 
     root = Path(tempfile.mkdtemp(prefix="pubench-synthetic-"))
@@ -55,7 +55,7 @@ def synthetic_root(names: list[str]) -> Path:
         if name not in IMAGE_SETS:
             raise SystemExit(f"paper_cell: --synthetic knows {', '.join(IMAGE_SETS)}, not {name!r}")
         for split in IMAGE_SETS[name].splits:
-            _save_cache(cache_path(name, split, root), synthetic_images(name, split))
+            _save_cache(root_cache_path(name, split, root), synthetic_images(name, split))  # goes with the root
     return root
 
 

@@ -12,7 +12,9 @@ import torch
 
 from pubench.data import DATASETS
 from pubench.data import images as im
-from pubench.data.images import ImageSet, availability, cache_path, concat_images, load_images, read_idx
+from pubench.data.images import (ImageSet, availability, cache_path, concat_images, load_images, read_idx,
+                                  root_cache_path)
+from pubench.paths import data_cache
 
 NAMES = ["mnist", "fashion_mnist", "cifar10", "cifar10_jpeg", "cifar100", "stl10", "svhn"]
 
@@ -108,7 +110,8 @@ def test_mnist_format_loader_and_cache(tmp_path, monkeypatch, name, folder):
     t = DATASETS.get(name)("test", tmp_path)
     assert t.x.shape == (10, 1, 28, 28)
     cache = cache_path(name, "train", tmp_path)
-    assert cache.is_file() and cache.parent == tmp_path / "processed" and cache.name.startswith(f"{name}-train-")
+    assert cache.is_file() and cache.parent == data_cache(tmp_path) and cache.name.startswith(f"{name}-train-")
+    assert not (tmp_path / "processed").exists()  # never into the data root
 
     # cache hit: the raw files are not read again
     def boom(*a, **k):
@@ -123,6 +126,18 @@ def test_mnist_uncompressed_files_work(tmp_path):
     data = fake_mnist(tmp_path, gz=False)
     s = load_images("mnist", "test", tmp_path)
     assert np.array_equal(s.x[:, 0].numpy(), data["t10k"][0])
+
+
+def test_a_cache_an_older_version_left_in_the_data_root_is_read_not_written(tmp_path, monkeypatch):
+    fake_mnist(tmp_path)
+    first = load_images("mnist", "train", tmp_path)
+    legacy = root_cache_path("mnist", "train", tmp_path)
+    legacy.parent.mkdir()
+    cache_path("mnist", "train", tmp_path).rename(legacy)
+    monkeypatch.setattr(im, "read_idx", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded again")))
+    assert availability("mnist", "train", tmp_path) is None
+    assert torch.equal(load_images("mnist", "train", tmp_path).x, first.x)
+    assert not cache_path("mnist", "train", tmp_path).exists()
 
 
 def test_damaged_cache_is_rebuilt(tmp_path):

@@ -11,6 +11,7 @@ import torch
 
 import pubench.data.graphs as G
 from pubench.data import DATASETS
+from pubench.paths import data_cache
 
 # Three tiny graphs. Graph 0: triangle 0-1-2 plus a self-loop on 0 (dropped);
 # graph 1: path 3-4; graph 2: a star 5-(6, 7, 8). Node labels 1..3, graph labels -1 / 1.
@@ -22,8 +23,8 @@ SELF_LOOPS = [(1, 1)]
 EXPECTED_EDGES = {0: {(0, 1), (1, 2), (0, 2)}, 1: {(0, 1)}, 2: {(0, 1), (0, 2), (0, 3)}}  # local, undirected
 
 
-def tiny_spec(name="tiny", node_labels=True, graphs=3, nodes=9, edges=7, classes=(1, 2)):
-    return G.GraphDatasetSpec(name, "TINY", "TINY", graphs, nodes, edges, classes, node_labels)
+def tiny_spec(name="tiny", node_labels=True, graphs=3, nodes=9, edges=7, classes=(1, 2), reads="tu"):
+    return G.GraphDatasetSpec(name, "TINY", "TINY", graphs, nodes, edges, classes, node_labels, reads)
 
 
 def write_tu(folder: Path, prefix="TINY", node_labels=True) -> Path:
@@ -88,12 +89,13 @@ def test_tu_reader(tmp_path, tiny):
     gs = G.load_graphs("tiny", tmp_path)
     assert gs.info["source"] == "tu"
     check_tiny(gs)
-    caches = list((tmp_path / "processed" / "tu" / "TINY").iterdir())
-    assert len(caches) == 1 and (caches[0] / "data.pt").is_file()  # <root>/processed/tu/NAME/<hash>/
+    caches = list((data_cache(tmp_path) / "graphs" / "tu" / "TINY").iterdir())
+    assert len(caches) == 1 and (caches[0] / "data.pt").is_file()  # <data cache>/graphs/tu/NAME/<hash>/
+    assert not (tmp_path / "processed").exists()  # nothing written into the data root
 
 
 def test_gin_reader(tmp_path, tiny):
-    tiny()
+    tiny(reads="gin")
     write_gin(tmp_path / "gin" / "TINY" / "TINY.txt")
     gs = G.load_graphs("tiny", tmp_path)
     assert gs.info["source"] == "gin"
@@ -106,18 +108,59 @@ def test_gin_reader(tmp_path, tiny):
 def test_tu_and_gin_agree(tmp_path, tiny):
     tiny()
     write_tu(tmp_path / "a" / "tu" / "TINY")
+    a = G.load_graphs("tiny", tmp_path / "a")
+    tiny(reads="gin")
     write_gin(tmp_path / "b" / "gin" / "TINY" / "TINY.txt")
-    a, b = G.load_graphs("tiny", tmp_path / "a"), G.load_graphs("tiny", tmp_path / "b")
+    b = G.load_graphs("tiny", tmp_path / "b")
     for ga, gb in zip(a.graphs, b.graphs):
         assert torch.equal(ga.edge_index, gb.edge_index) and torch.equal(ga.x, gb.x) and torch.equal(ga.y, gb.y)
     assert G.check_against_published(a) == []
 
 
-def test_tu_preferred_over_gin(tmp_path, tiny):
+def test_a_data_set_is_read_from_its_one_format_only(tmp_path, tiny):
+    """A TU data set never falls back to a GIN file (DD's GIN copy gives other numbers), and
+    the refusal names the files and the command that puts them there; REDDIT-BINARY's format
+    is GIN."""
     tiny()
-    write_tu(tmp_path / "tu" / "TINY")
     write_gin(tmp_path / "gin" / "TINY" / "TINY.txt")
+    with pytest.raises(FileNotFoundError) as e:
+        G.load_graphs("tiny", tmp_path)
+    msg = str(e.value)
+    assert "read from its TU raw files" in msg and "TINY_A.txt" in msg and "pubench prepare tiny --from" in msg
+    assert "TINY.txt here is not read in their place" in msg and "\n" not in msg
+    write_tu(tmp_path / "tu" / "TINY")
     assert G.load_graphs("tiny", tmp_path).info["source"] == "tu"
+    assert G.SPECS["reddit_binary"].reads == "gin" and {s.reads for n, s in G.SPECS.items() if n != "reddit_binary"} \
+        == {"tu"}
+    tiny(reads="gin")
+    with pytest.raises(FileNotFoundError, match="read from its GIN-format file"):
+        G.load_graphs("tiny", tmp_path / "nothing")
+
+
+def test_a_raw_folder_with_the_gzipped_adjacency_reads_as_the_prepared_copy(tmp_path, tiny):
+    """../shared/data's layout (DD: ``tu/DD`` without ``DD_A.txt``, the adjacency in
+    ``tu_reconstructed/``, a GIN copy beside it) as the data root: read from the TU files and
+    the unpacked adjacency, the graphs the prepared copy gives, and nothing written there."""
+    tiny()
+    raw = tmp_path / "raw"
+    write_tu(raw / "tu" / "TINY")
+    a = raw / "tu" / "TINY" / "TINY_A.txt"
+    gz = raw / "tu_reconstructed" / "TINY" / "TINY_A.txt.gz"
+    gz.parent.mkdir(parents=True)
+    gz.write_bytes(gzip.compress(a.read_bytes()))
+    a.unlink()
+    write_gin(raw / "gin" / "TINY" / "TINY.txt")
+    before = sorted(p.relative_to(raw) for p in raw.rglob("*"))
+    direct = G.load_graphs("tiny", raw)
+    assert direct.info["source"] == "tu" and direct.info["adjacency"] == str(gz)
+    check_tiny(direct)
+    G.prepare_graphs(raw, tmp_path / "prepared", ["tiny"])
+    prepared = G.load_graphs("tiny", tmp_path / "prepared")
+    for ga, gb in zip(direct.graphs, prepared.graphs):
+        assert torch.equal(ga.edge_index, gb.edge_index) and torch.equal(ga.x, gb.x) and torch.equal(ga.y, gb.y)
+    assert sorted(p.relative_to(raw) for p in raw.rglob("*")) == before
+    again = G.load_graphs("tiny", raw)  # from the cache folder
+    assert all(torch.equal(g.x, h.x) for g, h in zip(direct.graphs, again.graphs))
 
 
 def test_read_gin_rejects_bad_neighbour(tmp_path):
@@ -129,7 +172,7 @@ def test_read_gin_rejects_bad_neighbour(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["tu", "gin"])
 def test_degree_features_without_node_labels(tmp_path, tiny, fmt):
-    tiny(node_labels=False)
+    tiny(node_labels=False, reads=fmt)
     if fmt == "tu":
         write_tu(tmp_path / "tu" / "TINY", node_labels=False)
     else:
@@ -147,7 +190,7 @@ def test_degree_features_without_node_labels(tmp_path, tiny, fmt):
 
 
 def test_standardized_degree_above_one_hot_limit(monkeypatch, tmp_path, tiny):
-    tiny(node_labels=False)
+    tiny(node_labels=False, reads="gin")
     write_gin(tmp_path / "gin" / "TINY" / "TINY.txt", node_labels=False)
     monkeypatch.setattr(G, "ONE_HOT_DEGREE_MAX", 3)  # max degree 3 is not below it
     gs = G.load_graphs("tiny", tmp_path)
@@ -159,7 +202,7 @@ def test_missing_files_error(tmp_path):
         G.load_graphs("ptc_mr", tmp_path)
     msg = str(e.value)
     assert "PTC_MR_A.txt" in msg and "PTC_MR_graph_indicator.txt" in msg and str(tmp_path / "tu" / "PTC_MR") in msg
-    assert "PTC_MR.txt" in msg and "pubench prepare --from ../shared/data" in msg
+    assert "pubench prepare ptc_mr --from ../shared/data" in msg
 
 
 def test_bad_arguments(tmp_path):
@@ -193,7 +236,7 @@ def test_prepare_graphs(tmp_path, tiny):
 
 
 def test_prepare_graphs_gin_fallback_and_count_check(tmp_path, tiny):
-    tiny(graphs=4)  # published count disagrees with the files
+    tiny(graphs=4, reads="gin")  # published count disagrees with the files
     src = tmp_path / "src"
     write_gin(src / "gin" / "TINY" / "TINY.txt")
     with pytest.raises(ValueError, match="graphs = 3, published 4"):
@@ -230,3 +273,17 @@ def test_real_all_sets(real_root):
     assert red.info["max_degree"] >= G.ONE_HOT_DEGREE_MAX
     dd = G.load_graphs("dd", root)
     assert dd.info["source"] == "tu" and dd.num_features == 89
+
+
+def test_real_dd_from_the_shared_raw_folder_reads_as_the_prepared_copy(real_root):
+    """Issue 61: ``PUBENCH_DATA=../shared/data`` read DD from its GIN file (82 one-hot columns;
+    InfoGraph accuracy 77.76) where the prepared copy reads the TU files (89 columns; the
+    record's 75.47). Now both give the same graphs, and the shared folder is not written."""
+    source, root = real_root
+    G.prepare_graphs(source, root, ["dd"])
+    prepared = G.load_graphs("dd", root)
+    raw = G.load_graphs("dd", source)
+    assert raw.info["source"] == prepared.info["source"] == "tu" and raw.num_features == prepared.num_features == 89
+    assert raw.info["adjacency"].endswith("tu_reconstructed/DD/DD_A.txt.gz")
+    for ga, gb in zip(raw.graphs, prepared.graphs):
+        assert torch.equal(ga.edge_index, gb.edge_index) and torch.equal(ga.x, gb.x) and torch.equal(ga.y, gb.y)

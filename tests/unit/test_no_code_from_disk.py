@@ -192,9 +192,8 @@ def test_the_cifar_unpickler_refuses_anything_else(tmp_path):
 def test_planted_files_in_the_data_roots_caches_never_run(tmp_path, tiny):  # noqa: F811
     """The processed caches of the data root: an image set's tensors and a TU graph set's
     folder (``data.pt``, and the ``pre_transform.pt`` torch-geometric's own cache unpickled)."""
-    from pubench.data.graphs import LOADER_VERSION, load_graphs
-    from pubench.data.images import cache_path, load_images
-    from pubench.utils.hashing import config_hash
+    from pubench.data.graphs import SPECS, load_graphs, processed_caches
+    from pubench.data.images import cache_path, load_images, root_cache_path
     from tests.unit.test_data_images import fake_mnist
     from tests.unit.test_graphs_data import check_tiny, write_tu
 
@@ -202,14 +201,15 @@ def test_planted_files_in_the_data_roots_caches_never_run(tmp_path, tiny):  # no
     tiny()
     write_tu(tmp_path / "tu" / "TINY")
     load_graphs("tiny", tmp_path)
-    key = config_hash({"format": "tu", "name": "TINY", "loader_version": LOADER_VERSION})
-    for name in ("data.pt", "pre_transform.pt", "pre_filter.pt"):
-        _plant(tmp_path / "processed" / "tu" / "TINY" / key / name, marker)
+    for cache in processed_caches(SPECS["tiny"], tmp_path, "tu"):  # the cache folder's, an older version's
+        for name in ("data.pt", "pre_transform.pt", "pre_filter.pt"):
+            _plant(cache / name, marker)
     check_tiny(load_graphs("tiny", tmp_path))
     assert not marker.exists()
 
     fake_mnist(tmp_path)
     _plant(cache_path("mnist", "train", tmp_path), marker)
+    _plant(root_cache_path("mnist", "train", tmp_path), marker)
     assert len(load_images("mnist", "train", tmp_path)) == 20 and not marker.exists()
 
 
