@@ -13,7 +13,13 @@ names a :class:`Numerics` profile and its id hashes it:
   environment of :data:`CANONICAL_CPU_ENV`, so any x86-64 CPU with AVX2 (Intel or AMD,
   with or without AVX-512) runs the same instructions in the same order; ``native``
   lets each library pick (faster on AVX-512 CPUs, not reproducible across machines);
-* ``torch``: the torch version (it fixes the bundled MKL and oneDNN versions).
+* ``torch``: the torch version (it fixes the bundled MKL and oneDNN versions);
+* ``fast`` (opt-in, ``pubench run --fast-numerics``; absent from the canonical profile's dict,
+  so its job ids are those they always were): every trainer's conv nets in ``channels_last``
+  memory format and every module a step calls compiled with ``torch.compile``
+  (:func:`pubench.train.accel.prepare_modules`). Faster (docs/performance.md) and other
+  numbers, hence other job ids; reports and claims never compare its records with the
+  other profiles' (:func:`pubench.report.collect.classify_records`).
 
 The pinned variables are read by the libraries when they load or first run, so a process
 must start with them: ``pubench run`` re-executes itself with :func:`process_env`, the
@@ -68,6 +74,7 @@ class Numerics:
     threads: int = CANONICAL_THREADS
     isa: str = "avx2"
     torch: str = ""
+    fast: bool = False
 
     def __post_init__(self):
         if self.device not in DEVICES:
@@ -76,14 +83,20 @@ class Numerics:
             raise NumericsError(f"numerics must be one of {', '.join(ISAS)}, got {self.isa!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 256:
             raise NumericsError(f"threads must be an integer in 1..256, got {self.threads!r}")
+        if not isinstance(self.fast, bool):
+            raise NumericsError(f"fast must be true or false, got {self.fast!r}")
 
     @property
     def canonical(self) -> bool:
         """The tier's pinned setting: reproducible bit for bit on any machine of one kind."""
-        return self.isa == "avx2" and self.threads == CANONICAL_THREADS
+        return self.isa == "avx2" and self.threads == CANONICAL_THREADS and not self.fast
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What a job's id hashes: ``fast`` only when on (the other profiles' ids predate it)."""
+        out = asdict(self)
+        if not self.fast:
+            del out["fast"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Numerics":
@@ -97,10 +110,15 @@ def torch_version() -> str:
         return "none"
 
 
-def resolve(device: str = "cpu", threads: int | None = None, isa: str = "avx2") -> Numerics:
+def resolve(device: str = "cpu", threads: int | None = None, isa: str = "avx2", fast: bool = False) -> Numerics:
     """The profile jobs of a run get: canonical unless asked otherwise."""
     return Numerics(device=device, threads=CANONICAL_THREADS if threads is None else threads, isa=isa,
-                    torch=torch_version())
+                    torch=torch_version(), fast=fast)
+
+
+def is_fast(numerics: dict[str, Any] | None) -> bool:
+    """Whether a record's ``job.numerics`` is the opt-in fast profile."""
+    return bool((numerics or {}).get("fast"))
 
 
 def process_env(numerics: Numerics | None = None) -> dict[str, str]:

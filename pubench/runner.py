@@ -54,6 +54,7 @@ class RunRequest:
     device: str = "auto"                # auto: the executor's default
     threads: int | None = None
     isa: str = "avx2"
+    fast: bool = False                  # --fast-numerics: the opt-in fast profile (pubench.numerics)
     profile: str | None = "default"     # SLURM profile slurm/<profile>.yaml
     cluster: str = "slurm"
     dry_run: bool = False
@@ -252,7 +253,7 @@ def _executor(req: RunRequest, spec_id: str, tier: str | None = None):
                                profile=req.profile, cluster=req.cluster, checkpoint_every=req.checkpoint_every,
                                profile_tier=req.tier)
     device = req.device if req.device != "auto" else kind.default_device(context)
-    context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa)
+    context.numerics = numerics.resolve(device=device, threads=req.threads, isa=req.isa, fast=req.fast)
     return kind.from_context(context), context
 
 
@@ -295,7 +296,8 @@ def tier_description(spec, tier_name: str) -> str:
 
 def describe_numerics(num) -> str:
     canon = " (canonical)" if num.canonical and num.device == "cpu" else ""
-    return f"{num.device}, {num.threads} thread(s)/job, {num.isa} code paths, torch {num.torch}{canon}"
+    fast = ", fast profile (channels_last, torch.compile)" if num.fast else ""
+    return f"{num.device}, {num.threads} thread(s)/job, {num.isa} code paths, torch {num.torch}{fast}{canon}"
 
 
 def _pending(req: RunRequest, spec_id: str, jobs: list, store, context) -> list:

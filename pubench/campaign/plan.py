@@ -98,7 +98,7 @@ def _own_walls(records, numerics) -> dict[tuple, list[float]]:
     """(cell and config) -> walls of the records under ``numerics``' profile."""
     from pubench.report.compute import past_walls
 
-    mine = (numerics.device, numerics.threads, numerics.isa)
+    mine = (numerics.device, numerics.threads, numerics.isa) + (("fast",) if getattr(numerics, "fast", False) else ())
     return {key: [w for p, w in seen if p == mine] for key, seen in past_walls(records).items()}
 
 

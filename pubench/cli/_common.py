@@ -107,6 +107,10 @@ def numerics_options(s: argparse.ArgumentParser) -> None:
                         "AVX-512, not reproducible across machines; other job ids)")
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="auto (default): cpu, or cuda for a SLURM profile that asks for GPUs")
+    s.add_argument("--fast-numerics", action="store_true",
+                   help="the opt-in fast profile: conv nets in channels_last and every module a training step "
+                        "calls compiled with torch.compile (about 1.3-1.6x on the CPU, docs/performance.md). Other "
+                        "numbers, so other job ids; reports never compare its records with the canonical ones")
 
 
 def local_numerics(args):
@@ -115,7 +119,7 @@ def local_numerics(args):
 
     device = getattr(args, "device", "auto")
     return numerics.resolve(device="cpu" if device == "auto" else device, threads=getattr(args, "threads", None),
-                            isa=getattr(args, "numerics", "avx2"))
+                            isa=getattr(args, "numerics", "avx2"), fast=getattr(args, "fast_numerics", False))
 
 
 def ensure_process_env(num) -> None:

@@ -87,7 +87,8 @@ def cmd_run(args) -> int:
     terminal = sys.stderr.isatty()
     return run(RunRequest(
         spec_id=args.id, tier=args.tier, seeds=args.seeds, only=args.only, executor=args.executor, jobs=args.jobs,
-        device=args.device, threads=args.threads, isa=args.numerics, profile=args.profile, cluster=args.cluster,
+        device=args.device, threads=args.threads, isa=args.numerics, fast=args.fast_numerics, profile=args.profile,
+        cluster=args.cluster,
         dry_run=args.dry_run, force=args.force, allow_dirty=args.allow_dirty, checkpoint_every=args.checkpoint_every,
         progress=not args.no_progress and terminal, log_lines=not args.no_progress and not terminal,
         overrides=args.overrides, jobs_list=args.jobs_list, added=added_rows(args)))

@@ -17,6 +17,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pubench.numerics import is_fast
 from pubench.registry.spec import ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
 from pubench.report.oneclass import class_rates, near_one_class, separation
@@ -128,6 +129,7 @@ class TableResult:
     corrupt: int = 0  # unreadable records left out
     dirty: int = 0    # records written from a tree with uncommitted code/spec changes (--allow-dirty)
     numerics: dict[str, int] = field(default_factory=dict)  # numerics profile -> records aggregated
+    fast_profile: int = 0  # records of the opt-in fast numerics profile: left out, never compared with these
     compute: Compute = field(default_factory=Compute)  # what the aggregated records took
     compute_all: Compute = field(default_factory=Compute)  # every record of the tier: stale and failed too
     degenerate: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)  # cell -> seed -> why
@@ -219,25 +221,29 @@ def cell_seed_key(job: dict[str, Any]) -> tuple:
 def numerics_label(num: dict[str, Any] | None) -> str:
     if not num:
         return "unrecorded"
-    return f"{num.get('device')}, {num.get('threads')} thread(s), {num.get('isa')}, torch {num.get('torch')}"
+    fast = ", fast (channels_last, torch.compile)" if is_fast(num) else ""
+    return f"{num.get('device')}, {num.get('threads')} thread(s), {num.get('isa')}, torch {num.get('torch')}{fast}"
 
 
 def select_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The records a report aggregates, and how many are stale (config or spec version
     changed, or no numerics recorded). One record per (cell, seed): when the same job was
-    run under several numerics profiles, the canonical CPU one wins, else the latest."""
+    run under several numerics profiles, the canonical CPU one wins, else the latest. Records
+    of the opt-in fast profile are never among them (:func:`classify_records`)."""
     chosen, left_out = classify_records(spec, tier, records)
     return chosen, sum(why == STALE for _, why in left_out)
 
 
-STALE, SUPERSEDED = "stale", "superseded"
+STALE, SUPERSEDED, FAST_PROFILE = "stale", "superseded", "fast profile"
 
 
 def classify_records(spec: Spec, tier: str, records: list[dict[str, Any]]
                      ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
     """:func:`select_records` with the records it leaves out and why: ``stale`` (config or spec
-    version changed, or no numerics recorded) or ``superseded`` (the same cell and seed under
-    a preferred numerics profile)."""
+    version changed, or no numerics recorded), ``superseded`` (the same cell and seed under
+    a preferred numerics profile) or ``fast profile`` (``pubench run --fast-numerics``:
+    channels_last and torch.compile give other numbers, and a table, its claims and every
+    comparison read one profile's records, never that one's beside the canonical ones)."""
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
     chosen: dict[tuple, dict[str, Any]] = {}
     left_out: list[tuple[dict[str, Any], str]] = []
@@ -246,6 +252,9 @@ def classify_records(spec: Spec, tier: str, records: list[dict[str, Any]]
         if (job["spec_version"] != spec.version or current.get((job["row"], job["col"])) != job["params"]
                 or "numerics" not in job):
             left_out.append((rec, STALE))
+            continue
+        if is_fast(job["numerics"]):
+            left_out.append((rec, FAST_PROFILE))
             continue
         key = (job["row"], job["col"], job["seed_index"])
         if key not in chosen:
@@ -399,7 +408,9 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     scan = scan_of(spec, tier, store)
-    records, stale = select_records(spec, tier, scan.records)
+    records, left_out = classify_records(spec, tier, scan.records)
+    stale = sum(why == STALE for _, why in left_out)
+    fast = sum(why == FAST_PROFILE for _, why in left_out)
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}
     dirty = 0
@@ -431,7 +442,7 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     for rec in failure_records:
         job = rec["job"]
         cell = (job["row"], job["col"])
-        if cell not in splits and current.get(cell) == job["params"]:
+        if cell not in splits and current.get(cell) == job["params"] and not is_fast(job.get("numerics")):
             failed[cell] = f"{rec['error']['type']}: {rec['error']['message']}".splitlines()[0][:200]
     stats = {k: CellStats(v, {s: splits[k[:2]][s] for s in v}) for k, v in values.items()}
     stats.update(_derived(spec, values, splits))
@@ -439,4 +450,4 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       discrimination=discrimination, rates=rates_)
+                       discrimination=discrimination, rates=rates_, fast_profile=fast)

@@ -174,7 +174,8 @@ def cell_key(job: dict[str, Any]) -> tuple:
 
 def _profile(numerics: dict[str, Any] | None) -> tuple:
     n = numerics or {}
-    return (n.get("device"), n.get("threads"), n.get("isa"))
+    base = (n.get("device"), n.get("threads"), n.get("isa"))
+    return base + ("fast",) if n.get("fast") else base  # the fast profile's walls are its own
 
 
 @dataclass

@@ -217,6 +217,10 @@ def _status_md(res: TableResult) -> str:
         lines += [f"  - Why, at tier `{res.tier}`: {why}" for why in one_class_whys(res)]
     if res.corrupt:
         lines.append(f"- {res.corrupt} corrupt record(s) were skipped (`pubench run` quarantines and reruns them)")
+    if res.fast_profile:
+        lines.append(f"- {res.fast_profile} record(s) of the opt-in fast numerics profile (`--fast-numerics`: "
+                     "channels_last, torch.compile; other numbers) were left out: no table, claim or comparison "
+                     "puts them beside the canonical ones")
     if res.numerics:
         lines.append("- Numerics (device, threads per job, CPU code paths, torch): "
                      + "; ".join(f"{label}: {n} record(s)" for label, n in sorted(res.numerics.items())))

@@ -286,5 +286,5 @@ def run_info_common(ctx: JobContext) -> dict:
     if ctx.accel.throughput is not None:
         from pubench.train import accel
 
-        out["accelerator"] = accel.job_info(ctx.accel, ctx.device)
+        out["accelerator"] = accel.job_info(ctx.accel, ctx.device, fast=ctx.profile.fast)
     return out

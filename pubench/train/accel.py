@@ -11,6 +11,15 @@ Spec keys (both optional; absent = today's behaviour, so no existing spec change
 * ``pretrain.compile`` / ``train.compile``: ``true`` compiles every trained module in place
   (``nn.Module.compile``) before the first epoch. Off by default.
 
+The job's numerics profile may ask for more (``Numerics.fast``, ``pubench run --fast-numerics``):
+then every trainer, whatever its spec says, puts its conv nets in ``channels_last`` on the CPU
+too and compiles its modules and the modules its steps run without training them (a key
+encoder), and the record says so (``info.accelerator``: ``channels_last``, ``compiled``).
+What is compiled is what a step calls (:func:`compile_targets`): a container without a
+``forward`` of its own (WConPU's and PiCO's query network, an ``nn.ModuleDict`` of backbone,
+projector and head, whose parts the step calls one by one) is compiled part by part; compiling
+the container itself was a silent no-op.
+
 The image tasks start a job's table (:func:`start_job`) and run each stage in a context
 with that stage's two values (:func:`stage`: the pre-training; a PU method's training);
 every :class:`pubench.train.loop.Trainer` reads them from the context it is given
@@ -101,15 +110,42 @@ def has_conv(module: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
 
 
-def prepare_modules(modules: list[nn.Module], device: torch.device, compile: bool) -> None:
-    """In place: conv nets to ``channels_last`` on CUDA (a no-op elsewhere); compile each
-    module when asked (``nn.Module.compile``: the trainers' closures keep calling the same
-    objects)."""
+def compile_targets(module: nn.Module) -> list[nn.Module]:
+    """The modules to compile so that ``module``'s computation runs compiled whichever way its
+    trainer calls it: ``module`` and every module inside it that has a ``forward`` (containers
+    without one, ``nn.ModuleDict`` / ``nn.ModuleList``, are only the way to their parts).
+    Steps call parts directly: WConPU's and PiCO's the backbone, projector and head of a
+    ModuleDict (compiling the container alone was a silent no-op), puLNS's the two halves of
+    an ``nn.Sequential``, CMC's the L and ab networks of its encoder. Compiling is lazy and a
+    compiled part called inside a compiled module is traced into it (one graph, no break), so
+    a part is compiled on its own only when a step calls it directly."""
+    return [m for m in module.modules() if type(m).forward is not nn.Module.forward]
+
+
+#: torch.compile's limit of compiled versions of one code object; every compiled module's
+#: ``_call_impl`` shares one (a version per module type, grad mode, shape), and past the limit
+#: dynamo falls back to eager without an error
+RECOMPILE_LIMIT = 64
+
+
+def prepare_modules(modules: list[nn.Module], device: torch.device, compile: bool,
+                    channels_last: bool = False) -> None:
+    """In place: conv nets to ``channels_last`` on CUDA, and on any device when asked (the fast
+    numerics profile); compile what each module's callers run when asked (:func:`compile_targets`;
+    ``nn.Module.compile``: the trainers' closures keep calling the same objects). Idempotent."""
     for m in modules:
-        if device.type == "cuda" and has_conv(m):
+        if (device.type == "cuda" or channels_last) and has_conv(m):
             m.to(memory_format=torch.channels_last)
         if compile:
-            m.compile()
+            import torch._dynamo as dynamo
+
+            cfg = dynamo.config
+            for name in ("recompile_limit", "cache_size_limit"):
+                if hasattr(cfg, name) and getattr(cfg, name) < RECOMPILE_LIMIT:
+                    setattr(cfg, name, RECOMPILE_LIMIT)
+            for target in compile_targets(m):
+                if getattr(target, "_compiled_call_impl", None) is None:
+                    target.compile()
 
 
 def input_format(x: torch.Tensor) -> torch.Tensor:
@@ -173,10 +209,15 @@ def determinism() -> dict[str, Any]:
             "fill_uninitialized_memory": bool(torch.utils.deterministic.fill_uninitialized_memory)}
 
 
-def job_info(settings: Settings, device: torch.device | str) -> dict[str, Any]:
+def job_info(settings: Settings, device: torch.device | str, fast: bool = False) -> dict[str, Any]:
     """What ``info.accelerator`` of a job's record holds (module docstring); each trainer's
-    throughput entry says its precision (fp32 unless the spec says bf16)."""
+    throughput entry says its precision (fp32 unless the spec says bf16). ``fast``: the job ran
+    the fast numerics profile (channels_last and compiled on every device; the key is only
+    there then, so the other records' info is what it was)."""
     device = torch.device(device)
-    return {"device_name": device_name(device), "peak_memory": peak_memory(device),
-            "throughput": dict(settings.throughput or {}), "channels_last": device.type == "cuda",
-            "determinism": determinism()}
+    out = {"device_name": device_name(device), "peak_memory": peak_memory(device),
+           "throughput": dict(settings.throughput or {}), "channels_last": device.type == "cuda" or fast,
+           "determinism": determinism()}
+    if fast:
+        out["compiled"] = True
+    return out

@@ -179,9 +179,13 @@ class Trainer:
                 first = self.prefix_start = shared["epoch"]
         cap, settings = self.ctx.cap, self.ctx.accel
         device = accel.module_device(self.modules)
-        accel.prepare_modules(self.modules, device, settings.compile)
+        fast = self.ctx.profile.fast  # the fast numerics profile: channels_last and compiled everywhere
+        if fast:
+            settings = dataclasses.replace(settings, compile=True)
+        accel.prepare_modules(self.modules, device, settings.compile, channels_last=fast)
         # modules the steps run without training them (MoCo's key encoder): the same memory format
-        accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=False)
+        accel.prepare_modules([v for v in self.state.values() if isinstance(v, nn.Module)], device, compile=fast,
+                              channels_last=fast)
         examples, seconds = 0.0, 0.0
         callbacks = [Progress(self.desc, session.label if session is not None else ""), *self.ctx.callbacks,
                      *self.callbacks]

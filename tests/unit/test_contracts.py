@@ -91,10 +91,12 @@ def synthetic_image_set(name: str, split: str, root=None):
 
 
 def write_gin_graphs(root, spec, n_per_class: int = 12, seed: int = 0) -> None:
-    """A GIN-format file for graph data set ``spec`` under ``root``: cycles (class 0) and
-    stars (class 1) with random node tags 0..2."""
+    """Graph data set ``spec`` under ``root`` in the format it is read from (``spec.reads``: a
+    GIN-format file, or TU raw files): cycles (class 0) and stars (class 1) with random node
+    tags 0..2."""
     rng = np.random.default_rng(seed)
     lines = [str(2 * n_per_class)]
+    graphs = []
     for label in (0, 1):
         for _ in range(n_per_class):
             n = int(rng.integers(5, 10))
@@ -103,8 +105,23 @@ def write_gin_graphs(root, spec, n_per_class: int = 12, seed: int = 0) -> None:
             for u, v in edges:
                 nbrs[u].append(v)
                 nbrs[v].append(u)
+            tags = [int(rng.integers(0, 3)) for _ in range(n)]
+            graphs.append((label, tags, edges))
             lines.append(f"{n} {label}")
-            lines += [" ".join(map(str, [int(rng.integers(0, 3)), len(nb), *nb])) for nb in nbrs]
+            lines += [" ".join(map(str, [t, len(nb), *nb])) for t, nb in zip(tags, nbrs)]
+    if spec.reads == "tu":
+        folder, first, rows = root / "tu" / spec.tu_name, 1, {"A": [], "graph_indicator": [], "graph_labels": [],
+                                                                "node_labels": []}
+        for g, (label, tags, edges) in enumerate(graphs, start=1):
+            rows["graph_labels"].append(str(label))
+            rows["graph_indicator"] += [str(g)] * len(tags)
+            rows["node_labels"] += [str(t) for t in tags]
+            rows["A"] += [f"{first + u}, {first + v}" for a, b in edges for u, v in ((a, b), (b, a))]
+            first += len(tags)
+        folder.mkdir(parents=True, exist_ok=True)
+        for part, lines_ in rows.items():
+            (folder / f"{spec.tu_name}_{part}.txt").write_text("\n".join(lines_) + "\n")
+        return
     path = root / "gin" / spec.gin_name / f"{spec.gin_name}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

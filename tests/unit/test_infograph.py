@@ -460,7 +460,8 @@ def toy_root(tmp_path, monkeypatch):
     path = tmp_path / "gin" / "TOY" / "TOY.txt"
     path.parent.mkdir(parents=True)
     path.write_text("\n".join(lines) + "\n")
-    spec = G.GraphDatasetSpec("tiny_toy", "TOY", "TOY", 24, sum(g.num_nodes for g in graphs), 0, (12, 12), True)
+    spec = G.GraphDatasetSpec("tiny_toy", "TOY", "TOY", 24, sum(g.num_nodes for g in graphs), 0, (12, 12), True,
+                              reads="gin")
     monkeypatch.setitem(G.SPECS, "tiny_toy", spec)
     monkeypatch.setitem(DATASETS._items, "tiny_toy", spec)
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path))
