@@ -51,7 +51,7 @@ def restart_with_numerics(fast: bool) -> None:
     want = numerics.process_env(numerics.resolve(fast=fast))
     if all(os.environ.get(k) == v for k, v in want.items()):
         return
-    env = {**os.environ, **want, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **want, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fast-numerics", action="store_true", help="the opt-in fast profile (channels_last, compile)")
     ap.add_argument("--write", action="store_true", help="save benchmarks/results/peak-fraction-<date>.json")
     args = ap.parse_args(argv)
+    # as pubench preflight's runner: a capped job must neither read a cached encoder (the pre-training
+    # would not run) nor store its few-step encoder under the full pre-training's key
+    os.environ["PUBENCH_ENCODER_CACHE"] = "0"
     restart_with_numerics(args.fast_numerics)
     import torch
 
