@@ -102,6 +102,7 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
         tier_notes = tier_notes or {}  # `reduced:` with nothing under it: the schema allows an empty tier
         _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
         _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
+        _add_keys(tier, "cell_why", tier_notes.get("cell_why") or {}, file, f"tiers.{name}.cell_why")
     # A malformed spec (a block name that is not a string, a regime that is not a list) is left for the
     # spec's own validation to name: the notes only ever address blocks by string name.
     regime = out.get("regime") if isinstance(out.get("regime"), list) else []

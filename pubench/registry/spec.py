@@ -113,7 +113,8 @@ class RegimeBlock:
     """A block of rows whose methods mean something only once its reference works (``regime:``
     in a spec; checked by :mod:`pubench.report.regime`). ``check``: ``trained`` (the one
     ``reference`` row beats ``baseline`` by at least ``margin`` in ``metric``) or
-    ``two_classes`` (at most ``max_share`` of the reference rows' seeds are near-one-class).
+    ``two_classes`` (the reference rows' seeds are not near-one-class at a rate above ``max_share``,
+    None: the regime rule's default bound; :mod:`pubench.report.regime`).
     ``cols`` are the columns checked (never derived ones); ``why``: tier -> written reason."""
 
     name: str
@@ -125,7 +126,7 @@ class RegimeBlock:
     baseline: str | None = None
     margin: float = 0.0
     metric: str | None = None
-    max_share: float = 0.0
+    max_share: float | None = None
     why: tuple[tuple[str, str], ...] = ()
     auc_margin: float = 5.0  # two_classes: the reference rows' test AUC must beat chance (50) by this much
     revised: tuple[Revision, ...] = ()
@@ -142,6 +143,7 @@ class Tier:
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
+    cell_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> a measured reason for what the cells show
     #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
     more_seeds: tuple[dict[str, Any], ...] = ()
     #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
@@ -341,6 +343,14 @@ class Spec:
         """(pattern, reason) of the tier's ``one_class_why`` entry covering the cell, or None."""
         t = self.tiers.get(tier)
         for pattern, why in (t.one_class_why.items() if t else ()):
+            if match_cell(pattern, row, col):
+                return pattern, why
+        return None
+
+    def cell_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        """(pattern, reason) of the tier's ``cell_why`` entry covering the cell, or None."""
+        t = self.tiers.get(tier)
+        for pattern, why in (t.cell_why.items() if t else ()):
             if match_cell(pattern, row, col):
                 return pattern, why
         return None

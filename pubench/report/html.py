@@ -6,9 +6,12 @@ shows, collected from a report; the templates (``report.html.j2``, ``spec.html.j
 Self-contained pages: inline CSS, no script, no font or stylesheet from elsewhere, links
 relative to the page, so the site opens from disk, offline. Every text from a spec or a
 record is escaped (jinja2's autoescaping). A cell shows our mean ± std (n), the paper's
-number and the delta, coloured by the delta's sign (better / worse than reported, in the
-metric's direction) and its significance (a one-sample t-test of our seeds against the
-printed mean, :func:`pubench.report.stats.delta_test`).
+number and the delta, coloured at the paper tier by the delta's sign (better / worse than
+reported, in the metric's direction) and its significance (a one-sample t-test of our seeds
+against the printed mean, :func:`pubench.report.stats.delta_test`). At the reduced tier, whose
+numbers are on another scale than the paper's (the pages tell readers to read rankings there),
+a cell is coloured by its ordering against the other rows of its block as the paper orders
+them (:func:`rank_class`), not by its gap to the paper's number.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pubench.report.added import LEGEND as ADDED_LEGEND
 from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
-from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
+from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
 from pubench.report.collect import TableResult
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
@@ -63,6 +66,7 @@ from pubench.report.templating import html_env
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
                  NOT_TESTABLE: "o-not-testable", NOT_IN_REGIME: "o-not-in-regime", UNDERPOWERED: "o-underpowered",
+                 REGIME_UNKNOWN: "o-underpowered",
                  IN: "o-holds-ns", OUT: "o-not-in-regime", POWER: "o-underpowered"}
 
 
@@ -118,10 +122,43 @@ def delta_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str,
     return f"d-{t.direction}{'-sig' if t.significant else ''}", f"{t.direction} than reported; {test}"
 
 
+#: The tier whose cells are coloured by their ordering against the block's rows (rank_class), not by the gap.
+RANKED_TIERS = ("reduced",)
+
+
+def rank_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str, str]:
+    """(css class, tooltip) of a cell at a tier read for its rankings: of the other rows of its
+    block (its row group in the column; in a table whose methods are its columns, the other method
+    columns of its row) that both the paper and we have, the share our means order against this cell
+    as the paper's numbers do. ``r-agree``: all, ``r-against``: none, ``r-mixed``: some; ``d-none``
+    where no pair has both numbers."""
+    spec = res.spec
+    s, r = res.get(row, col, metric), res.reported(row, col, metric)
+    if s is None or r is None or r.mean is None:
+        return "d-none", ""
+    if spec.methods_in == "cols":
+        others = [(row, c) for c in spec.cols if c != col and c not in spec.derived_cols]
+    else:
+        group = spec.group_of_row(row)
+        others = [(o, col) for o in (spec.row_groups[group] if group else spec.rows) if o != row]
+    sign = 1.0 if spec.metrics[metric].higher_is_better else -1.0
+    agree = n = 0
+    for cell in others:
+        so, ro = res.get(*cell, metric), res.reported(*cell, metric)
+        if so is None or ro is None or ro.mean is None or ro.mean == r.mean or so.mean == s.mean:
+            continue
+        n += 1
+        agree += (sign * (s.mean - so.mean) > 0) == (sign * (r.mean - ro.mean) > 0)
+    if not n:
+        return "d-none", ""
+    cls = "r-agree" if agree == n else "r-against" if agree == 0 else "r-mixed"
+    return cls, f"ordered as the paper against {agree} of {n} other row(s) of its block (tier {res.tier}: read rankings)"
+
+
 def _cell(res: TableResult, row: str, col: str, metric: str) -> dict:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
-    cls, tip = delta_class(res, row, col, metric)
+    cls, tip = (rank_class if res.tier in RANKED_TIERS else delta_class)(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
     cell = {"cls": cls, "ours": " ".join([ours, *cell_marks(res, row, col, metric)]), "paper": None,
             "paper_label": "paper ", "delta": None, "star": ""}
@@ -282,6 +319,7 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
     return {
         "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_line(spec, tier),
         "other_tiers": other_tiers, "spec_href": spec_href, "alpha": f"{ALPHA:g}",
+        "ranked": tier in RANKED_TIERS,
         "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": result_tables(res),

@@ -10,8 +10,8 @@ import yaml
 from pubench.jobs import expand
 from pubench.registry import SpecError, parse_spec
 from pubench.report import claim_checks, collect
-from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED
-from pubench.report.regime import IN, OUT, UNTESTED, RegimeMap, regime_verdicts
+from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, UNDERPOWERED
+from pubench.report.regime import FIRST, IN, OUT, UNTESTED, RegimeMap, regime_verdicts
 from pubench.report.regime import POWER as POWER_LIMITED
 from pubench.report.stats import FAILS, HOLDS, HOLDS_NS, NOT_TESTABLE
 from pubench.store import ResultStore
@@ -65,7 +65,7 @@ def test_regime_blocks_parse_with_defaults():
         ("methods", "trained", ("A", "B"), ("A",), "U", 10.0, "score")
     assert b.cols == ("x", "y", "z") and b.why_at("paper") and b.why_at("smoke") is None
     two = _spec("regime:\n  - {block: PU, rows: [A, B], check: two_classes, reference: [B]}\n")
-    assert two.regime[0].max_share == 0.0 and two.regime[0].reference == ("B",)
+    assert two.regime[0].max_share is None and two.regime[0].reference == ("B",)  # the rule's default bound
 
 
 def test_default_columns_are_where_the_reference_and_baseline_run():
@@ -175,12 +175,19 @@ def test_two_classes_verdicts(tmp_path):
               ("B", "z"): [0.5, 0.6, 0.55]}
     res = collect(spec, "paper", _store(tmp_path, spec, values, _binary))
     v = {(x.block.name, x.col): x for x in regime_verdicts(res)}
+    first = {(x.block.name, x.col): x for x in regime_verdicts(res, FIRST)}
     assert v[("PU methods", "x")].verdict == IN and v[("PU methods", "x")].numbers.startswith("0 of 3 seed(s) of A")
-    assert v[("PU methods", "y")].verdict == OUT and v[("PU methods", "y")].near == 1
+    # 1 of 3 near-one-class: over the bound of 1/5, not significantly (P(X >= 1 | 3, 0.2) = 0.488)
+    assert v[("PU methods", "y")].verdict == POWER_LIMITED and v[("PU methods", "y")].near == 1
+    assert v[("PU methods", "y")].share_p == pytest.approx(1 - 0.8 ** 3)
     assert v[("PU methods", "y")].text.startswith(
+        "regime not established (power): 1 of 3 seed(s) of A near-one-class (bound 20%, binomial p=0.49); "
+        "balanced accuracy ")
+    # as first registered, one near-one-class seed put the block out
+    assert first[("PU methods", "y")].verdict == OUT and first[("PU methods", "y")].text.startswith(
         "not in regime: 1 of 3 seed(s) of A near-one-class (at most 0% allowed); balanced accuracy ")
     assert v[("PU methods", "z")].verdict == UNTESTED and v[("PU methods", "z")].numbers == "no results"
-    assert v[("lenient", "y")].verdict == IN  # 1 of 6 seeds, at most 20%
+    assert v[("lenient", "y")].verdict == IN and first[("lenient", "y")].verdict == IN  # 1 of 6 seeds, within 20%
 
 
 def test_two_classes_out_for_one_class_seeds_still_states_its_auc_test_plainly(tmp_path):
@@ -190,7 +197,7 @@ def test_two_classes_out_for_one_class_seeds_still_states_its_auc_test_plainly(t
     values = {("A", "x"): [(0.5, 80.0), (0.55, 84.0), (0.03, 78.0)],                # one seed near-one-class
               ("A", "y"): [(0.5, 52.0), (0.02, 66.0), (0.45, 59.0)]}                # and AUC short of significance
     res = collect(spec, "paper", _store(tmp_path, spec, values, lambda v: _binary(*v)))
-    v = {x.col: x for x in regime_verdicts(res) if x.block.name == "PU methods"}
+    v = {x.col: x for x in regime_verdicts(res, FIRST) if x.block.name == "PU methods"}
     assert v["x"].verdict == OUT and v["x"].near == 1 and v["x"].p < 0.05
     assert "AUC 80.7 > 50 + 5 (3 seeds, p=" in v["x"].text and "not significantly" not in v["x"].text
     assert v["y"].verdict == OUT and "AUC 59.0 >, not significantly, 50 + 5 (3 seeds" in v["y"].text
@@ -253,9 +260,10 @@ def test_claims_in_an_out_of_regime_block_read_not_in_regime_and_keep_the_plain_
     # A loses on x, where the block is in regime: a real failure, whatever y says
     both = checks["A beats B on x and y"]
     assert both.status == FAILS and both.decisive_link.where == "x"
-    # z: the regime cannot be tested (no untrained results): the plain outcome stands
+    # z: the regime cannot be tested (no untrained results): unknown since 2026-12-07, the plain outcome beside it
+    # (as first registered, an untestable block relabelled nothing and the plain outcome stood)
     z = checks["B beats A on z"]
-    assert z.status == z.test_status == FAILS and not z.regime_blocks
+    assert z.status == REGIME_UNKNOWN and z.test_status == FAILS == z.first_rule_status and not z.regime_blocks
 
 
 def test_at_the_paper_tier_no_claim_reads_not_in_regime(tmp_path):
@@ -270,9 +278,10 @@ def test_at_the_paper_tier_no_claim_reads_not_in_regime(tmp_path):
     assert checks["B beats A on x and y"].status == FAILS
 
 
-def test_a_power_limited_block_relabels_nothing_and_a_significant_failure_there_fails(tmp_path):
-    """Over the margin without significance: the pairs count as in regime, so a significant failure
-    there makes the claim fail (it never reads underpowered or not in regime)."""
+def test_a_power_limited_block_reads_regime_unknown_with_its_significant_failure_beside(tmp_path):
+    """Over the margin without significance: the regime is not established, so the claim reads
+    ``regime unknown`` (open) with its plain, significant failure beside it; as first registered
+    (before 2026-12-07) the pairs counted as in regime and the claim failed."""
     spec = _spec(TRAINED + CLAIMS)
     values = dict(VALUES) | {("A", "y"): [41.0, 47.0, 36.0],   # gain over U ~ 10.8 +- 5.5: power-limited
                              ("B", "y"): [38.0, 44.5, 33.2]}   # B below A on every seed: significant
@@ -280,9 +289,12 @@ def test_a_power_limited_block_relabels_nothing_and_a_significant_failure_there_
     assert {v.col: v.verdict for v in regime_verdicts(res)}["y"] == POWER_LIMITED
     checks = {c.claim.text: c for c in claim_checks(res)}
     y = checks["B beats A on y"]
-    assert y.weakest_link.opposite_significant and y.status == FAILS and y.power_blocks == ["methods: y"]
-    assert "regime not established (power) in methods: y" in y.detail
-    assert checks["B beats A on x and y"].status == FAILS
+    assert y.weakest_link.opposite_significant and y.status == REGIME_UNKNOWN and y.power_blocks == ["methods: y"]
+    assert y.first_rule_status == FAILS and y.rule_changed and y.test_status == FAILS
+    assert y.significant_out_of_regime == [y.weakest_link]
+    assert "1 pair(s) where the regime is not established (methods: y)" in y.detail
+    both = checks["B beats A on x and y"]  # x in regime holds, y unknown: the in-regime pair decides nothing failing
+    assert both.status == REGIME_UNKNOWN and both.first_rule_status == FAILS
 
 
 def test_a_significant_failure_out_of_regime_is_never_underpowered(tmp_path):
@@ -386,7 +398,11 @@ def test_reports_show_verdicts_qualified_claims_plain_tests_and_power(tmp_path):
     header = next(line for line in index.splitlines() if line.startswith("| tier"))
     row = next(line for line in index.splitlines() if line.startswith("| reduced"))
     cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
-    assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"]) == ("5", "1", "2", "2")
+    assert (cells["claims"], cells["holds"], cells["fails"], cells["not in regime"], cells["regime unknown"]) == \
+        ("5", "1", "1", "2", "1")
+    first = next(line for line in index.splitlines() if "| as first registered" in line)
+    assert [c.strip() for c in first.split("|")][1:-1] == \
+        ["reduced", "as first registered", "5", "1", "0", "0", "2", "0", "2", "0", "0"]  # z failed then
     assert cells["regime"] == "methods: 1/3 in regime, 1 not testable"
 
 

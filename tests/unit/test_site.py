@@ -237,3 +237,36 @@ def test_the_site_folder_is_not_tracked_by_git():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(["git", "check-ignore", "-q", "reports/site/index.html"], cwd=root)
     assert out.returncode == 0, "reports/site/ is not ignored (.gitignore)"
+
+
+def test_reduced_cells_are_coloured_by_their_ordering_not_their_gap(tmp_path):
+    """At the reduced tier (another scale than the paper's) a cell's colour says whether it orders
+    against its block's rows as the paper does; the paper tier keeps the gap colouring."""
+    import yaml
+
+    from pubench.registry import parse_spec
+    from pubench.report.collect import collect
+    from pubench.report.html import rank_class, report_body
+
+    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"))), "<t>")
+    store = ResultStore(tmp_path)
+    # the paper prints A|x 1.0 < B|x 2.0; reduced: far below both, B above A on x as the paper (agree)
+    values = {("A", "x"): -60.0, ("B", "x"): -50.0}
+    for tier in ("reduced", "paper"):
+        for job in expand(spec, tier, 2).jobs:
+            if (job.row, job.col) in values:
+                store.write_ok(job, {"score": values[(job.row, job.col)] + job.seed_index}, {}, {"wall_s": 1.0})
+    reduced, paper = collect(spec, "reduced", store), collect(spec, "paper", store)
+    cls, tip = rank_class(reduced, "A", "x", "score")
+    assert cls == "r-agree" and "1 of 1" in tip
+    html = report_body(reduced, None, [], "spec.html")
+    assert re.search(r'<td class="cell r-agree"[^>]*><span class="ours">-59\.50', html) and "d-worse" not in html
+    assert "read the rankings, so a cell's colour is its ordering" in html
+    assert re.search(r'<td class="cell d-worse-sig"[^>]*><span class="ours">-59\.50', report_body(paper, None, [],
+                                                                                                  "spec.html"))
+    swapped = {("A", "x"): -40.0, ("B", "x"): -50.0}  # A above B: against the paper's order
+    store2 = ResultStore(tmp_path / "s2")
+    for job in expand(spec, "reduced", 2).jobs:
+        if (job.row, job.col) in swapped:
+            store2.write_ok(job, {"score": swapped[(job.row, job.col)] + job.seed_index}, {}, {"wall_s": 1.0})
+    assert rank_class(collect(spec, "reduced", store2), "B", "x", "score")[0] == "r-against"

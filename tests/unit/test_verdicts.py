@@ -81,3 +81,41 @@ def test_the_cost_to_settle_prices_each_cell_at_its_own_wall_time(tmp_path):
     missing_a, missing_b = need - 6, need - 3
     assert e.settle.endswith(f"({missing_a + missing_b} more jobs, about {missing_a * 0.01 + missing_b * 1.0:.2g} "
                              "core-hours)"), e.settle
+
+
+def test_a_failure_with_a_written_reason_shows_it_with_figures_measured_now(tmp_path):
+    """A cell_why reason covering a deciding cell is printed on the verdict page beside the failure,
+    with the cell's figures read from the records at render time (not copied into the reason)."""
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS))
+    raw["tiers"]["reduced"]["cell_why"] = {"A|x": "A is at chance here: its clusters split the wrong way."}
+    spec = parse_spec(raw, "<t>")
+    store = ResultStore(tmp_path)
+    values = {("A", "x"): [1.0, 2.0, 3.0], ("B", "x"): [3.0, 4.1, 5.0],
+              ("A", "y"): [1.0, 3.0, 2.0], ("B", "y"): [1.5, 2.7, 2.4]}
+    for job in expand(spec, "reduced", 3).jobs:
+        store.write_ok(job, {"score": values[(job.row, job.col)][job.seed_index]}, {}, {"wall_s": 36.0})
+    verdicts = {v.text: v for v in paper_verdicts("bcl", {spec.id: spec}, store, [spec.id])}
+    (failing,) = verdicts["A beats B on x"].evidence
+    assert failing.reasons == ("A at x: A is at chance here: its clusters split the wrong way. "
+                               "(measured now: A at x: Score 2.00 ± 1.00 (3 seeds))",)
+    assert verdicts["B beats A on y, noisy"].evidence[0].reasons == ()
+    pages, status = render_pages({spec.id: spec}, store, {"bcl": [spec.id]}, ["bcl"])
+    assert "| [1]  " in pages["bcl"] or "| [1] |" in pages["bcl"]
+    assert "1. A at x: A is at chance here" in pages["bcl"]
+    assert "reduced: fails, Δ" in status and "Why: see the verdict page's reasons." in status
+
+
+def test_status_shows_every_tier_that_tested_a_claim(tmp_path):
+    """The verdict comes from the paper tier; the reduced tier's significant result is printed beside it."""
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS))
+    spec = parse_spec(raw, "<t>")
+    store = ResultStore(tmp_path)
+    paper = {("A", "x"): [1.0, 2.0, 3.0], ("B", "x"): [1.2, 2.1, 2.9]}
+    reduced = {("A", "x"): [1.0, 2.0, 3.0], ("B", "x"): [3.0, 4.1, 5.0]}
+    for tier, values in (("paper", paper), ("reduced", reduced)):
+        for job in expand(spec, tier, 3).jobs:
+            if (job.row, job.col) in values:
+                store.write_ok(job, {"score": values[(job.row, job.col)][job.seed_index]}, {}, {"wall_s": 1.0})
+    _, status = render_pages({spec.id: spec}, store, {"bcl": [spec.id]}, ["bcl"])
+    line = next(x for x in status.splitlines() if "B beats A on x" in x)
+    assert "(paper: holds, not significant, Δ +0.07" in line and "; reduced: holds, Δ +2.03" in line
