@@ -27,6 +27,7 @@ from pubench.registry.spec import Spec
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, ClaimCheck, claim_checks, claim_fmt, describe
 from pubench.report.collect import collect
+from pubench.report.ladders import ladder_section
 from pubench.report.power import MAX_SEEDS, seeds_needed_paired, seeds_needed_welch
 from pubench.report.stats import FAILS, HOLDS, NOT_TESTABLE, fmt_p
 from pubench.store.store import ResultStore
@@ -249,6 +250,6 @@ def render_pages(specs: dict[str, Spec], store: ResultStore, tables: dict[str, l
         title = (titles or {}).get(paper) or paper
         verdicts = paper_verdicts(paper, specs, store, tables[paper])
         agreements = paper_agreements(specs, store, tables[paper])
-        pages[paper] = render_paper(paper, title, verdicts, agreements)
+        pages[paper] = render_paper(paper, title, verdicts, agreements) + ladder_section(verdicts, specs, store)
         summary[paper] = (title, verdicts, agreements)
     return pages, render_status(summary)
