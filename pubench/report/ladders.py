@@ -35,7 +35,7 @@ from pubench.registry.ladders import Ladder, describe_seeds, fmt_factor, ladder_
 from pubench.registry.spec import CUSTOM, Spec
 from pubench.report.collect import PIPELINE_CHECK_TIERS, CellStats, TableResult, collect, sample_std
 from pubench.report.regime import UNTESTED, RegimeVerdict, block_verdicts
-from pubench.report.stats import ALPHA, PairTest, _one_sided_p, _t_sf, compare_cells, fmt_p, outcome_text, \
+from pubench.report.stats import ALPHA, PairTest, _one_sided_p, _t_sf, compare_cells, outcome_text, \
     paired_values
 from pubench.utils.student_t import t_ppf
 
@@ -429,7 +429,8 @@ def render_plot(r: LadderResult, path: str | Path) -> Path:
     ax.set_xlabel(f"{lad.axis_text} (x the {lad.tier} tier's)", fontsize=8)
     ax.set_ylabel(f"d = {lad.better} − {lad.worse}\n{r.spec.metrics[lad.metric].label}", fontsize=8)
     ax.set_title(f"{lad.id} ({lad.spec}, {lad.col})\ntrend: {trend_text(r)}", fontsize=8)
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # nothing to name where no step ran and the paper prints no number
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -151,8 +151,7 @@ def test_report_section_and_plot_render(registry, tmp_path):
     assert text.startswith("# Budget ladder `planted-trend`: B vs A along value")
     assert "**Trend: closes toward the paper: +" in text and "per doubling" in text
     assert "pipeline check" in text  # the smoke tier's numbers say nothing about the paper
-    rows = [line for line in text.splitlines() if line.startswith("| 1x") or line.startswith("| 2x")
-            or line.startswith("| 4x")]
+    rows = [line for line in text.splitlines() if line.startswith(("| 1x", "| 2x", "| 4x"))]
     assert len(rows) == 3 and all("| done" in row for row in rows) and all("+1.00" in row for row in rows)
     assert "![d per step of planted-trend](planted-trend.png)" in text
     png = render_plot(r, tmp_path / "p.png")
