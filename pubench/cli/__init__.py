@@ -1,6 +1,6 @@
 """Command line: ``pubench list | show | expand | schema | validate | coverage | prepare | run | status |
-failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune |
-campaign``.
+failures | log | cancel | report | site | export | crossref | agreement | verdicts | ladder | verify | compare |
+preflight | prune | campaign``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
 subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
@@ -27,6 +27,7 @@ from pubench.cli import (
     crossref,
     export,
     failures,
+    ladder,
     preflight,
     prepare,
     prune,
@@ -48,8 +49,8 @@ SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.
                prepare.parser, run.parser, status.parser, failures.failures_parser,
                failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
                crossref.parser,
-               agreement.parser, verdicts.parser, verify.parser, compare.parser, preflight.parser, prune.parser,
-               campaign.parser)
+               agreement.parser, verdicts.parser, ladder.parser, verify.parser, compare.parser, preflight.parser,
+               prune.parser, campaign.parser)
 
 
 def build_parser() -> Parser:

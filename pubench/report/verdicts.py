@@ -34,6 +34,7 @@ from pubench.registry.spec import Spec
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, ClaimCheck, claim_checks, claim_fmt, describe
 from pubench.report.collect import TableResult, collect
+from pubench.report.ladders import ladder_section
 from pubench.report.layout import one_class_measured
 from pubench.report.regime import RULE_REVISION, RegimeMap
 from pubench.report.power import MAX_SEEDS, seeds_needed_paired, seeds_needed_welch
@@ -356,6 +357,6 @@ def render_pages(specs: dict[str, Spec], store: ResultStore, tables: dict[str, l
         title = (titles or {}).get(paper) or paper
         verdicts = paper_verdicts(paper, specs, store, tables[paper])
         agreements = paper_agreements(specs, store, tables[paper])
-        pages[paper] = render_paper(paper, title, verdicts, agreements)
+        pages[paper] = render_paper(paper, title, verdicts, agreements) + ladder_section(verdicts, specs, store)
         summary[paper] = (title, verdicts, agreements)
     return pages, render_status(summary)
