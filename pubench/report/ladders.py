@@ -450,22 +450,22 @@ def write_ladder_report(r: LadderResult, reports_root: Path) -> list[Path]:
 
 
 # ---- the verdict pages --------------------------------------------------------------------
+def claim_ladders(verdicts: list, specs: dict[str, Spec], store, experiments: Path | None = None) -> list:
+    """(ladder, its result) for every ladder whose spec and claim text match one of ``verdicts``."""
+    from pubench.registry.ladders import ladders_path
+
+    on_page = {(v.spec_id, v.text) for v in verdicts}
+    return [(lad, ladder_result(specs[lad.spec], lad, store)) for lad in load_ladders(ladders_path(experiments), specs)
+            if (lad.spec, lad.claim) in on_page and lad.spec in specs]
+
+
 def ladder_section(verdicts: list, specs: dict[str, Spec], store, experiments: Path | None = None) -> str:
     """The verdict page's lines for the ladders of the claims on it (``verdicts``: its
     :class:`~pubench.report.verdicts.ClaimVerdict` list): one per ladder whose spec and claim text
     match a claim there, with its trend and a link to its report; "" when none does."""
-    from pubench.registry.ladders import ladders_path
-
-    on_page = {(v.spec_id, v.text): v for v in verdicts}
-    lines = []
-    for lad in load_ladders(ladders_path(experiments), specs):
-        v = on_page.get((lad.spec, lad.claim))
-        if v is None or lad.spec not in specs:
-            continue
-        r = ladder_result(specs[lad.spec], lad, store)
-        lines.append(f"- `{lad.spec}`: {lad.claim}: budget ladder [{lad.id}](../{FOLDER}/{lad.id}.md) "
-                     f"({lad.better} vs {lad.worse} in {lad.col} along {lad.axis_text}: {steps_text(r)}): "
-                     f"{trend_text(r)}")
+    lines = [f"- `{lad.spec}`: {lad.claim}: budget ladder [{lad.id}](../{FOLDER}/{lad.id}.md) "
+             f"({lad.better} vs {lad.worse} in {lad.col} along {lad.axis_text}: {steps_text(r)}): {trend_text(r)}"
+             for lad, r in claim_ladders(verdicts, specs, store, experiments)]
     if not lines:
         return ""
     return "\n".join(["", "## Budget ladders", "",
