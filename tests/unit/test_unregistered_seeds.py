@@ -98,3 +98,20 @@ def test_the_committed_store_holds_no_unregistered_records():
 
 def test_seed_ranges():
     assert seed_ranges((7, 2, 3, 4)) == "2-4, 7" and seed_ranges([5]) == "5"
+
+
+def test_the_pooled_spread_leaves_them_out_too(tmp_registry):
+    from pubench.jobs import expand
+    from pubench.report.pooled import pooled_spreads
+    from pubench.store import ResultStore
+
+    tmp_registry(selftest_spec("table1-bcl"))
+    tmp_registry(selftest_spec("table2-bcl"))
+    specs = load_all()
+    store = ResultStore(tmp_registry.root / "results")
+    for spec in (specs["table1-bcl"], specs["table2-bcl"]):
+        for job in expand(spec, "paper", 3).jobs:  # 3 seeds where 2 are registered
+            if (job.row, job.col) == ("A", "x"):
+                store.write_ok(job, {"score": 10.0 * job.seed_index + (spec.id == "table2-bcl")}, {}, {})
+    p = pooled_spreads(collect(specs["table1-bcl"], "paper", store), store)[("A", "x", "score")]
+    assert sorted(p.values) == [0.0, 1.0, 10.0, 11.0] and p.specs == (("table1-bcl", 2), ("table2-bcl", 2))
