@@ -40,7 +40,9 @@ def parser(sub) -> None:
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000),
-                   help="number of seeds (default: the tier's, from the spec)")
+                   help="number of seeds (default: the tier's, from the spec, more where its more_seeds entries say "
+                        "so); records of seeds beyond those the spec registers are listed apart by reports and read "
+                        "by no claim or verdict until a more_seeds entry registers them")
     s.add_argument("--only", action="append", metavar="ROW|COL",
                    help="only cells matching this glob pattern (repeatable)")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",

@@ -188,10 +188,12 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         for i, m in enumerate(t.more_seeds):
             if not any(match_cell(m.cells, r, c) for r in rows for c in cols):
                 raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
+            _check_seen_before(m, model.experiment.seeds_from, file, f"{where}.more_seeds.{i}")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
                            unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
                            cell_why=dict(t.cell_why),
-                           more_seeds=tuple(m.model_dump() for m in t.more_seeds), inherits=dict(t.inherits))
+                           more_seeds=tuple(m.model_dump(exclude_none=True) for m in t.more_seeds),
+                           inherits=dict(t.inherits))
         running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
                                                                                  *t.unavailable))
                                           for c in cols if c not in model.derived_cols)]
@@ -285,6 +287,19 @@ def rows_not_named(tier: Tier, rows: list[str], running: list[str]) -> list[str]
                    fnmatch.fnmatchcase(name, n.partition("|")[0]) for n in naming)
 
     return [r for r in running if not named(r)]
+
+
+def _check_seen_before(entry, seeds_from, file: str, where: str) -> None:
+    """A ``more_seeds`` entry that extends cells shared with another spec (``experiment.seeds_from``)
+    takes that spec's seeds as they are, some perhaps already run and seen: it must say what they
+    show (``seen_before``), so the extension's foreseeable outcome is on record beside its reason."""
+    if seeds_from is None or (entry.seen_before or "").strip():
+        return
+    shared = [f"{r}|{c}" for r in seeds_from.rows for c in seeds_from.cols if match_cell(entry.cells, r, c)]
+    if shared:
+        raise SpecError(file, f"{where}.seen_before", f"missing: {shared[0]} is {seeds_from.spec}'s cell "
+                                                      "(experiment.seeds_from); say what its seeds already in the "
+                                                      "store show (or that there are none)")
 
 
 def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], running: list[str]) -> None:

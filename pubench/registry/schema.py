@@ -258,6 +258,12 @@ class MoreSeedsModel(_Model):
     seeds: int = Field(ge=2, le=MAX_SEEDS, description="seeds those cells run (more than the tier's)")
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="when this was decided, before the seeds ran")
     why: str = Field(min_length=1, description="what the seeds are for: the claim or regime check they decide")
+    seen_before: str | None = Field(
+        None, min_length=1, description="what the added seeds that had already run showed when this was decided "
+                                        "(their outcomes, near-one-class seeds; or that none had run): required where "
+                                        "the cells are another spec's (experiment.seeds_from), whose seeds the entry "
+                                        "takes as they are, and where some of its seeds ran before a commit held the "
+                                        "entry (tests/unit/test_claims_fixed.py)")
 
 
 class TierModel(LayerModel):

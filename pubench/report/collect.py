@@ -1,7 +1,11 @@
 """Collectors: join the result store with a spec's reported cells.
 
 Only records whose params equal the cell's current resolved config (and whose spec
-version matches) are aggregated; older ones are counted as stale and left out. Corrupt
+version matches) are aggregated; older ones are counted as stale and left out. So are the
+records of seeds nobody registered (a seed index beyond the cell's registered seeds at the
+tier: its ``seeds`` and ``more_seeds``, :func:`registered_seeds`; e.g. ``run --seeds 10``
+at a tier of 3): they are listed apart (:attr:`TableResult.unregistered`) and no claim,
+regime check or verdict reads them until a ``more_seeds`` entry registers them. Corrupt
 records never reach a report (``ResultStore.scan``). Values are kept per seed index, with
 the data split each seed ran on, so claim checks can pair the seeds of two cells that saw
 the same split (:mod:`pubench.report.stats`).
@@ -17,7 +21,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pubench.registry.spec import ReportedCell, Spec
+from pubench.registry.spec import CUSTOM, ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
 from pubench.report.oneclass import class_rates, near_one_class, separation
 from pubench.report.oneclass import one_class as degenerate_classifier  # noqa: F401 (the exact case, for callers)
@@ -142,6 +146,9 @@ class TableResult:
     #: (row, col, metric) -> every run of the cell's config at the tier, in every spec that runs it
     #: (:func:`pubench.report.pooled.pooled_spreads`; filled where a store is at hand: write_report, the site)
     pooled: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    #: cell -> the seed indices of its records at the current config that no registration covers
+    #: (:func:`registered_seeds`): left out of everything above, listed apart until registered
+    unregistered: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
 
     def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
         return self.curves.get((title, row, col))
@@ -189,6 +196,30 @@ class TableResult:
         return len(self.seeds_done)
 
 
+def unregistered_line(res: TableResult, cells: int = 10) -> str | None:
+    """The one line a report lists the unregistered seeds' records in (None: there are none),
+    at most ``cells`` cells named."""
+    if not res.unregistered:
+        return None
+    n = sum(len(seeds) for seeds in res.unregistered.values())
+    named = [f"{r}|{c} seed{'s' if len(seeds) > 1 else ''} {seed_ranges(seeds)}"
+             for (r, c), seeds in list(res.unregistered.items())[:cells]]
+    more = f" and {len(res.unregistered) - cells} more cell(s)" if len(res.unregistered) > cells else ""
+    return (f"{n} record(s) of seeds no registration covers (beyond the tier's seeds and its more_seeds entries) are "
+            f"listed apart, read by no claim, regime check or verdict until registered: {'; '.join(named)}{more}")
+
+
+def seed_ranges(seeds) -> str:
+    """``(2, 3, 4, 7)`` -> ``"2-4, 7"``."""
+    runs: list[list[int]] = []
+    for k in sorted(seeds):
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
 PIPELINE_CHECK_TIERS = frozenset({"smoke"})  # tiers whose numbers are never compared with the paper
 
@@ -224,28 +255,42 @@ def numerics_label(num: dict[str, Any] | None) -> str:
 
 def select_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The records a report aggregates, and how many are stale (config or spec version
-    changed, or no numerics recorded). One record per (cell, seed): when the same job was
-    run under several numerics profiles, the canonical CPU one wins, else the latest."""
+    changed, or no numerics recorded). One record per (cell, seed) of a registered seed
+    (:func:`registered_seeds`): when the same job was run under several numerics profiles,
+    the canonical CPU one wins, else the latest."""
     chosen, left_out = classify_records(spec, tier, records)
     return chosen, sum(why == STALE for _, why in left_out)
 
 
-STALE, SUPERSEDED = "stale", "superseded"
+STALE, SUPERSEDED, UNREGISTERED = "stale", "superseded", "unregistered"
+
+
+def registered_seeds(spec: Spec, tier: str, row: str, col: str) -> int:
+    """How many seeds (indices ``0..n-1``) of the cell are registered at ``tier``: the tier's
+    ``seeds``, or a ``more_seeds`` entry's; a variant's (tier ``custom``) are its base tier's,
+    as ``pubench run --set`` runs them; a row added to the table runs its baseline cell's."""
+    base = spec.variant[0] if spec.variant is not None and tier == CUSTOM else tier
+    return spec.tiers[base].seeds_of(*spec.baseline_cell(row, col))
 
 
 def classify_records(spec: Spec, tier: str, records: list[dict[str, Any]]
                      ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
     """:func:`select_records` with the records it leaves out and why: ``stale`` (config or spec
-    version changed, or no numerics recorded) or ``superseded`` (the same cell and seed under
-    a preferred numerics profile)."""
+    version changed, or no numerics recorded), ``unregistered`` (a current record of a seed
+    index beyond the cell's registered seeds, :func:`registered_seeds`) or ``superseded`` (the
+    same cell and seed under a preferred numerics profile)."""
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    registered = {cell: registered_seeds(spec, tier, *cell) for cell in current}
     chosen: dict[tuple, dict[str, Any]] = {}
     left_out: list[tuple[dict[str, Any], str]] = []
     for rec in records:
         job = rec["job"]
-        if (job["spec_version"] != spec.version or current.get((job["row"], job["col"])) != job["params"]
-                or "numerics" not in job):
+        cell = (job["row"], job["col"])
+        if job["spec_version"] != spec.version or current.get(cell) != job["params"] or "numerics" not in job:
             left_out.append((rec, STALE))
+            continue
+        if job["seed_index"] >= registered[cell]:
+            left_out.append((rec, UNREGISTERED))
             continue
         key = (job["row"], job["col"], job["seed_index"])
         if key not in chosen:
@@ -371,8 +416,6 @@ def variants(spec: Spec, store: ResultStore) -> list[Spec]:
     (:meth:`Spec.with_variant`), then one per base tier with rows added (``--add-row``,
     :meth:`Spec.with_added_rows`) holding every added row run there (a name defined twice: the
     definition of its latest record)."""
-    from pubench.registry.spec import CUSTOM
-
     records = [r for r in store.scan(CUSTOM, spec.id, fields=("job", "timing")).records
                if r["job"].get("spec_version") == spec.version]
     keys = {variant_key(r["job"]) for r in records}
@@ -399,7 +442,12 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     values: dict[tuple[str, str, str], dict[int, float]] = {}
     splits: dict[tuple[str, str], dict[int, Hashable]] = {}  # cell -> seed index -> data seed
     scan = scan_of(spec, tier, store)
-    records, stale = select_records(spec, tier, scan.records)
+    records, left_out = classify_records(spec, tier, scan.records)
+    stale = sum(why == STALE for _, why in left_out)
+    unregistered: dict[tuple[str, str], set[int]] = {}
+    for rec, why in left_out:
+        if why == UNREGISTERED:
+            unregistered.setdefault((rec["job"]["row"], rec["job"]["col"]), set()).add(rec["job"]["seed_index"])
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}
     dirty = 0
@@ -439,4 +487,5 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       discrimination=discrimination, rates=rates_)
+                       discrimination=discrimination, rates=rates_,
+                       unregistered={cell: tuple(sorted(seeds)) for cell, seeds in sorted(unregistered.items())})

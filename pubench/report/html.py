@@ -28,7 +28,7 @@ from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_revisions, regime_rows, regime_whys)
@@ -284,6 +284,8 @@ def coverage_lines(res: TableResult) -> list[str]:
     lines += [f"Not runnable at this tier ({len(cells)} cells): {why}" for why, cells in reasons.items()]
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(unregistered)
     if one_class := degenerate_summary(res):
         lines.append(one_class)
         lines += [f"Why, at tier {res.tier}: {why}" for why in one_class_whys(res)]

@@ -26,7 +26,7 @@ from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, describe
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
                                      regime_revisions, regime_whys)
@@ -143,6 +143,8 @@ def _coverage(res: TableResult) -> list[Tex]:
         lines.append(f"Cells whose jobs failed: {len(res.failed)}")
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(escape_tex(unregistered))
     if one_class := degenerate_summary(res):
         lines.append(escape_tex(one_class))
         lines += [escape_tex(f"Why, at tier {res.tier}: {why}") for why in one_class_whys(res)]

@@ -12,7 +12,7 @@ from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.pooled import POOLED_HEADERS, POOLED_LEGEND, pooled_rows
 from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_revisions, regime_rows, regime_whys)
@@ -212,6 +212,8 @@ def _status_md(res: TableResult) -> str:
             lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
     if res.stale:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(f"- {unregistered}")
     if one_class := degenerate_summary(res):
         lines.append(f"- {one_class}")
         lines += [f"  - Why, at tier `{res.tier}`: {why}" for why in one_class_whys(res)]

@@ -29,7 +29,7 @@ VALUES = {("A", "x"): [70.0, 71.0, 72.0], ("B", "x"): [68.0, 69.2, 69.9], ("C", 
 
 
 def _spec(extra: str = ""):
-    text = selftest_spec(rows=("A", "B", "C"), extra=extra)
+    text = selftest_spec(rows=("A", "B", "C"), extra=extra, seeds=3)
     start = text.index("  cells:\n") + len("  cells:\n")
     end = text.index("experiment:")
     return parse_spec(yaml.safe_load(text[:start] + REPORTED + text[end:]), "<t>")
@@ -76,7 +76,7 @@ def test_lower_is_better_turns_both_orders(tmp_path):
 
 
 def _spec_text_lower() -> str:
-    text = selftest_spec(rows=("A", "B", "C")).replace("higher_is_better: true", "higher_is_better: false")
+    text = selftest_spec(rows=("A", "B", "C"), seeds=3).replace("higher_is_better: true", "higher_is_better: false")
     start = text.index("  cells:\n") + len("  cells:\n")
     return text[:start] + REPORTED + text[text.index("experiment:"):]
 
@@ -122,6 +122,6 @@ def test_cli_agreement_text_and_json(tmp_registry, capsys):
 
 
 def _spec_text() -> str:
-    text = selftest_spec(rows=("A", "B", "C"))
+    text = selftest_spec(rows=("A", "B", "C"), seeds=3)
     start = text.index("  cells:\n") + len("  cells:\n")
     return text[:start] + REPORTED + text[text.index("experiment:"):]

@@ -70,7 +70,7 @@ def test_fmt_hours_two_significant_digits(hours, text):
 
 
 def _store_with_timings(tmp_path, walls):
-    spec = parse_spec(yaml.safe_load(selftest_spec()), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec(seeds=3)), "<t>")
     store = ResultStore(tmp_path)
     jobs = expand(spec, "paper", 3).jobs
     for job in jobs:
@@ -84,7 +84,7 @@ def test_collect_reports_compute_of_its_records(tmp_path):
     spec, store, _ = _store_with_timings(tmp_path, walls)
     res = collect(spec, "paper", store)
     assert res.compute.jobs == 6 and res.compute.core_s == pytest.approx(66.0)  # 1 thread per job
-    edited = parse_spec(yaml.safe_load(selftest_spec().replace("A: {value: 1.0}", "A: {value: 7.0}")), "<t>")
+    edited = parse_spec(yaml.safe_load(selftest_spec(seeds=3).replace("A: {value: 1.0}", "A: {value: 7.0}")), "<t>")
     stale = collect(edited, "paper", store)  # A's records are stale: not aggregated, still spent
     assert stale.compute.jobs == 3 and stale.compute_all.jobs == 6
 

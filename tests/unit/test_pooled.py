@@ -12,8 +12,8 @@ from tests.conftest import selftest_spec
 
 
 def _two_specs(tmp_registry):
-    tmp_registry(selftest_spec("table1-bcl"))
-    tmp_registry(selftest_spec("table2-bcl"))
+    tmp_registry(selftest_spec("table1-bcl", seeds=3))
+    tmp_registry(selftest_spec("table2-bcl", seeds=3))
     specs = load_all()
     return specs["table1-bcl"], specs["table2-bcl"], ResultStore(tmp_registry.root / "results")
 

@@ -43,7 +43,7 @@ VALUES = {
 
 
 def _spec(extra: str, rows=("A", "B", "U"), cols=("x", "y", "z")):
-    return parse_spec(yaml.safe_load(selftest_spec(rows=rows, cols=cols, extra=extra)), "<t>")
+    return parse_spec(yaml.safe_load(selftest_spec(rows=rows, cols=cols, extra=extra, seeds=3)), "<t>")
 
 
 def _store(tmp_path, spec, values, metrics=lambda v: {"score": v}, tier="paper") -> ResultStore:
@@ -69,7 +69,7 @@ def test_regime_blocks_parse_with_defaults():
 
 
 def test_default_columns_are_where_the_reference_and_baseline_run():
-    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), cols=("x", "y", "z"), extra=TRAINED))
+    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), cols=("x", "y", "z"), extra=TRAINED, seeds=3))
     data["experiment"]["exclude"] = ["U|z"]
     spec = parse_spec(data, "<t>")
     assert spec.regime[0].cols == ("x", "y")
@@ -92,7 +92,7 @@ BAD = [
 
 @pytest.mark.parametrize("name, change, key, problem", BAD, ids=[b[0] for b in BAD])
 def test_invalid_regime_blocks_name_the_key(name, change, key, problem):
-    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), extra=TRAINED))
+    data = yaml.safe_load(selftest_spec(rows=("A", "B", "U"), extra=TRAINED, seeds=3))
     block = data["regime"][0]
     for k, v in change.items():
         if v is None:
@@ -143,7 +143,7 @@ def test_trained_with_one_seed_is_not_testable(tmp_path):
 
 
 def test_lower_is_better_turns_the_gain(tmp_path):
-    text = selftest_spec(rows=("A", "B", "U"), extra=TRAINED).replace("higher_is_better: true",
+    text = selftest_spec(rows=("A", "B", "U"), extra=TRAINED, seeds=3).replace("higher_is_better: true",
                                                                     "higher_is_better: false")
     spec = parse_spec(yaml.safe_load(text), "<t>")
     values = {("A", "x"): [10.0, 11.0, 10.5], ("U", "x"): [30.0, 31.5, 30.5]}  # A 20 lower: better
@@ -337,7 +337,7 @@ POWER = textwrap.dedent("""\
 
 
 def _power_spec():
-    text = selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=POWER)
+    text = selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=POWER, seeds=3)
     text = text.replace("    - {row: B, col: y, mean: null, note: not printed}\n",
                         "    - {row: A, col: y, mean: 1.0}\n    - {row: B, col: y, mean: 2.0}\n"
                         "    - {row: A, col: z, mean: 1.0}\n    - {row: B, col: z, mean: 1.5}\n")
@@ -485,7 +485,7 @@ def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
     from pubench.report.html import report_body
     from pubench.report.regime import unexplained_one_class
 
-    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=TWO))
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y", "z"), extra=TWO, seeds=3))
     raw["tiers"]["paper"]["one_class_why"] = {"B|y": "measured: B's threshold sits above every score"}
     spec = parse_spec(raw, "<t>")
     values = {("A", "x"): [0.5, 0.6, 0.55], ("B", "x"): [0.5, 0.02, 0.55],
@@ -515,7 +515,7 @@ def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
     ({"Q|*": "why"}, "matches no cell"),
 ])
 def test_invalid_one_class_why_names_the_key(reasons, problem):
-    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=""))
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra="", seeds=3))
     raw["tiers"]["reduced"]["one_class_why"] = reasons
     with pytest.raises(SpecError) as e:
         parse_spec(raw, "<t>")

@@ -20,7 +20,7 @@ CLAIMS = """claims:
 
 
 def _filled_store(tmp_path, text=None, values=None):
-    spec = parse_spec(yaml.safe_load(text or selftest_spec(extra=CLAIMS)), "<t>")
+    spec = parse_spec(yaml.safe_load(text or selftest_spec(extra=CLAIMS, seeds=3)), "<t>")
     store = ResultStore(tmp_path)
     values = values or {("A", "x"): [1.0, 1.2, 1.1], ("A", "y"): [3.0, 3.0, 3.0], ("B", "x"): [2.5, 2.7, 2.6],
                         ("B", "y"): [4.0, 4.2, 4.1]}
@@ -55,7 +55,7 @@ def test_collect_aggregates_and_deltas(tmp_path):
 
 
 def test_delta_sign_follows_direction(tmp_path):
-    text = selftest_spec(extra=CLAIMS).replace("higher_is_better: true", "higher_is_better: false")
+    text = selftest_spec(extra=CLAIMS, seeds=3).replace("higher_is_better: true", "higher_is_better: false")
     spec, store = _filled_store(tmp_path, text)
     res = collect(spec, "paper", store)
     assert res.delta("A", "x", "score") == pytest.approx(-0.1)  # lower is better: 1.1 > 1.0 is worse
@@ -63,7 +63,8 @@ def test_delta_sign_follows_direction(tmp_path):
 
 def test_stale_records_are_left_out(tmp_path):
     spec, store = _filled_store(tmp_path)
-    edited = parse_spec(yaml.safe_load(selftest_spec(extra=CLAIMS).replace("A: {value: 1.0}", "A: {value: 7.0}")), "<t>")
+    edited = parse_spec(yaml.safe_load(selftest_spec(extra=CLAIMS, seeds=3).replace("A: {value: 1.0}",
+                                                                                    "A: {value: 7.0}")), "<t>")
     res = collect(edited, "paper", store)
     assert res.get("A", "x", "score") is None and res.stale == 6
 
@@ -82,7 +83,7 @@ def test_claim_and_column_checks(tmp_path):
 
 
 def test_checks_along_rows_when_methods_are_columns(tmp_path):
-    text = selftest_spec(extra="methods_in: cols\n")
+    text = selftest_spec(extra="methods_in: cols\n", seeds=3)
     spec, store = _filled_store(tmp_path, text)
     checks = {c.col: c for c in column_checks(collect(spec, "paper", store))}
     assert set(checks) == {"A", "B"}  # one line per row, comparing columns x and y
@@ -91,7 +92,7 @@ def test_checks_along_rows_when_methods_are_columns(tmp_path):
 
 def test_kendall_tau(tmp_path):
     rows = ["A", "B", "C"]
-    text = selftest_spec(rows=rows).replace(
+    text = selftest_spec(rows=rows, seeds=3).replace(
         "    - {row: B, col: y, mean: null, note: not printed}",
         "    - {row: B, col: y, mean: null, note: not printed}\n    - {row: C, col: x, mean: 3.0}")
     text = text.replace("B: {value: 2.0}", "B: {value: 2.0}\n    C: {value: 3.0}")
@@ -129,7 +130,7 @@ def test_latex_escapes_what_pdflatex_cannot_typeset():
 
 def test_wide_blocks_split_into_column_chunks(tmp_path):
     cols = tuple(f"setting number {i}" for i in range(12))
-    spec = parse_spec(yaml.safe_load(selftest_spec(cols=cols)), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec(cols=cols, seeds=3)), "<t>")
     store = ResultStore(tmp_path)
     for job in expand(spec, "paper", 3).jobs:
         store.write_ok(job, {"score": 123.456789 + job.seed_index}, {}, {})
@@ -139,7 +140,7 @@ def test_wide_blocks_split_into_column_chunks(tmp_path):
 
 
 def test_write_report_files_and_png_for_figures(tmp_path):
-    text = selftest_spec("fig1-bcl", extra=CLAIMS)
+    text = selftest_spec("fig1-bcl", extra=CLAIMS, seeds=3)
     spec, store = _filled_store(tmp_path / "r", text)
     res, paths = write_report(spec, "paper", store, tmp_path / "reports")
     assert [p.name for p in paths] == ["fig1-bcl.md", "fig1-bcl.tex", "fig1-bcl.png"]
@@ -147,7 +148,7 @@ def test_write_report_files_and_png_for_figures(tmp_path):
 
 
 def test_derived_mean_column_is_not_run_and_is_averaged_per_seed(tmp_path):
-    text = selftest_spec(cols=("x", "y", "Mean")).replace(
+    text = selftest_spec(cols=("x", "y", "Mean"), seeds=3).replace(
         "experiment:\n", "derived_cols:\n  Mean: {mean_of: [x, y]}\nexperiment:\n")
     spec = parse_spec(yaml.safe_load(text), "<t>")
     assert ("A", "Mean") not in spec.cells() and len(spec.cells()) == 4
@@ -178,7 +179,7 @@ def test_compare_tolerance_follows_each_metrics_scale(tmp_path):
 
     from pubench.report.compare import compare_stores, print_resolution
 
-    text = selftest_spec().replace("score: {label: Score, higher_is_better: true}",
+    text = selftest_spec(seeds=5).replace("score: {label: Score, higher_is_better: true}",
                                    "score: {label: MSE, higher_is_better: false, format: '.3g'}")
     rng = np.random.default_rng(0)
     means = {("A", "x"): 7.3e-4, ("A", "y"): 3.1e-3, ("B", "x"): 1.5e-4, ("B", "y"): 6.0e-3}
@@ -209,7 +210,7 @@ def test_a_figure_panel_without_results_says_so(tmp_path, monkeypatch):
 
     from pubench.report.plot import render_plot
 
-    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CLAIMS)), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CLAIMS, seeds=3)), "<t>")
     said = []
     monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda self, x, y, s, **kw: said.append(s))
     res = collect(spec, "paper", ResultStore(tmp_path / "empty"))
@@ -230,7 +231,7 @@ claims:
 def _curve_store(tmp_path):
     """fig1-bcl with two curves in the records' info: A's accuracy rises by seed-dependent steps,
     B's falls; a density on a fixed grid (column x only)."""
-    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CURVES)), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec("fig1-bcl", extra=CURVES, seeds=3)), "<t>")
     store = ResultStore(tmp_path)
     for job in expand(spec, "paper", 3).jobs:
         k = job.seed_index

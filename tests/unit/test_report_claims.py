@@ -155,8 +155,8 @@ VALUES = {
 }
 
 
-def claims_spec(extra: str = CLAIMS):
-    text = selftest_spec(rows=("A", "B", "C"), extra=extra).replace(
+def claims_spec(extra: str = CLAIMS, seeds: int = 3):
+    text = selftest_spec(rows=("A", "B", "C"), extra=extra, seeds=seeds).replace(
         "    - {row: A, col: x, mean: 1.0, std: 0.1}", '    - {row: A, col: x, mean: 1.0, std: 0.1, mark: "(bold)"}')
     return parse_spec(yaml.safe_load(text), "<t>")
 
@@ -193,7 +193,7 @@ def test_a_tested_failure_outweighs_an_untestable_pair(tmp_path):
 
 
 def test_pairing_by_seed_index_with_missing_seeds(tmp_path):
-    spec = claims_spec('claims:\n  - {kind: greater, rows: [A, B], cols: [x], text: "A beats B"}\n')
+    spec = claims_spec('claims:\n  - {kind: greater, rows: [A, B], cols: [x], text: "A beats B"}\n', seeds=5)
     values = {("A", "x"): {0: 10.0, 1: 11.0, 2: 10.5, 3: 12.0}, ("B", "x"): {1: 10.2, 2: 9.9, 3: 11.1, 4: 30.0}}
     res = collect(spec, "paper", claims_store(tmp_path, spec, values, seeds=5))
     assert res.get("B", "x", "score").mean == pytest.approx(statistics.fmean([10.2, 9.9, 11.1, 30.0]))
@@ -204,7 +204,7 @@ def test_pairing_by_seed_index_with_missing_seeds(tmp_path):
 
 
 def test_columns_with_different_data_are_not_paired(tmp_path):
-    text = selftest_spec(extra='claims:\n  - {kind: col_order, rows: [A], cols: [x, y], text: "y beats x"}\n')
+    text = selftest_spec(extra='claims:\n  - {kind: col_order, rows: [A], cols: [x, y], text: "y beats x"}\n', seeds=3)
     text = text.replace("  rows:\n    A: {value: 1.0}",
                         "  cols:\n    x: {data: {n_p: 1}}\n    y: {data: {n_p: 2}}\n  rows:\n    A: {value: 1.0}")
     spec = parse_spec(yaml.safe_load(text), "<t>")

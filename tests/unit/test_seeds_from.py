@@ -73,6 +73,34 @@ def test_invalid_seeds_from_names_the_key(change, key, problem):
     assert key in str(e.value) and problem in str(e.value)
 
 
+def _extending(cells: str, seen_before: str | None = None) -> dict:
+    raw = yaml.safe_load(_sharing_spec())
+    entry = {"cells": cells, "seeds": 5, "date": "2026-12-07", "why": "a pre-registered test"}
+    raw["tiers"]["reduced"]["more_seeds"] = [entry | ({"seen_before": seen_before} if seen_before else {})]
+    return raw
+
+
+def test_more_seeds_in_a_shared_cell_must_say_what_the_seeds_already_there_show():
+    """Extending a cell that is another spec's takes that spec's seeds as they are, some perhaps run
+    and seen before the entry (issue 60: table3-wconpu's V gained seeds 3-9 that way, two of them
+    one-class): the entry says what they show, or the spec does not load."""
+    with pytest.raises(SpecError) as e:
+        parse_spec(_extending("*|x"), "<t>")
+    assert "tiers.reduced.more_seeds.0.seen_before" in str(e.value) and "B|x is table1-bcl's cell" in str(e.value)
+    assert len(str(e.value).splitlines()) == 1
+    spec = parse_spec(_extending("*|x", "table1-bcl held B|x seeds 0-1, both two-class"), "<t>")
+    assert spec.tiers["reduced"].seeds_of("B", "x") == 5
+    assert spec.tiers["reduced"].more_seeds[0]["seen_before"].startswith("table1-bcl held")
+    unshared = parse_spec(_extending("C|*"), "<t>")  # C's cells are this spec's own: nothing to state
+    assert "seen_before" not in unshared.tiers["reduced"].more_seeds[0]
+
+
+def test_committed_extensions_of_shared_cells_say_what_was_there():
+    stated = [(spec.id, m["cells"]) for spec in load_all().values() for t in spec.tiers.values()
+              for m in t.more_seeds if m.get("seen_before")]
+    assert ("table3-wconpu", "V: WConPU|CIFAR-10") in stated  # the rest are checked as the registry loads
+
+
 # ---- runs ------------------------------------------------------------------------------------
 
 

@@ -34,7 +34,7 @@ entries:
 def site(tmp_registry):
     """A registry of a table (three tiers of results, one failed cell), a figure and a spec
     without results; a crossref entry; the site written from it."""
-    tmp_registry(selftest_spec("table1-bcl", rows=("A<i>", "B")))
+    tmp_registry(selftest_spec("table1-bcl", rows=("A<i>", "B"), seeds=3))
     tmp_registry(selftest_spec("fig1-bcl", cols=("alpha=0.1", "alpha=0.2")))
     tmp_registry(selftest_spec("table1-pucl", rows=("A<i>", "C")))
     (tmp_registry.root / "experiments" / "_crossref.yaml").write_text(MAPPING)

@@ -29,7 +29,7 @@ CLAIMS = textwrap.dedent("""\
 
 
 def test_verdicts_read_significance_and_price_the_open_claim(tmp_path):
-    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS)), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS, seeds=3)), "<t>")
     store = ResultStore(tmp_path)
     values = {("A", "x"): [1.0, 2.0, 3.0], ("B", "x"): [3.0, 4.1, 5.0],
               ("A", "y"): [1.0, 3.0, 2.0], ("B", "y"): [1.5, 2.7, 2.4]}
@@ -68,7 +68,7 @@ def test_the_cost_to_settle_prices_each_cell_at_its_own_wall_time(tmp_path):
     """A claim over a cheap cell that has more seeds and a slow one that has fewer: the slow
     cell's missing jobs are priced at its own records (a median over both cells' records took
     the cheap cell's 36 s for all of them)."""
-    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS)), "<t>")
+    spec = parse_spec(yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS, seeds=6)), "<t>")
     store = ResultStore(tmp_path)
     values = {("A", "y"): [1.0, 3.0, 2.0, 2.0, 1.5, 2.5], ("B", "y"): [1.5, 2.7, 2.4]}
     for job in expand(spec, "reduced", 6).jobs:
