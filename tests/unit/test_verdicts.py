@@ -86,7 +86,7 @@ def test_the_cost_to_settle_prices_each_cell_at_its_own_wall_time(tmp_path):
 def test_a_failure_with_a_written_reason_shows_it_with_figures_measured_now(tmp_path):
     """A cell_why reason covering a deciding cell is printed on the verdict page beside the failure,
     with the cell's figures read from the records at render time (not copied into the reason)."""
-    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS))
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS, seeds=3))
     raw["tiers"]["reduced"]["cell_why"] = {"A|x": "A is at chance here: its clusters split the wrong way."}
     spec = parse_spec(raw, "<t>")
     store = ResultStore(tmp_path)
@@ -107,7 +107,7 @@ def test_a_failure_with_a_written_reason_shows_it_with_figures_measured_now(tmp_
 
 def test_status_shows_every_tier_that_tested_a_claim(tmp_path):
     """The verdict comes from the paper tier; the reduced tier's significant result is printed beside it."""
-    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS))
+    raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra=CLAIMS, seeds=3))
     spec = parse_spec(raw, "<t>")
     store = ResultStore(tmp_path)
     paper = {("A", "x"): [1.0, 2.0, 3.0], ("B", "x"): [1.2, 2.1, 2.9]}
