@@ -5,7 +5,7 @@ changes is the difference, key by key. :func:`tier_changes` groups it for a read
 set of rows that share the same changes, each change a key path with the paper's value and the
 tier's (``train.epochs 100 -> 5``), the columns named where the values differ between them::
 
-    ResNet18 PN, PvU, uPU, nnPU; AllConv PvU, uPU, nnPU: train.epochs 100 -> 5; train.optimizer.lr 1e-5 -> 1e-3
+    ResNet18 PN, PvU, uPU, nnPU; AllConv PvU, uPU, nnPU: train.epochs 100 -> 5; train.optimizer.lr 1e-5 -> 0.001
     ResNet18 PN, ..., puNCE: data.split.n_labeled 1000 -> 80 (n_P=1k), 3000 -> 240 (n_P=3k), 10000 -> 800 (n_P=10k)
 
 So the numbers are written once, in the config, and a tier's list can neither omit a change nor
@@ -22,7 +22,6 @@ deviations after them, as the tier's deviations from the paper (:func:`deviation
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,7 +55,7 @@ class ChangeLine:
     changes: tuple[Change, ...]
     text: str  # "ROWS: path a -> b; ..."
     cells: frozenset[tuple[str, str]]  # the (row, col) cells in which some change of the line applies
-    whys: tuple[tuple[str, str], ...] = ()
+    whys: tuple[tuple[str | None, str], ...] = ()  # key None: a cell pattern that covers the whole line
 
     def full_text(self) -> str:
         """The line with its whys: ``ROWS: changes. Why (KEY): sentence``."""
@@ -193,14 +192,15 @@ def _change(path: str, by_col: dict[str, tuple[str, str]], cols: list[str],
 
 def cols_named(cols: list[str], col_groups: dict[str, list[str]]) -> tuple[str, ...]:
     """``cols`` with every column group they hold whole named by the group (``MNIST-I`` for its
-    four columns)."""
-    out, left = [], list(cols)
-    for name, members in col_groups.items():
-        if len(members) > 1 and all(c in left for c in members):
-            at = left.index(members[0])
-            left = [c for c in left if c not in members]
-            left.insert(at, "\0" + name)
-    return tuple(c.removeprefix("\0") for c in left)
+    four columns), where its first column stood."""
+    whole = {c: name for name, members in col_groups.items()
+             if len(members) > 1 and all(m in cols for m in members) for c in members}
+    out: list[str] = []
+    for col in cols:
+        name = whole.get(col, col)
+        if name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def change_text(change: Change) -> str:
