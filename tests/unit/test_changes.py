@@ -11,12 +11,7 @@ import pytest
 
 from pubench.cli import main
 from pubench.registry import SpecError, get_spec
-from pubench.registry.changes import (
-    config_diff,
-    deviation_lines,
-    tier_changes,
-    value_text,
-)
+from pubench.registry.changes import config_diff, deviation_lines, tier_changes, value_text
 from pubench.registry.notes import notes_path
 from pubench.registry.spec import match_cell
 from tests.conftest import selftest_spec
