@@ -279,6 +279,13 @@ def _say_plan(spec, tier: str, plan, num, overrides: list[str] | None = None) ->
                     plan.seeds else ()))
     print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
+    from pubench.registry.changes import tier_changes
+
+    changed = len(tier_changes(spec, tier)) if tier in spec.tiers else 0
+    if changed:
+        base = spec.variant[0] if spec.variant else tier
+        print(f"  config changes against the paper tier: {changed} line(s), shown by `pubench expand {spec.id} --tier "
+              f"{base} --diff`" + (" with the variant's options" if spec.variant else ""))
     for d in overridden_deviations(spec.tiers[tier].deviations, overrides or []):
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:

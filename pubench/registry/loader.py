@@ -10,7 +10,6 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 from dataclasses import is_dataclass, replace
@@ -39,6 +38,7 @@ from pubench.registry.spec import (
     Tier,
     UnknownSpec,
     match_cell,
+    match_name,
 )
 from pubench.utils.yamlio import parse_mapping, read_text
 
@@ -82,7 +82,6 @@ def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | Non
     spec = cache.get("specs", key, Spec)
     if spec is None:
         spec = _parse_file(path, text, notes_text)
-        spec.precompute()
         spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
         # the resolved cells apart, one entry per tier: most commands read one tier, `list` none
         cache.put("specs", key, replace(spec, designed=None, _resolved={}))
@@ -101,8 +100,13 @@ def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | Non
 def _parse_file(path: Path, text: str, notes_text: str | None) -> Spec:
     """The spec of the file ``path`` (its ``text``) with its notes (``notes_text``) merged in; a
     problem of a key the notes hold is named in the notes file."""
+    from pubench.registry.changes import check_whys
+
     try:
-        return parse_spec(notes.read_raw(path, text, notes_text), str(path))
+        spec = parse_spec(notes.read_raw(path, text, notes_text), str(path))
+        spec.precompute()  # every cell resolved once: the whys are checked against the tiers' changes
+        check_whys(spec)
+        return spec
     except SpecError as e:
         raise notes.locate(e, path, notes_text) from None
 
@@ -173,9 +177,6 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         where = f"tiers.{name}"
         layer = expand_layer(raw["tiers"][name], file, where)
         _check_layer(layer, file, where, rows, cols)
-        if name != "paper" and any(layer.get(k) for k in LAYER_KEYS) and not t.deviations:
-            raise SpecError(file, f"{where}.deviations", "this tier changes the paper's setup: list the deviations "
-                                                         "in words")
         for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why),
                              ("cell_why", t.cell_why)):
             for pattern, why in reasons.items():
@@ -193,7 +194,8 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                            unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
                            cell_why=dict(t.cell_why),
                            more_seeds=tuple(m.model_dump(exclude_none=True) for m in t.more_seeds),
-                           inherits=dict(t.inherits))
+                           inherits=dict(t.inherits),
+                           why=dict(t.why), tier_wide=_tier_wide(t.tier_wide, model, file, f"{where}.tier_wide"))
         running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
                                                                                  *t.unavailable))
                                           for c in cols if c not in model.derived_cols)]
@@ -267,7 +269,7 @@ def row_naming_overrides(layer: dict[str, Any], rows: list[str]) -> list[str]:
     out = [f"rows.{r}" for r in layer.get("rows") or {}]
     for pattern in layer.get("cells") or {}:
         row_part = pattern.partition("|")[0]
-        if not all(fnmatch.fnmatchcase(r, row_part) for r in rows):
+        if not all(match_name(r, row_part) for r in rows):
             out.append(pattern)
     return out
 
@@ -283,8 +285,8 @@ def rows_not_named(tier: Tier, rows: list[str], running: list[str]) -> list[str]
 
     def named(row: str) -> bool:
         name = tier.matched_as(row)
-        return any(name == n[len("rows."):] if n.startswith("rows.") else
-                   fnmatch.fnmatchcase(name, n.partition("|")[0]) for n in naming)
+        return name in tier.tier_wide or any(name == n[len("rows."):] if n.startswith("rows.") else
+                                             match_name(name, n.partition("|")[0]) for n in naming)
 
     return [r for r in running if not named(r)]
 
@@ -311,15 +313,32 @@ def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], runnin
             raise SpecError(file, key, f"{other!r} inherits itself or another row: name a row with its own overrides")
         if row in (tier.layer.get("rows") or {}):
             raise SpecError(file, key, f"{row!r} takes {other!r}'s overrides: give it no `rows` entry of its own")
+    for row in tier.tier_wide:
+        own = [n for n in row_naming_overrides(tier.layer, rows) if (n == f"rows.{row}" if n.startswith("rows.") else
+                                                                     match_name(row, n.partition("|")[0]))]
+        if own or row in tier.inherits:
+            raise SpecError(file, f"{where}.tier_wide", f"{row!r} is not at the tier-wide params alone: "
+                                                        + (f"{own[0]!r} names it" if own else "it inherits a row"))
     lacking = rows_not_named(tier, rows, running)
     if lacking:
         naming = row_naming_overrides(tier.layer, rows)
         shown = ", ".join(repr(n) for n in naming[:4]) + (f" and {len(naming) - 4} more" if len(naming) > 4 else "")
         raise SpecError(file, where, f"row(s) {', '.join(map(repr, lacking[:5]))} are named by none of this tier's "
                                      f"row overrides ({shown}), so they would run with the settings the tier changes "
-                                     f"for the other rows: name each in an override (`rows: {{{lacking[0]}: {{}}}}` "
-                                     f"when the tier-wide overrides are its budget) or take another row's with "
-                                     f"`inherits: {{{lacking[0]}: ROW}}`")
+                                     f"for the other rows: list it in `tier_wide: [{lacking[0]}]` when "
+                                     f"the tier-wide params are its budget, give it an override, or take another "
+                                     f"row's with `inherits: {{{lacking[0]}: ROW}}`")
+
+
+def _tier_wide(names: list[str], model: SpecFile, file: str, where: str) -> tuple[str, ...]:
+    """A tier's ``tier_wide`` list (row and row-group names) as rows."""
+    out: list[str] = []
+    for name in names:
+        members = model.row_groups.get(name, [name] if name in model.rows else None)
+        if members is None:
+            raise SpecError(file, where, f"{name!r} is neither a row nor a row group")
+        out += [r for r in members if r not in out]
+    return tuple(out)
 
 
 def _table_cells(model, file: str) -> list[tuple[str, ReportedCellModel]]:
@@ -422,9 +441,12 @@ def _claims(model: SpecFile, file: str, curves: list[Curve] = ()) -> list[Claim]
         where = f"claims[{i}]"
         revised = tuple(
             Revision(r.date, None if r.was is None else _claim(r.was, f"{where}.revised[{j}].was", file, model, titles),
-                     r.why)
+                     _revision_why(r, "claim", f"{where}.revised[{j}]", file, model.version), r.commit)
             for j, r in enumerate(c.revised))
-        out.append(replace(_claim(c, where, file, model, titles), revised=revised))
+        counted_now = tuple(r.counted == "revised" for r in c.revised)
+        out.append(replace(_claim(c, where, file, model, titles),
+                           revised=tuple(r for r, now in zip(revised, counted_now) if not now),
+                           history=tuple(r for r, now in zip(revised, counted_now) if now)))
     return out
 
 
@@ -503,9 +525,26 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
                 if old.revised:
                     raise SpecError(file, f"{wpath}.revised", "a block as it was has no revisions of its own")
                 was = _block(old, wpath, file, model, spec)
-            revised.append(Revision(r.date, was, r.why))
+            revised.append(Revision(r.date, was, _revision_why(r, "block", f"{where}.revised[{j}]", file, model.version),
+                                    r.commit))
         out.append(replace(_block(b, where, file, model, spec), revised=tuple(revised)))
     return out
+
+
+def _revision_why(entry, kind: str, where: str, file: str, version: int) -> str:
+    """The sentence of a ``revised`` entry (:func:`pubench.registry.revisions.revision_text`)."""
+    from pubench.registry.revisions import revision_text
+
+    if getattr(entry, "counted", "first") == "revised" and (entry.version is None or entry.version >= version):
+        raise SpecError(file, f"{where}.counted", f"the revised form counts only where the revision came with a "
+                                                  f"version bump: give `version`, the earlier version (below "
+                                                  f"{version}) whose records it followed")
+    text = revision_text(entry, kind)
+    if text is None:
+        where_why = " or in the spec's notes file (regime.BLOCK.revised.DATE)" if kind == "block" else ""
+        raise SpecError(file, f"{where}.why", f"missing: give the `commit` that made the change (its sentence is "
+                                              f"rendered from the entry's facts) or say why here{where_why}")
+    return text
 
 
 def _block(b, where: str, file: str, model: SpecFile, spec: Spec) -> RegimeBlock:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -72,11 +73,13 @@ class ReportedCell:
 @dataclass(frozen=True)
 class Revision:
     """A change to a claim or a regime block after the spec had records: when, what it was
-    (``None``: it did not exist; else a :class:`Claim` or :class:`RegimeBlock`), and why."""
+    (``None``: it did not exist; else a :class:`Claim` or :class:`RegimeBlock`), and why (the
+    sentence the loader renders from the entry's facts, :mod:`pubench.registry.revisions`)."""
 
     date: str
     was: Any
     why: str
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class Claim:
     cols: tuple[str, ...]
     curve: str | None = None  # curve_rises: the title of the spec's curve (its last point beats its first)
     revised: tuple[Revision, ...] = ()
+    #: revisions that re-registered the claim with a version bump before that version's records
+    #: (``counted: revised``): the claim as it is now is the one counted; kept as its history
+    history: tuple[Revision, ...] = ()
 
     @property
     def original(self) -> "Claim | None":
@@ -148,6 +154,12 @@ class Tier:
     more_seeds: tuple[dict[str, Any], ...] = ()
     #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
     inherits: dict[str, str] = field(default_factory=dict)
+    #: key path or "row|col" pattern -> why the tier changes that (printed with the generated
+    #: change lines, :mod:`pubench.registry.changes`)
+    why: dict[str, str] = field(default_factory=dict)
+    #: rows the tier runs at its tier-wide params alone (``tier_wide:``, row or row-group names
+    #: resolved to rows): named for the rule that every row is at its tier's budget
+    tier_wide: tuple[str, ...] = ()
 
     def matched_as(self, row: str) -> str:
         """The row name this tier's ``rows`` and ``cells`` overrides are matched against for ``row``."""
@@ -248,8 +260,14 @@ class Spec:
         # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
         from pubench.registry.overrides import overridden_deviations
 
+        from pubench.registry.changes import path_matches
+        from pubench.registry.overrides import parse_override
+
+        paths = [".".join(parse_override(o)[0]) for o in sets]
+        # a why of a key the variant sets no longer explains its value
+        whys = {k: v for k, v in base.why.items() if "|" in k or not any(path_matches(k, p) for p in paths)}
         custom = Tier(CUSTOM, base.seeds, [*overridden_deviations(base.deviations, sets), said], base.layer,
-                      dict(base.unavailable), inherits=dict(base.inherits))
+                      dict(base.unavailable), inherits=dict(base.inherits), why=whys, tier_wide=base.tier_wide)
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
 
     def with_added_rows(self, base_tier: str, rows: tuple) -> Spec:
@@ -266,7 +284,8 @@ class Spec:
                 + "; ".join(f"`{r.describe()}`" for r in rows) + ". Each runs its baseline's config at this tier "
                 "(every override the tier gives that row) with its own keys on top; it has no reported number.")
         custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable),
-                      more_seeds=base.more_seeds, inherits=dict(base.inherits))
+                      more_seeds=base.more_seeds, inherits=dict(base.inherits), why=dict(base.why),
+                      tier_wide=base.tier_wide)
         methods = list(self.cols if self.methods_in == "cols" else self.rows)
         groups = {g: list(m) for g, m in (self.col_groups if self.methods_in == "cols" else self.row_groups).items()}
         for r in rows:
@@ -491,9 +510,27 @@ def _ranges(items: list[tuple[int, str]]) -> str:
 
 
 def match_cell(pattern: str, row: str, col: str) -> bool:
-    """``"row|col"`` glob pattern (``*`` wildcards on either side) against a cell."""
+    """``"row|col"`` glob pattern (``*`` wildcards on either side, ``{A,B}`` a list of names:
+    ``"ResNet18 {PN,PvU}|*"``) against a cell."""
     prow, _, pcol = pattern.partition("|")
-    return fnmatch.fnmatchcase(row, prow) and fnmatch.fnmatchcase(col, pcol or "*")
+    return match_name(row, prow) and match_name(col, pcol or "*")
+
+
+def match_name(name: str, pattern: str) -> bool:
+    """``name`` against one side of a cell pattern: a glob whose ``{A,B,...}`` parts list the
+    names allowed there, so that rows are named rather than picked by the case of a letter."""
+    return any(fnmatch.fnmatchcase(name, p) for p in alternatives(pattern))
+
+
+@functools.lru_cache(maxsize=4096)
+def alternatives(pattern: str) -> tuple[str, ...]:
+    """``"A {x,y} B"`` -> ``("A x B", "A y B")`` (every ``{...}`` expanded, left to right)."""
+    start = pattern.find("{")
+    end = pattern.find("}", start + 1)
+    if start < 0 or end < 0:
+        return (pattern,)
+    head, options, tail = pattern[:start], pattern[start + 1:end].split(","), pattern[end + 1:]
+    return tuple(head + o.strip() + rest for o in options for rest in alternatives(tail))
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any], keep_nulls: bool = False) -> dict[str, Any]:

@@ -316,8 +316,9 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
     """What ``report.html.j2`` shows of one report (``plot``: the PNG's file name beside the page),
     in its order: the plot and the tables, the regime, claim and order checks, coverage and
     compute, then (collapsed) the tier's deviations and the spec's decisions, and the notes."""
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
     spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
     return {
         "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_line(spec, tier),
         "other_tiers": other_tiers, "spec_href": spec_href, "alpha": f"{ALPHA:g}",
@@ -331,7 +332,8 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
         "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res)} if spec.added
         else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
-        "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
+        "agreement": agreement_view(res), "deviations": deviation_lines(spec, tier),
+        "deviations_lead": deviations_lead(spec, tier), "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),
         "notes": note_lines(spec),
     }
@@ -372,9 +374,12 @@ def reported_view(spec: Spec) -> dict:
 
 def spec_context(spec: Spec, reports: list[tuple[str, str]]) -> dict:
     """What ``spec.html.j2`` shows: the reported table, claims, decisions, each tier's deviations."""
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
     return {"spec": spec, "meta": spec_meta(spec), "reports": reports, "reported": reported_view(spec),
             "claims": [f"{c.text} ({describe(c, spec)})" for c in spec.claims],
-            "tier_deviations": [(name, tier.deviations) for name, tier in spec.tiers.items() if tier.deviations]}
+            "tier_deviations": [(name, deviations_lead(spec, name), lines) for name in spec.tiers
+                                if (lines := deviation_lines(spec, name))]}
 
 
 def spec_body(spec: Spec, reports: list[tuple[str, str]]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import textwrap
 
+from pubench.registry.changes import deviation_lines, deviations_lead
 from pubench.registry.spec import PAPERS
 from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
@@ -173,7 +174,6 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
     escaped by the template, :class:`~pubench.report.templating.Tex` values are LaTeX already.
     ``plot``: the figure's PNG beside the ``.tex`` (default ``<id>.png`` for a figure; None: none)."""
     spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
     notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
     if plot == "":
         plot = f"{spec.id}.png" if spec.kind == "figure" else None
@@ -183,7 +183,8 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
                        "do not edit."),
         "cell_legend": Tex(CELL_LEGEND), "cell_legend_comment": Tex(CELL_LEGEND.replace("$", "")),
         "seeds": spec.reported_seeds if spec.reported_seeds is not None else "unstated",
-        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": t.deviations,
+        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": deviation_lines(spec, tier),
+        "deviations_lead": deviations_lead(spec, tier),
         "decisions": spec.decisions, "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
         "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,

@@ -61,10 +61,13 @@ def _header(spec: Spec, tier: str) -> list[str]:
 
 def _setup(spec: Spec, tier: str) -> list[str]:
     """The tier's deviations and the spec's decisions: after the results and their checks."""
-    t = spec.tiers[tier]
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
+    deviations, lead = deviation_lines(spec, tier), deviations_lead(spec, tier)
     lines = []
-    if t.deviations:
-        lines += ["", f"## Deviations of tier `{tier}` from the paper", ""] + [f"- {d}" for d in t.deviations]
+    if deviations:
+        lines += ["", f"## Deviations of tier `{tier}` from the paper", ""] + ([lead, ""] if lead else []) + \
+            [f"- {d}" for d in deviations]
     if spec.decisions:
         lines += ["", "## Choices the paper leaves open, made here", ""] + [f"- {d}" for d in spec.decisions]
     return lines

@@ -122,8 +122,9 @@ def test_report_writes_one_report_per_variant_marked_custom(tmp_registry, capsys
     ten = (reports / "custom" / "table1-bcl--reduced_value=10.md").read_text()
     assert ten.splitlines()[0].endswith("tier `custom` (reduced + value=10)")
     assert "- Tier `custom`: a custom variant (`pubench run --set`) of the `reduced` tier (a smaller configuration) " \
-           "with `value=10` on top; 1 deviation from the paper, listed below the results." in ten
+           "with `value=10` on top; 3 deviations from the paper, listed below the results." in ten
     assert "`pubench run --tier reduced --set value=10`" in ten  # the deviation that says what changed
+    assert "- A: value 1 -> 10." in ten and "- B: value 2 -> 10." in ten  # the config's changes, generated
     (a_row,) = [line for line in ten.splitlines() if line.startswith("| A ")]
     (x, y) = [float(c.split("±")[0]) for c in a_row.split("|")[2:4]]
     assert x == pytest.approx(10, abs=0.5) and y == pytest.approx(10, abs=0.5)  # only this variant's 2 seeds

@@ -42,8 +42,11 @@ BAD = [
     ("mean is a string", lambda d: d["reported"]["cells"][0].update(mean="1.0"), "reported.cells[0].mean", "expected float"),
     ("seeds unstated", lambda d: d["reported"].pop("seeds"), "reported", "must state 'seeds'"),
     ("missing tier", lambda d: d["tiers"].pop("smoke"), "tiers", "missing tier 'smoke'"),
-    ("undocumented deviation", lambda d: d["tiers"]["smoke"].pop("deviations"), "tiers.smoke.deviations",
-     "list the deviations"),
+    ("tier-wide row of no name", lambda d: d["tiers"]["smoke"].update(tier_wide=["Q"]), "tiers.smoke.tier_wide",
+     "'Q' is neither a row nor a row group"),
+    ("tier-wide row with its own override", lambda d: d["tiers"]["smoke"].update(rows={"A": {"value": 3.0}},
+                                                                                  tier_wide=["A"]),
+     "tiers.smoke.tier_wide", "'A' is not at the tier-wide params alone: 'rows.A' names it"),
     ("unknown row override", lambda d: d["experiment"]["rows"].update(Q={}), "experiment.rows.Q", "not one of the rows"),
     ("unavailable pattern matches nothing", lambda d: d["tiers"]["reduced"].update(unavailable={"Q|*": "why"}),
      "tiers.reduced.unavailable.Q|*", "matches no cell"),
@@ -115,8 +118,8 @@ def test_file_name_must_match_id(tmp_registry):
 
 SCHEMA_BAD = [
     ("unknown key in a tier", lambda d: d["tiers"]["reduced"].update(colour=1), "tiers.reduced.colour",
-     "unknown key (allowed: cell_why, cells, cols, deviations, inherits, more_seeds, one_class_why, params, rows, seeds, "
-     "unavailable)"),
+     "unknown key (allowed: cell_why, cells, cols, deviations, inherits, more_seeds, one_class_why, params, rows, "
+     "seeds, tier_wide, unavailable, why)"),
     ("unknown key in a reported cell", lambda d: d["reported"]["cells"][0].update(stdev=0.1),
      "reported.cells[0].stdev", "unknown key (allowed: col, mark, mean, metric, note, row, std)"),
     ("missing metric label", lambda d: d["metrics"]["score"].pop("label"), "metrics.score.label", "missing"),

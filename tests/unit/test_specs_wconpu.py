@@ -7,6 +7,7 @@ import re
 import pytest
 
 from pubench.registry import get_spec
+from pubench.registry.changes import deviation_lines
 from pubench.registry.spec import match_cell
 
 METRICS6 = ["acc", "precision", "recall", "f1", "auc", "ap"]
@@ -190,7 +191,7 @@ def test_table3_variants_and_reduced_tier():
     assert v["data"]["dataset"] == "cifar10_jpeg" and v["data"]["split"]["n_labeled"] == 80
     assert v["pu_method"]["tuning"] == {"grid": {"gamma0": [1.0], "gamma1": [1.0]}, "select_on": "none", "metric": "acc"}
     assert s.resolve("reduced", "I: w/o L_con", "CIFAR-10")["params"]["pu_method"]["tuning"]["grid"] == {"gamma1": [1.0]}
-    assert s.tiers["reduced"].deviations and s.tiers["smoke"].deviations
+    assert deviation_lines(s, "reduced") and deviation_lines(s, "smoke")
     for tier in ("reduced", "smoke"):
         assert all(s.unavailable_reason(tier, r, c) is None for r, c in s.cells())
     t2s = get_spec("table2-wconpu")
@@ -228,7 +229,7 @@ def test_table4_table5_reduced_and_smoke_tiers(sid, variant, key, value):
         assert running == {(r, "CIFAR-10") for r in s.rows}, tier
         assert "SVHN" in s.unavailable_reason(tier, variant, "SVHN")
         assert "STL-10" in s.unavailable_reason(tier, "WConPU", "STL-10")
-        assert s.tiers[tier].deviations
+        assert deviation_lines(s, tier)
     assert s.resolve("reduced", "WConPU", "CIFAR-10")["params"] == get_spec("table2-wconpu").resolve(
         "reduced", "WConPU", "CIFAR-10")["params"]
     # the paper tier keeps 004's protocol
