@@ -39,31 +39,13 @@ WORKING_TREE = "working tree"
 #: Changes the history shows after a spec's first results with no `revised` entry yet, each named by
 #: issue 60 item 5 (its audit found the same five specs): the dated entries are that item's. A
 #: problem found here and not listed fails; a listed one no longer found fails too (remove it).
-AWAITING_ENTRIES = {
-    ("fig5-bcl", "claim 'theta_BCL has a lower MSE than theta_BIASED and theta_DCL in every setting (Sec. 4.3)' "
-                 "changed or removed without a `revised` entry naming it"),
-    ("fig5-bcl", "claim 'theta_BCL has a lower MSE than theta_BIASED and theta_DCL in every setting (Sec. 4.3), "
-                 "alpha = 0.5 apart' is new or changed: a `revised` entry must say what it was"),
-    ("fig5-bcl", "claim 'at alpha = 0.5 theta_BCL beats theta_DCL; it equals theta_BIASED there by construction (a "
-                 "tie, not checked as a win)' is new or changed: a `revised` entry must say what it was"),
-    ("table1-bcl", "regime block 'SimCLR and its estimators' added after results without a `revised` entry whose "
-                   "`was` is None"),
-    ("table1-pucl", "regime block '(a) SimCLR' added after results without a `revised` entry whose `was` is None"),
-    ("table1-pucl", "regime block '(b) CMC' added after results without a `revised` entry whose `was` is None"),
-    ("table1-pucl", "regime block '(c) MoCo' added after results without a `revised` entry whose `was` is None"),
-    ("table2-wconpu", "regime block 'PU methods' added after results without a `revised` entry whose `was` is None"),
-    ("table3-wconpu", "regime block 'WConPU ablation' added after results without a `revised` entry whose `was` is "
-                      "None"),
-}
+AWAITING_ENTRIES: set[tuple[str, str]] = set()  # all dated since (issue 60 item 5: the five specs' entries)
 
 #: more_seeds entries whose seeds all ran before any commit held the entry: written on 2026-11-29 (3eebaa6,
 #: where more_seeds began) with the date of runs made on 2026-11-27 (from e6570b1; table1-punce's also from
 #: e6278d2 and 7cbf558) after the 3-seed regime checks were read (issue 36). Each awaits a `seen_before`
 #: saying so and what those seeds showed.
-AWAITING_STATEMENTS = {
-    ("fig4-punce", "reduced more_seeds 'init *|(c) *' to 5 (dated 2026-11-27)"),
-    ("table1-punce", "reduced more_seeds 'MNIST*|*' to 10 (dated 2026-11-27)"),
-}
+AWAITING_STATEMENTS: set[tuple[str, str]] = set()  # both stated since (seen_before)
 
 
 def _strip(item: dict) -> dict:

@@ -95,7 +95,7 @@ def test_a_spec_loads_alone_and_renders_its_revision_from_its_facts(tmp_registry
 BAD_NOTES = [
     ("unknown top key", "decision:\n  - x\n", "decision", "unknown key (allowed: decisions, regime, reported, tiers)"),
     ("a deviation keyed by its sentence", 'tiers:\n  smoke:\n    deviations: {"The selftest": "x"}\n',
-     "tiers.smoke.deviations", "unknown key (allowed: one_class_why, why)"),
+     "tiers.smoke.deviations", "unknown key (allowed: cell_why, one_class_why, why)"),
     ("unknown tier", "tiers:\n  fast:\n    one_class_why: {}\n", "tiers.fast", "unknown tier"),
     ("unknown block key", "regime:\n  plain:\n    whys: {paper: x}\n", "regime.plain.whys", "unknown key"),
     ("a why of no change", "tiers:\n  smoke:\n    why: {train.epochs: x}\n", "tiers.smoke.why.train.epochs",
