@@ -42,6 +42,8 @@ class Device:
     name: str
     free_bytes: int | None
     notes: list[str] = field(default_factory=list)
+    cores: int | None = None        # the machine's usable cores (None: this machine's)
+    planned_for: str | None = None  # a lease's kind planned for (`--for`), not this machine
 
 
 @dataclass
@@ -99,11 +101,11 @@ def reachable(pending: list, budget_s: float, cores: int) -> list:
     return out
 
 
-def cores_bound(threads: int = 1) -> int:
-    """Jobs at once the cores allow: the usable cores / threads per job."""
+def cores_bound(threads: int = 1, cores: int | None = None) -> int:
+    """Jobs at once the cores allow: the usable cores (``cores``, else this machine's) / threads per job."""
     from pubench.executors.cores import usable_cores
 
-    return max(1, usable_cores() // max(1, threads))
+    return max(1, (cores or usable_cores()) // max(1, threads))
 
 
 def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -> Choice:
@@ -111,15 +113,18 @@ def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -
     ``jobs`` (:class:`pubench.campaign.plan.Planned`)."""
     from pubench.executors.cores import usable_cores
 
-    bounds: dict[str, int] = {"cores": cores_bound(threads)}
-    lines = [f"  cores: {bounds['cores']} ({usable_cores()} usable core(s) / {threads} thread(s) per job)"]
+    cores = device.cores or usable_cores()
+    bounds: dict[str, int] = {"cores": cores_bound(threads, cores)}
+    lines = [f"  cores: {bounds['cores']} ({cores} usable core(s)"
+             + (f", stated for {device.planned_for}" if device.planned_for else "") + f" / {threads} thread(s) per job)"]
     peaks = [p.peak_bytes for p in jobs if p.peak_bytes]
     if peaks and device.free_bytes:
         per_job = max(peaks) * ALLOCATOR_SLACK + (CUDA_CONTEXT_BYTES if device.kind == "cuda" else 0)
         bounds["memory"] = max(1, int(device.free_bytes * MEMORY_SHARE // per_job))
         context = f" + {CUDA_CONTEXT_BYTES / 2**30:.2f} GiB CUDA context" if device.kind == "cuda" else ""
-        lines.append(f"  memory: {bounds['memory']} ({_gib(device.free_bytes)} free x {MEMORY_SHARE} / "
-                     f"({_gib(max(peaks))} largest preflight peak x {ALLOCATOR_SLACK}{context}))")
+        free = "stated for " + device.planned_for if device.planned_for else "free"
+        lines.append(f"  memory: {bounds['memory']} ({_gib(device.free_bytes)} {free} x {MEMORY_SHARE} / "
+                     f"({_gib(max(peaks))} largest preflight peak (measured) x {ALLOCATOR_SLACK}{context}))")
     else:
         lines.append("  memory: no bound (" + ("no memory figure for these jobs" if not peaks
                                                 else "the device's free memory is unknown") + ")")
@@ -129,7 +134,8 @@ def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -
         if drawn and most:
             bounds["throughput"] = max(1, int(most // max(drawn)))
             lines.append(f"  throughput: {bounds['throughput']} ({most:.1f} TFLOP/s, the most a committed figure drew "
-                         f"from {device.name} / {max(drawn):.2f} TFLOP/s, the most one of these jobs draws alone)")
+                         f"from {device.name} / {max(drawn):.2f} TFLOP/s, the most one of these jobs draws alone; "
+                         "measured)")
         else:
             lines.append("  throughput: no bound (" + ("no FLOP rate for these jobs" if not drawn
                                                          else f"no committed figure on {device.name}") + ")")
