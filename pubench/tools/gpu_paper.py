@@ -60,10 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     site = Path(os.environ.get(SITE_ENV) or SITE)
     if site.is_dir():  # installed by an earlier command on this machine
         _on_path(site)
+    t0 = time.time()
     installed = install_wheels(ROOT / ".whl", site)
     if installed:
         _on_path(site)
-        say(installed)
+        say(f"{installed} in {time.time() - t0:.1f} s")
     missing = [m for m in CAMPAIGN_NEEDS if not _importable(m)]
     if missing:
         wheels = " (.whl/ holds no wheels for it: docs/gpu.md says how to fill it)" if "pydantic" in missing else ""
