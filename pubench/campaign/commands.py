@@ -66,7 +66,7 @@ def run_window(opts: WindowOptions, say: Callable[[str], None] = print) -> int:
     os.environ.update(env)  # the workers' records name the commit that travelled
     if target is not None:
         device = concurrency.Device("cuda", target.gpu, target.gpu_memory_bytes, cores=target.cores,
-                                    planned_for=target.name)
+                                    planned_for=target.name, host_bytes=int(target.memory_gib * 2**30))
     else:
         device = concurrency.probe(kind)
     if kind == "cuda" and device.free_bytes is None:

@@ -48,6 +48,7 @@ class Planned:
     tflops: float | None = None     # the FLOP rate its figure's main stage achieved
     reference: object = None        # the committed figure its time rests on (pubench.preflight.committed.Figure)
     cpu_outside_s: float | None = None  # its CPU figure's time outside the training stages
+    cpu_peak_bytes: int | None = None   # its CPU figure's peak resident set (what its process holds of the host)
     cpu_walls: tuple[float, ...] = ()   # walls of its CPU records (any store)
     mark: str = "conservative"      # measured | conservative (for_device)
     flag: str | None = None         # why its projection is not trusted (for_device)
@@ -142,7 +143,10 @@ def project(job, walls: dict[tuple, list[float]], entry: Entry, entry_jobs: int)
     fig = committed(job)
     peak = fig.peak_bytes if fig is not None else None
     tflops = fig.reference.achieved_tflops() if fig is not None and fig.reference is not None else None
-    evidence = {"cpu_outside_s": _cpu_outside_s(job), "cpu_walls": tuple(walls.get(("cpu", key)) or ())}
+    cpu = _cpu_figure(job)
+    evidence = {"cpu_outside_s": None if cpu is None else max(0.0, cpu.job_s - sum(
+        float(s.get("projected_s") or 0.0) for s in cpu.stages)), "cpu_peak_bytes": None if cpu is None else cpu.peak_bytes,
+        "cpu_walls": tuple(walls.get(("cpu", key)) or ())}
     if past:
         return Planned(job, 0, statistics.median(past), "records", peak, tflops, mark="measured", **evidence)
     if (entry_cache := cached(job)) is not None:
@@ -157,15 +161,12 @@ def project(job, walls: dict[tuple, list[float]], entry: Entry, entry_jobs: int)
     return Planned(job, 0, None, "none", **evidence)
 
 
-def _cpu_outside_s(job) -> float | None:
-    """The time the job's committed CPU figure spends outside its training stages."""
+def _cpu_figure(job):
+    """The job's committed CPU figure (:class:`pubench.preflight.committed.Figure`), or None."""
     from pubench.preflight.committed import figures
     from pubench.preflight.plan import cost_key
 
-    cpu = figures().get("cpu", {}).get(cost_key(job.task, job.params))
-    if cpu is None:
-        return None
-    return max(0.0, cpu.job_s - sum(float(s.get("projected_s") or 0.0) for s in cpu.stages))
+    return figures().get("cpu", {}).get(cost_key(job.task, job.params))
 
 
 #: a job whose CPU figure spends more than this share of its time outside training is not
