@@ -48,6 +48,8 @@ def files_of(name: str) -> list | None:
     having no files of its own or a folder of images)."""
     from pubench.data import DATASETS
 
+    if name not in DATASETS:
+        return None
     ds = DATASETS.get(name)
     files = [f for split in getattr(ds, "prepare_splits", ()) for f in ds.split_files(split)]
     return None if not files or any(f.folder for f in files) else files

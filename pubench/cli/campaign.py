@@ -40,9 +40,12 @@ def parser(sub) -> None:
                     "what the store holds, run several jobs at once on the device (--concurrency auto: from the "
                     "preflight's memory and throughput figures and the device's free memory), start only jobs "
                     "whose projected time fits what is left of --budget, stop the others cleanly before it ends, "
-                    "and bundle the new records into one archive in --out. pack: write what a machine without "
-                    "the data or the git history needs (.campaign/: the queue's data sets, xz-compressed, and "
-                    "the commit). import: check an archive's records and bring them into the store.",
+                    "and keep the new records in one archive in --out, rewritten as jobs end (at the end with the "
+                    "stopped jobs' checkpoints); on a GPU without a packing figure of its own the window's first "
+                    "minutes measure it. pack: write what a machine without the data or the git history needs "
+                    "(.campaign/: the queue's data sets, each whole or not at all, xz-compressed; the stopped "
+                    "jobs' checkpoints; the commit). import: check an archive's records and bring them, the "
+                    "checkpoints and a window's measurement into the store (docs/gpu.md, \"The lease\").",
         epilog="examples:\n  pubench campaign --device cuda --budget 9m --out /tmp/out       # on the GPU machine "
                "(make gpu-paper)\n"
                "  pubench campaign --budget 9m --out /tmp/out --dry-run            # what a window would start\n"

@@ -12,7 +12,8 @@
   holds wheels built from this interpreter's own installed files of those packages (the same
   versions the docs' ``pip download`` fetches, tagged for this interpreter);
 * ``make gpu-paper`` there with ``--device cpu`` on one cheap paper-tier cell (a BCL
-  simulation's sixth seed, which no committed record holds) in a 75-second budget, and, where
+  simulation's sixth seed, which no committed record holds) in a 150-second budget (the window
+  ends once nothing else fits: on this project's loaded 2 cores its set-up alone took 40 s), and, where
   ../shared/data has MNIST, an MNIST cell that travels in ``.campaign/`` and is unpacked there
   but does not fit the budget; then ``$OUT`` against the tool's limits (files, sizes, depth,
   names), ``pubench campaign import`` and ``report`` here.
@@ -54,9 +55,9 @@ entries:
 """
 MNIST_ENTRY = """\
   - spec: table1-punce
-    only: ["MNIST n_P=1k|untrained encoder"]
+    only: ["MNIST n_P=1k|infoNCE"]
     seeds: 1
-    why: its data travel in .campaign/ and are unpacked there; the job does not fit the budget
+    why: its data travel in .campaign/ and are unpacked there; the job (13 CPU-hours) never fits the budget
 """
 
 
@@ -146,12 +147,12 @@ def test_make_gpu_paper_on_a_simulated_device(tmp_path, data_root, monkeypatch, 
 
     # there: one command
     t0 = time.time()
-    proc = subprocess.run(["make", "-s", "gpu-paper", f"GPU_PY={sys.executable}", "GPU_BUDGET=75s",
+    proc = subprocess.run(["make", "-s", "gpu-paper", f"GPU_PY={sys.executable}", "GPU_BUDGET=150s",
                            "GPU_PAPER_ARGS=--device cpu --queue campaigns/simulated-device.yaml"],
                           cwd=device, env=env, capture_output=True, text=True, timeout=300)
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0, said[-3000:]
-    assert time.time() - t0 < 150, said[-2000:]
+    assert time.time() - t0 < 200, said[-2000:]
     assert f"installed {len(HIDDEN)} wheel(s) from .whl/" in said  # past the wheel step
     assert "campaign: 1 ok, 0 failed" in said
     if data_root is not None:
