@@ -44,8 +44,10 @@ OUT_DEPTH = 2
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 IMAGE_HAS = ("torch", "numpy", "yaml", "jinja2", "tabulate", "pandas", "scipy", "sklearn", "torch_geometric")
 IMAGE_LACKS = ("pydantic", "submitit")
-#: what ``pubench campaign`` imports (a python without one of them cannot plan a window)
-CAMPAIGN_NEEDS = ("torch", "numpy", "yaml", "jinja2", "tabulate", "pandas", "scipy", "sklearn", "pydantic")
+#: what ``pubench campaign --dry-run`` imports (a python without one of them cannot plan a window)
+PLAN_NEEDS = ("yaml", "tabulate", "pydantic")
+#: and what a window's jobs import besides (the queue's: images, SVM evaluation, simulations)
+CAMPAIGN_NEEDS = PLAN_NEEDS + ("torch", "numpy", "scipy", "sklearn")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ Run from the source tree with the machine's own python (``PYTHONPATH=.``, no ins
    wheels of ``.whl/`` into ``$PUBENCH_SITE`` (default ``/tmp/pubench-site``) and puts that
    folder on the path (:func:`pubench.tools.gpu_check.install_wheels`);
 3. checks that this python has what ``pubench campaign`` imports
-   (:data:`pubench.campaign.lease.CAMPAIGN_NEEDS`): one line naming what is missing and
+   (:data:`pubench.campaign.lease.CAMPAIGN_NEEDS`; for ``--dry-run`` or ``--for``, what a plan
+   imports, :data:`~pubench.campaign.lease.PLAN_NEEDS`): one line naming what is missing and
    exit 2, never a traceback;
 4. replaces itself with ``python -m pubench campaign --budget B --out OUT ...`` (the
    default budget the lease's: :data:`pubench.campaign.lease.WINDOW_BUDGET_S`).
@@ -52,7 +53,7 @@ def _importable(name: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pubench.campaign.lease import CAMPAIGN_NEEDS, WINDOW_BUDGET_S
+    from pubench.campaign.lease import CAMPAIGN_NEEDS, PLAN_NEEDS, WINDOW_BUDGET_S
     from pubench.tools.gpu_check import SITE, install_wheels
 
     os.environ.setdefault(STARTED_ENV, repr(time.time()))
@@ -65,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     if installed:
         _on_path(site)
         say(f"{installed} in {time.time() - t0:.1f} s")
-    missing = [m for m in CAMPAIGN_NEEDS if not _importable(m)]
+    planning = any(a == "--dry-run" or a == "--for" or a.startswith("--for=") for a in args)
+    missing = [m for m in (PLAN_NEEDS if planning else CAMPAIGN_NEEDS) if not _importable(m)]
     if missing:
         wheels = " (.whl/ holds no wheels for it: docs/gpu.md says how to fill it)" if "pydantic" in missing else ""
-        say(f"{sys.executable} lacks {', '.join(missing)}, which `pubench campaign` imports{wheels}; a lease's "
+        say(f"{sys.executable} lacks {', '.join(missing)}, which `pubench campaign{' --dry-run' if planning else ''}` "
+            f"imports{wheels}; a lease's "
             "machine has them all (pydantic from .whl/). Here: `make gpu-paper GPU_PY=.venv/bin/python "
             "GPU_PAPER_ARGS=--dry-run`, or `pubench campaign --for KIND` to plan a lease's window")
         return 2

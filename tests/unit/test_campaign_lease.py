@@ -261,4 +261,4 @@ def test_make_gpu_paper_where_python_lacks_what_the_campaign_imports_says_one_li
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "Traceback" not in out.stdout + out.stderr
     lines = out.stdout.strip().splitlines()
-    assert len(lines) == 1 and "lacks tabulate, which `pubench campaign` imports" in lines[0]
+    assert len(lines) == 1 and "lacks tabulate, which `pubench campaign --dry-run` imports" in lines[0]
