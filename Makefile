@@ -71,20 +71,19 @@ GPU_PY ?= python3
 gpu-check:
 	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench.tools.gpu_check $(GPU_CHECK_ARGS)
 
-# A campaign window on a machine with one CUDA GPU (docs/gpu.md, "A campaign"): the queue of
-# campaigns/paper-gpu.yaml for GPU_BUDGET (default 9m, from the command's start), run as gpu-check
-# runs (the source tree, the machine's own python3 and torch, no install; the wheels of .whl/ go
-# to /tmp/pubench-site where pydantic is missing), with what `pubench campaign pack` put in
-# .campaign/ (the data sets, the commit). The archive of new records and the window's summary
-# go to $$OUT (default ./campaign-out); `pubench campaign import` brings them into results/.
-# GPU_PAPER_ARGS=... adds options (e.g. --dry-run, --concurrency 4).
-GPU_BUDGET ?= 9m
+# A campaign window on a machine with one CUDA GPU, one lease's command (docs/gpu.md, "The lease, step by
+# step"): python -m pubench.tools.gpu_paper, run as gpu-check runs (the source tree, the machine's own
+# python3 and torch, no install): it takes the command's start as the window's, installs the wheels
+# of .whl/ into /tmp/pubench-site where pydantic is missing, says in one line what this python lacks
+# (exit 2), then runs the queue of campaigns/paper-gpu.yaml for GPU_BUDGET (default the lease's
+# 9m30s, from the command's start) with what `pubench campaign pack` put in .campaign/ (the data sets,
+# the commit, stopped jobs' checkpoints). The archive of new records and the window's summary go to
+# $$OUT (default ./campaign-out) as jobs finish; `pubench campaign import` brings them into results/.
+# GPU_PAPER_ARGS=... adds options (e.g. --dry-run --for nvidia-h200, --concurrency 4).
+GPU_BUDGET ?=
 gpu-paper:
-	@if ! $(GPU_PY) -c "import pydantic" 2>/dev/null; then \
-	  $(GPU_PY) -c "import sys; sys.path[:0] = ['benchmarks', '.']; from gpu_check import install_wheels; print(install_wheels() or 'no .whl/ wheels to install')"; \
-	fi; \
-	PYTHONPATH=.:/tmp/pubench-site$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench campaign \
-	  --device cuda --budget $(GPU_BUDGET) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
+	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench.tools.gpu_paper \
+	  $(if $(GPU_BUDGET),--budget $(GPU_BUDGET)) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -59,6 +59,7 @@ SUBPROCESS_FILES = {
     "tests/unit/test_unit_packages.py",      # a package of one's own, through real smoke runs: about 60 s
     "tests/unit/test_slurm_packing.py",      # several workers in one array task, run for real: 46-50 s
     "tests/unit/test_soak.py",               # the store soak's short mode, runners killed at random: about 150 s
+    "tests/unit/test_simulated_device.py",   # make gpu-paper on what travels, lease to lease, calibration: 75-300 s each
 }
 RESUME_NAME = "resumes_bit_for_bit"
 #: the ``fuzz`` fixture's parameter whose cases are thousands (tests/fuzzing.py)

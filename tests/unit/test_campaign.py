@@ -201,3 +201,40 @@ def test_import_checks_every_record(tmp_registry, tmp_path, capsys, monkeypatch)
     assert main(["campaign", "import", str(dirty)]) == 1
     assert "ran from code that differs from a commit" in capsys.readouterr().out
     assert main(["campaign", "import", str(dirty), "--allow-dirty"]) == 0
+
+
+def test_a_window_killed_from_outside_still_returns_what_finished(tmp_registry, tmp_path):
+    """The archive is rewritten as each job ends: a command the lease's time limit kills (SIGKILL,
+    no chance to bundle) leaves in --out every record finished before it, whole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    spec = selftest_spec().replace("params: {sleep: 0.0}", "params: {}")
+    spec = spec.replace("A: {value: 1.0}", "A: {value: 1.0, sleep: 0.0}").replace("B: {value: 2.0}",
+                                                                                "B: {value: 2.0, sleep: 300.0}")
+    tmp_registry(spec)
+    (tmp_path / "q.yaml").write_text("tier: smoke\ndevice: cpu\nentries:\n"
+                                     "  - {spec: table1-bcl, only: ['A|x', 'B|x'], why: 'one quick, one that sleeps', "
+                                     "projected_min: 0.1}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PUBENCH_CAMPAIGN_STARTED"} | {"PUBENCH_CORE_SLOTS": "off"}
+    proc = subprocess.Popen([sys.executable, "-m", "pubench", "campaign", "--device", "cpu", "--queue",
+                             str(tmp_path / "q.yaml"), "--budget", "10m", "--out", str(tmp_path / "out"),
+                             "--concurrency", "2"], env=env, cwd=Path(__file__).resolve().parents[2],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            archives = list((tmp_path / "out").glob("campaign-*.tar.gz"))
+            if archives and _archived(tmp_path / "out")[0]:
+                break
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, as a time limit would
+        proc.communicate(timeout=60)
+    ids, summary = _archived(tmp_path / "out")
+    assert len(ids) == 1 and summary["counts"] == {"ok": 1} and not summary["final"]
+    (record,) = ResultStore(tmp_path / "results").records("smoke", "table1-bcl")
+    assert ids == {record["job"]["id"]} and record["job"]["row"] == "A"
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # nothing half-written left

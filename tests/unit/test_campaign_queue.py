@@ -79,10 +79,22 @@ def test_simulate_starts_what_fits_in_queue_order_and_backfills():
     assert n == 2 and done == 210
 
 
+def stand_in_data(root):
+    """The files of the queue's data sets, a few bytes each: a plan only asks whether they are there."""
+    from pubench.campaign import travel
+
+    for name in ("mnist", "fashion_mnist"):
+        for f in travel.files_of(name):
+            (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+            (root / f.path).write_bytes(b"\0")
+    return root
+
+
 def test_dry_run_plans_a_window_without_a_gpu(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("PUBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("PUBENCH_DATA", str(stand_in_data(tmp_path / "data")))
     monkeypatch.delenv("PUBENCH_CAMPAIGN_STARTED", raising=False)
-    assert main(["campaign", "--budget", "9m", "--dry-run"]) == 0
+    assert main(["campaign", "--budget", "9m", "--dry-run", "--carry", str(tmp_path / "none")]) == 0
     out = capsys.readouterr().out
     assert "campaign: paper-gpu.yaml at tier 'paper'" in out and "[1] table1-punce MNIST n_P=1k|*: 0 of 25 done" in out
     assert "throughput: 4 (92.2 TFLOP/s, the most a committed figure drew from NVIDIA H200" in out
