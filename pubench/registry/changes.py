@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pubench.errors import PubenchError
-from pubench.registry.spec import SpecError, match_cell, match_name
+from pubench.registry.spec import SpecError, match_cell, path_matches
 
 if TYPE_CHECKING:
     from pubench.registry.spec import Spec
@@ -247,12 +247,6 @@ def names_text(names: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ the hand-written whys
-def path_matches(key: str, path: str) -> bool:
-    """A ``why`` key path names ``path``: the same, or a key above it (globs and ``{a,b}`` lists
-    allowed: ``*.prior``, ``pretrain.framework.{negatives,queue}``)."""
-    return match_name(path, key) or match_name(path, key + ".*")
-
-
 def _concerns(key: str, line: ChangeLine) -> bool | None:
     """Whether a ``why`` key concerns ``line``: True all of it, None some of it (a cell pattern
     matching some of its cells), False none."""

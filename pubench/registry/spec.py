@@ -260,7 +260,6 @@ class Spec:
         # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
         from pubench.registry.overrides import overridden_deviations
 
-        from pubench.registry.changes import path_matches
         from pubench.registry.overrides import parse_override
 
         paths = [".".join(parse_override(o)[0]) for o in sets]
@@ -514,6 +513,12 @@ def match_cell(pattern: str, row: str, col: str) -> bool:
     ``"ResNet18 {PN,PvU}|*"``) against a cell."""
     prow, _, pcol = pattern.partition("|")
     return match_name(row, prow) and match_name(col, pcol or "*")
+
+
+def path_matches(key: str, path: str) -> bool:
+    """A ``why`` key path names ``path``: the same, or a key above it (globs and ``{a,b}`` lists
+    allowed: ``*.prior``, ``pretrain.framework.{negatives,queue}``)."""
+    return match_name(path, key) or match_name(path, key + ".*")
 
 
 def match_name(name: str, pattern: str) -> bool:
