@@ -176,7 +176,8 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
         if name != "paper" and any(layer.get(k) for k in LAYER_KEYS) and not t.deviations:
             raise SpecError(file, f"{where}.deviations", "this tier changes the paper's setup: list the deviations "
                                                          "in words")
-        for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why)):
+        for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why),
+                             ("cell_why", t.cell_why)):
             for pattern, why in reasons.items():
                 if "|" not in pattern:
                     raise SpecError(file, f"{where}.{key}.{pattern}", "pattern must read 'row|col' (globs allowed)")
@@ -189,6 +190,7 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                 raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
         tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
                            unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
+                           cell_why=dict(t.cell_why),
                            more_seeds=tuple(m.model_dump() for m in t.more_seeds), inherits=dict(t.inherits))
         running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
                                                                                  *t.unavailable))

@@ -3,7 +3,7 @@
 The spec keeps what runs and what is judged: its layout, the experiment, the tiers (one short
 line per deviation), the reported numbers, the claims and the regime blocks' config. Its notes
 file holds the decisions, the paper's table notes, the measured evidence (``one_class_why``,
-a regime block's ``why`` and the ``why`` of its revisions) and the long half of a deviation
+``cell_why``, a regime block's ``why`` and the ``why`` of its revisions) and the long half of a deviation
 (why, how it was measured, its history)::
 
     # experiments/punce/table1-punce.notes.yaml
@@ -17,6 +17,7 @@ a regime block's ``why`` and the ``why`` of its revisions) and the long half of 
         deviations:   # a deviation line of the spec's tier, word for word -> the rest of its text
           "LARS learning rate 1.0 instead of 0.01:": "with 20 (MNIST) or 6 (CIFAR) epochs ..."
         one_class_why: {"nnPU|*": "..."}
+        cell_why: {"* + puPL *|F-MNIST-*": "..."}
     regime:
       MLP on PU MNIST:
         why: {reduced: "..."}
@@ -101,7 +102,8 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
             raise SpecError(file, f"tiers.{name}", f"the spec has no tier {name!r} to add to")
         tier_notes = tier_notes or {}  # `reduced:` with nothing under it: the schema allows an empty tier
         _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
-        _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
+        for key in ("one_class_why", "cell_why"):
+            _add_keys(tier, key, tier_notes.get(key) or {}, file, f"tiers.{name}.{key}")
     # A malformed spec (a block name that is not a string, a regime that is not a list) is left for the
     # spec's own validation to name: the notes only ever address blocks by string name.
     regime = out.get("regime") if isinstance(out.get("regime"), list) else []

@@ -274,6 +274,10 @@ class TierModel(LayerModel):
         {}, description="'row|col' glob -> why those cells' near-one-class seeds (test recall or specificity under "
                         "5%) are what the method does at this tier, with the measurement that shows it (a method "
                         "that collapses where its block's reference rows work is a result, written here)")
+    cell_why: dict[str, str] = Field(
+        {}, description="'row|col' glob -> why those cells show what they show at this tier, with the measurement that "
+                        "shows it, where it is not a near-one-class count (that is one_class_why): e.g. a method at "
+                        "chance on a data set whose classes its mechanism cannot find; changes no verdict")
     inherits: dict[str, str] = Field(
         {}, description="row -> another row whose overrides at this tier it takes (its `rows` entry and the `cells` "
                         "patterns matched as that row): at a tier that names rows in its overrides, a row none of "
@@ -334,6 +338,7 @@ class NotesTierModel(_Model):
         {}, description="a deviation line of the spec's tier, word for word -> the rest of its text (why, how it was "
                         "measured, its history); the tier's deviation reads `line rest`")
     one_class_why: dict[str, str] = Field({}, description="as a tier's one_class_why (the spec sets none of the same)")
+    cell_why: dict[str, str] = Field({}, description="as a tier's cell_why (the spec sets none of the same)")
 
 
 class NotesTiersModel(_Model):

@@ -142,6 +142,7 @@ class Tier:
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
+    cell_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why the cells show what they show
     #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
     more_seeds: tuple[dict[str, Any], ...] = ()
     #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
@@ -243,7 +244,7 @@ class Spec:
         base, sets = self.tiers[base_tier], tuple(overrides)
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
-        # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
+        # no one_class_why or cell_why carries over: they explain the base tier's measured seeds, not a variant's
         from pubench.registry.overrides import overridden_deviations
 
         custom = Tier(CUSTOM, base.seeds, [*overridden_deviations(base.deviations, sets), said], base.layer,
@@ -339,8 +340,15 @@ class Spec:
 
     def one_class_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
         """(pattern, reason) of the tier's ``one_class_why`` entry covering the cell, or None."""
+        return self._tier_reason("one_class_why", tier, row, col)
+
+    def cell_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        """(pattern, reason) of the tier's ``cell_why`` entry covering the cell, or None."""
+        return self._tier_reason("cell_why", tier, row, col)
+
+    def _tier_reason(self, key: str, tier: str, row: str, col: str) -> tuple[str, str] | None:
         t = self.tiers.get(tier)
-        for pattern, why in (t.one_class_why.items() if t else ()):
+        for pattern, why in (getattr(t, key).items() if t else ()):
             if match_cell(pattern, row, col):
                 return pattern, why
         return None

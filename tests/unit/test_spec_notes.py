@@ -39,6 +39,7 @@ NOTES = textwrap.dedent("""\
         deviations:
           "no sleep:": "the selftest task's sleep is 0 s, so the tier runs in a blink."
         one_class_why: {"A|*": "measured: the selftest's scores are constants"}
+        cell_why: {"B|*": "measured: B's scores are the selftest's value"}
     regime:
       plain:
         why: {paper: "A is the plain method."}
@@ -61,6 +62,9 @@ def test_the_notes_merge_into_the_spec_as_if_it_held_them(tmp_registry):
     assert smoke.deviations == ["no sleep: the selftest task's sleep is 0 s, so the tier runs in a blink.",
                                 "one epoch"]
     assert smoke.one_class_why == {"A|*": "measured: the selftest's scores are constants"}
+    assert smoke.cell_why == {"B|*": "measured: B's scores are the selftest's value"}
+    assert spec.cell_reason("smoke", "B", "x") == ("B|*", "measured: B's scores are the selftest's value")
+    assert spec.cell_reason("smoke", "A", "x") is None and spec.cell_reason("paper", "B", "x") is None
     (block,) = spec.regime
     assert block.why == (("paper", "A is the plain method."),)
     assert block.revised[0].why == "Added after the first records, for the test."
@@ -217,7 +221,8 @@ def test_the_prose_of_a_committed_spec_lives_in_its_notes():
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
         where = [*(["decisions"] if "decisions" in raw else []), *(["reported.notes"] if raw["reported"].get("notes")
                                                                    else []),
-                 *(f"tiers.{t}.one_class_why" for t, tier in raw["tiers"].items() if tier.get("one_class_why")),
+                 *(f"tiers.{t}.{k}" for t, tier in raw["tiers"].items() for k in ("one_class_why", "cell_why")
+                   if tier.get(k)),
                  *(f"regime.{b['block']}.why" for b in raw.get("regime") or [] if b.get("why")),
                  *(f"regime.{b['block']}.revised" for b in raw.get("regime") or []
                    if any("why" in r for r in b.get("revised") or []))]

@@ -115,8 +115,8 @@ def test_file_name_must_match_id(tmp_registry):
 
 SCHEMA_BAD = [
     ("unknown key in a tier", lambda d: d["tiers"]["reduced"].update(colour=1), "tiers.reduced.colour",
-     "unknown key (allowed: cells, cols, deviations, inherits, more_seeds, one_class_why, params, rows, seeds, "
-     "unavailable)"),
+     "unknown key (allowed: cell_why, cells, cols, deviations, inherits, more_seeds, one_class_why, params, rows, "
+     "seeds, unavailable)"),
     ("unknown key in a reported cell", lambda d: d["reported"]["cells"][0].update(stdev=0.1),
      "reported.cells[0].stdev", "unknown key (allowed: col, mark, mean, metric, note, row, std)"),
     ("missing metric label", lambda d: d["metrics"]["score"].pop("label"), "metrics.score.label", "missing"),
