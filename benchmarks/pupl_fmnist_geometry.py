@@ -34,12 +34,14 @@ Feature views: ``l2`` (the spec clusters these: L2-normalized backbone output), 
 reads these). ``--jobs``: ``fm1``, ``fm2``, ``cifar1`` (ssCL (1), seed 0 of F-MNIST-I,
 F-MNIST-II, CIFAR-I), ``fm1-s1`` (F-MNIST-I seed 1), ``fm1-pucl`` (puCL (1), F-MNIST-I seed 0),
 ``fm1-2x`` / ``fm1-4x`` (ssCL (1), F-MNIST-I seed 0 with 20 / 40 pre-training epochs, else as
-the record; no record to reproduce). Default: fm1 fm2 cifar1 fm1-pucl fm1-2x fm1-4x. Nothing is
-written to a store; one thread (the canonical numerics).
+the record; no record to reproduce), ``fm1-b2`` (ssCL (2), F-MNIST-I seed 0: block 2, 500
+labeled positives). Default: fm1 fm2 cifar1 fm1-pucl fm1-2x fm1-4x. Nothing is written to a
+store; one thread (the canonical numerics).
 
-Measured 2026-12-07 at 85eebbd (benchmarks/results/pupl-fmnist-geometry-2026-12-07.json): CPU
-per job 39-43 s (F-MNIST), 76 s (CIFAR-I), 72 s and 145 s (2x, 4x); the six jobs 7 min 40 s of
-CPU, 77 min of wall time at load 8-13 on the 2 cores. puCL's records reproduced bit for bit;
+Measured 2026-12-07 at 85eebbd (benchmarks/results/pupl-fmnist-geometry-2026-12-07.json, the
+default jobs; ...-block2.json, fm1-b2): CPU per job 39-46 s (F-MNIST), 76 s (CIFAR-I), 72 s and
+145 s (2x, 4x); the six default jobs 7 min 40 s of CPU, 77 min of wall time at load 8-13 on the
+2 cores. puCL's records reproduced bit for bit;
 the ssCL records (made at d5d292d) did not on this host (the reruns' accuracy within 1.5
 points, AUC within 6.5, pseudo-label accuracy within 1.3; ``pubench verify`` on an ssCL
 record of the cell fails alike), so the ssCL figures are those of the rerun encoders.
@@ -66,15 +68,16 @@ from reduced_internals import (
 )
 
 SPEC = "table2-pupl"
-#: name -> (pre-training loss row prefix, col, seed index, pre-training epoch factor)
+#: name -> (pre-training loss row prefix, col, seed index, pre-training epoch factor, row block)
 JOBS = {
-    "fm1": ("ssCL", "F-MNIST-I", 0, 1),
-    "fm2": ("ssCL", "F-MNIST-II", 0, 1),
-    "cifar1": ("ssCL", "CIFAR-I", 0, 1),
-    "fm1-s1": ("ssCL", "F-MNIST-I", 1, 1),
-    "fm1-pucl": ("puCL", "F-MNIST-I", 0, 1),
-    "fm1-2x": ("ssCL", "F-MNIST-I", 0, 2),
-    "fm1-4x": ("ssCL", "F-MNIST-I", 0, 4),
+    "fm1": ("ssCL", "F-MNIST-I", 0, 1, 1),
+    "fm2": ("ssCL", "F-MNIST-II", 0, 1, 1),
+    "cifar1": ("ssCL", "CIFAR-I", 0, 1, 1),
+    "fm1-s1": ("ssCL", "F-MNIST-I", 1, 1, 1),
+    "fm1-pucl": ("puCL", "F-MNIST-I", 0, 1, 1),
+    "fm1-2x": ("ssCL", "F-MNIST-I", 0, 2, 1),
+    "fm1-4x": ("ssCL", "F-MNIST-I", 0, 4, 1),
+    "fm1-b2": ("ssCL", "F-MNIST-I", 0, 1, 2),
 }
 DEFAULT = ["fm1", "fm2", "cifar1", "fm1-pucl", "fm1-2x", "fm1-4x"]
 SHRINK = (1.0, 0.5, 0.25, 0.1, 0.05, 0.0)
@@ -254,12 +257,12 @@ def _variant(record: dict, factor: int) -> dict | None:
 
 
 def run_job(name: str, cache: str) -> dict:
-    loss, col, seed, factor = JOBS[name]
+    loss, col, seed, factor, block = JOBS[name]
+    rows = {down: f"{loss} + {down} ({block})" for down in ("nnPU†", "puPL")}
     rec = {}
-    for down in ("nnPU†", "puPL"):
-        key = f"{loss} + {down} (1)|{col}|{seed}"
-        RECORDS[key] = (SPEC, f"{loss} + {down} (1)", col, seed)
-        rec[down] = _record(key)
+    for down, row in rows.items():
+        RECORDS[f"{row}|{col}|{seed}"] = (SPEC, row, col, seed)
+        rec[down] = _record(f"{row}|{col}|{seed}")
     t0 = time.process_time()
     nnpu = _run(rec["nnPU†"], _variant(rec["nnPU†"], factor), cache)   # pre-trains, fills the cache
     box: dict = {}
@@ -270,7 +273,7 @@ def run_job(name: str, cache: str) -> dict:
     t1 = time.process_time()
     positive = rec["puPL"]["job"]["params"]["data"]["labels"]["positive"]
     epochs = rec["puPL"]["job"]["params"]["pretrain"]["epochs"] * factor
-    res = {"job": name, "spec": SPEC, "rows": [f"{loss} + nnPU† (1)", f"{loss} + puPL (1)"], "col": col,
+    res = {"job": name, "spec": SPEC, "rows": list(rows.values()), "col": col,
            "seed_index": seed, "pretrain_epochs": epochs, "positive_classes": positive,
            "jobs_cpu_seconds": round(t1 - t0, 1)}
     for down, out in (("nnPU†", nnpu), ("puPL", pupl)):
