@@ -81,18 +81,24 @@ def _record(key: str) -> dict:
     return found[0]
 
 
-def _run(record: dict) -> dict:
+def _run(record: dict, params: dict | None = None, cache: str | None = None) -> dict:
+    """Rerun ``record``'s job (``params`` instead of its params, for a variant), the encoder
+    cache off, or kept under ``cache`` (a private folder: two downstreams of one encoder
+    pre-train once, and a hit leaves the job exactly where a fresh pre-training would)."""
     from pubench import numerics
     from pubench.jobs.plan import Job
     from pubench.tasks import TASKS
     from pubench.train.context import JobContext
 
-    os.environ["PUBENCH_ENCODER_CACHE"] = "0"
+    os.environ["PUBENCH_ENCODER_CACHE"] = "0" if cache is None else "1"
+    if cache is not None:
+        os.environ["PUBENCH_CACHE"] = cache
     job = Job.from_dict(record["job"])
     num = numerics.Numerics.from_dict(job.numerics)
     numerics.check_process(num)
     numerics.apply(num)
-    return TASKS.get(job.task).run(job.params, dict(job.seeds), JobContext(numerics=num))
+    return TASKS.get(job.task).run(job.params if params is None else params, dict(job.seeds),
+                                   JobContext(numerics=num))
 
 
 def _report_reproduced(record: dict, out: dict, changed: bool) -> None:

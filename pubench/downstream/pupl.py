@@ -30,10 +30,11 @@ Orientation (which cluster is positive):
   the few pinned labeled positives: every pseudo-label is inverted (15 of those 100 draws,
   tests/unit/test_pupl.py).
 * ``nearest_positive_mean``: after the same clustering, the positive cluster is the one
-  whose final centre is nearest mu_P (the authors' released code, which runs sklearn
-  k-means on L2-normalized features and names the clusters this way); with
-  ``fix_labeled`` the labeled positives keep pseudo-label 1 whichever cluster they were
-  pinned to.
+  whose final centre is nearest mu_P (the naming of the authors' released code when it runs
+  sklearn k-means from random or k-means++ centres on L2-normalized features; its PU-seeded
+  path, run_lp.py ``--algo PUkMeans``, seeds the negative centre at U's mean and names
+  positive the cluster seeded at mu_P, as ``algorithm2``); with ``fix_labeled`` the labeled
+  positives keep pseudo-label 1 whichever cluster they were pinned to.
 * ``labeled_enrichment``: the positive cluster is the one where the labeled positives are
   over-represented: with ``a(x)`` the final centre nearest ``x`` (the pin ignored), the
   cluster ``c`` with the larger ``P(a = c | P) / P(a = c | U)``. Under SCAR the labeled

@@ -257,7 +257,7 @@ class Spec:
         base, sets = self.tiers[base_tier], tuple(overrides)
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
-        # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
+        # no one_class_why or cell_why carries over: they explain the base tier's measured seeds, not a variant's
         from pubench.registry.overrides import overridden_deviations
 
         from pubench.registry.overrides import parse_override
@@ -359,8 +359,15 @@ class Spec:
 
     def one_class_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
         """(pattern, reason) of the tier's ``one_class_why`` entry covering the cell, or None."""
+        return self._tier_reason("one_class_why", tier, row, col)
+
+    def cell_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        """(pattern, reason) of the tier's ``cell_why`` entry covering the cell, or None."""
+        return self._tier_reason("cell_why", tier, row, col)
+
+    def _tier_reason(self, key: str, tier: str, row: str, col: str) -> tuple[str, str] | None:
         t = self.tiers.get(tier)
-        for pattern, why in (t.one_class_why.items() if t else ()):
+        for pattern, why in (getattr(t, key).items() if t else ()):
             if match_cell(pattern, row, col):
                 return pattern, why
         return None

@@ -507,19 +507,22 @@ def test_one_class_why_explains_cells_and_reports_show_it(tmp_path):
         report_body(res, None, [], "spec.html")
     # a variant (tier custom) keeps no measured reason of its base tier
     assert spec.with_variant("paper", ["value=3"]).one_class_reason("custom", "B", "y") is None
+    raw["tiers"]["paper"]["cell_why"] = {"B|x": "measured: B is at chance on x"}
+    assert parse_spec(raw, "<t>").with_variant("paper", ["value=3"]).cell_reason("custom", "B", "x") is None
 
 
+@pytest.mark.parametrize("key", ["one_class_why", "cell_why"])
 @pytest.mark.parametrize("reasons, problem", [
     ({"B": "why"}, "pattern must read 'row|col'"),
     ({"B|y": " "}, "give the reason"),
     ({"Q|*": "why"}, "matches no cell"),
 ])
-def test_invalid_one_class_why_names_the_key(reasons, problem):
+def test_invalid_one_class_why_names_the_key(reasons, problem, key):
     raw = yaml.safe_load(selftest_spec(rows=("A", "B"), cols=("x", "y"), extra="", seeds=3))
-    raw["tiers"]["reduced"]["one_class_why"] = reasons
+    raw["tiers"]["reduced"][key] = reasons
     with pytest.raises(SpecError) as e:
         parse_spec(raw, "<t>")
-    assert f"tiers.reduced.one_class_why.{next(iter(reasons))}" in str(e.value) and problem in str(e.value)
+    assert f"tiers.reduced.{key}.{next(iter(reasons))}" in str(e.value) and problem in str(e.value)
 
 
 def test_the_measured_part_splits_the_sides_and_compares_auc_with_the_other_seeds():

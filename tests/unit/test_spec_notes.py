@@ -42,6 +42,7 @@ NOTES = textwrap.dedent("""\
         why:
           sleep: "the selftest task's sleep is 0 s, so the tier runs in a blink."
         one_class_why: {"A|*": "measured: the selftest's scores are constants"}
+        cell_why: {"B|*": "measured: B's scores are the selftest's value"}
     regime:
       plain:
         why: {paper: "A is the plain method."}
@@ -72,6 +73,9 @@ def test_the_notes_merge_into_the_spec_as_if_it_held_them(tmp_registry):
         "every row: sleep unset -> 0. Why (sleep): the selftest task's sleep is 0 s, so the tier runs in a blink.",
         "The selftest task never sleeps."]
     assert smoke.one_class_why == {"A|*": "measured: the selftest's scores are constants"}
+    assert smoke.cell_why == {"B|*": "measured: B's scores are the selftest's value"}
+    assert spec.cell_reason("smoke", "B", "x") == ("B|*", "measured: B's scores are the selftest's value")
+    assert spec.cell_reason("smoke", "A", "x") is None and spec.cell_reason("paper", "B", "x") is None
     (block,) = spec.regime
     assert block.why == (("paper", "A is the plain method."),)
     assert block.revised[0].why == RENDERED + " Its reference ran after it."
@@ -265,7 +269,7 @@ def test_the_prose_of_a_committed_spec_lives_in_its_notes():
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
         where = [*(["decisions"] if "decisions" in raw else []), *(["reported.notes"] if raw["reported"].get("notes")
                                                                    else []),
-                 *(f"tiers.{t}.{key}" for t, tier in raw["tiers"].items() for key in ("one_class_why", "why")
+                 *(f"tiers.{t}.{key}" for t, tier in raw["tiers"].items() for key in ("one_class_why", "cell_why", "why")
                    if tier.get(key)),
                  *(f"regime.{b['block']}.why" for b in raw.get("regime") or [] if b.get("why"))]
         held += [f"{p.relative_to(ROOT)}: {w}" for w in where]
