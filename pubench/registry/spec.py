@@ -372,14 +372,6 @@ class Spec:
                 return pattern, why
         return None
 
-    def cell_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
-        """(pattern, reason) of the tier's ``cell_why`` entry covering the cell, or None."""
-        t = self.tiers.get(tier)
-        for pattern, why in (t.cell_why.items() if t else ()):
-            if match_cell(pattern, row, col):
-                return pattern, why
-        return None
-
     def resolve(self, tier: str, row: str, col: str) -> dict[str, Any]:
         """The fully resolved experiment config of one cell at one tier.
 
