@@ -403,7 +403,7 @@ def pupl_fmnist(variant: str | None) -> None:
             accs.append(100 * max(acc, 1 - acc))
         print(f"  {name:26s}: " + ", ".join(f"{a:.1f}" for a in accs))
     enriched = dataclasses.replace(box["cfg"], orientation="labeled_enrichment")
-    metrics, info = PuPL.run(enriched, box["encoder"], data, box["seed"])
+    metrics, info = PuPL.run(enriched, box["encoder"], data, box["seed"], ctx=PLAIN)
     print(f"puPL with labeled_enrichment on the same encoder: {_fmt(metrics)}; "
           f"pseudo-label acc {info['pseudo_label_acc_unlabeled']:.2f}")
 
@@ -412,6 +412,7 @@ def sscl_mnist(variant: str | None) -> None:
     import dataclasses
 
     from pubench.downstream.pupl import PuPL
+    from pubench.train.context import PLAIN
 
     _, box = _pupl_job("sscl-mnist")
     data, classes = box["data"], box["classes"]
@@ -420,7 +421,7 @@ def sscl_mnist(variant: str | None) -> None:
     _namings(box, data.y_true)
     for orientation in ("nearest_positive_mean", "labeled_enrichment", "algorithm2"):
         cfg = dataclasses.replace(box["cfg"], orientation=orientation)
-        metrics, info = PuPL.run(cfg, box["encoder"], data, box["seed"])
+        metrics, info = PuPL.run(cfg, box["encoder"], data, box["seed"], ctx=PLAIN)
         print(f"puPL classifier, {orientation:22s}: {_fmt(metrics)}; pseudo-label acc {info['pseudo_label_acc_unlabeled']:.2f}")
 
 

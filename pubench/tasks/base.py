@@ -28,7 +28,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.registry import Registry, subclass_check
 from pubench.utils.result import Result
 
@@ -46,7 +46,7 @@ class Task(ABC):
 
     @classmethod
     @abstractmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
         """The :class:`~pubench.utils.result.Result` (metrics, info) of one job."""
 
 

@@ -19,6 +19,7 @@ from pubench.tasks import TASKS
 from pubench.train import accel
 from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, check_loop_config
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from tests.unit.test_contracts import SEEDS, generated_data  # noqa: F401 - a fixture
 
@@ -29,7 +30,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def small_pretrain_config(**extra) -> PretrainConfig:
     return PretrainConfig(framework={"name": "simclr"}, loss={"name": "info_nce", "temperature": 0.5}, epochs=2,
-                          batch_size=8, optimizer={"name": "adam", "lr": 0.01},
+                          batch_size=8, optimizer=optimizer_config({"name": "adam", "lr": 0.01}),
                           augment={"name": "crop", "scale": [0.5, 1.0]}, **extra)
 
 
@@ -45,7 +46,7 @@ def run_pretrain(cfg: PretrainConfig, device="cpu"):
     encoder, projector = conv_encoder(0).to(device), nn.Sequential(nn.Linear(4, 4)).to(device)
     x = torch.randint(0, 256, (24, 3, 8, 8), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
     ctx = accel.start_job(JobContext(numerics=numerics.resolve(device=device)))
-    hist = pretrain(encoder, projector, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, ctx=ctx)
+    hist = pretrain(encoder, projector, x, None, cfg, normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=5, ctx=ctx)
     return encoder, hist, ctx.accel
 
 
@@ -54,7 +55,7 @@ def run_pretrain(cfg: PretrainConfig, device="cpu"):
 def test_the_precision_keys_accept_fp32_and_bf16(precision):
     assert accel.check_precision(precision, "x") == (precision or "fp32")
     check_pretrain_config(small_pretrain_config(precision=precision))
-    check_loop_config(TrainConfig(1, 4, {"name": "adam", "lr": 0.1}, precision=precision), "params.train")
+    check_loop_config(TrainConfig(1, 4, optimizer_config({"name": "adam", "lr": 0.1}), precision=precision), "params.train")
 
 
 @pytest.mark.parametrize("bad", ["fp16", "bfloat16", 16])
@@ -62,7 +63,7 @@ def test_an_unknown_precision_fails_with_its_place(bad):
     with pytest.raises(ConfigError, match="pretrain.precision"):
         check_pretrain_config(small_pretrain_config(precision=bad))
     with pytest.raises(ConfigError, match="params.train.precision"):
-        check_loop_config(TrainConfig(1, 4, {"name": "adam", "lr": 0.1}, precision=bad), "params.train")
+        check_loop_config(TrainConfig(1, 4, optimizer_config({"name": "adam", "lr": 0.1}), precision=bad), "params.train")
 
 
 def test_compile_must_be_a_boolean():
@@ -74,7 +75,7 @@ def test_compile_must_be_a_boolean():
 def test_absent_keys_leave_the_config_as_before():
     """The new keys default to None, so a spec without them resolves as before."""
     assert small_pretrain_config().precision is None and small_pretrain_config().compile is None
-    cfg = TrainConfig(1, 4, {"name": "adam", "lr": 0.1})
+    cfg = TrainConfig(1, 4, optimizer_config({"name": "adam", "lr": 0.1}))
     assert cfg.precision is None and cfg.compile is None
 
 
@@ -155,7 +156,7 @@ def test_job_info_names_the_cpu_its_peak_memory_and_the_determinism_flags():
 @pytest.mark.parametrize("name", ["contrastive_probe", "pu_benchmark"])
 def test_a_task_records_the_accelerator_info(name, generated_data):  # noqa: F811 - the fixture
     task = TASKS.get(name)
-    out = task.run(copy.deepcopy(task.test_config), dict(SEEDS))
+    out = task.run(copy.deepcopy(task.test_config), dict(SEEDS), ctx=PLAIN)
     info = out.info["accelerator"]
     assert info["device_name"] == cpu_model() and info["peak_memory"]["bytes"] > 0
     stages = list(info["throughput"])
@@ -278,7 +279,7 @@ def resnet_pretrain_on_cuda(cfg: PretrainConfig):
     proj = nn.Sequential(nn.Linear(enc.out_dim, 8)).cuda()
     x = torch.randint(0, 256, (48, 3, 16, 16), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
     ctx = accel.start_job(JobContext(numerics=numerics.resolve(device="cuda")))
-    hist = pretrain(enc, proj, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=5, ctx=ctx)
+    hist = pretrain(enc, proj, x, None, cfg, normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=5, ctx=ctx)
     return hist, [t.detach().cpu().clone() for t in enc.state_dict().values()]
 
 

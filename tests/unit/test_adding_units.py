@@ -56,7 +56,6 @@ from torch import nn
 from pubench.pu.base import PU_METHODS, PUMethod
 from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_and_evaluate
 from pubench.train.classifier import seeded_head
-from pubench.train.context import PLAIN
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
 
@@ -73,14 +72,13 @@ class ToyPU(PUMethod):
     test_config = {}
 
     @classmethod
-    def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
+    def run(cls, cfg, backbone, train, data, seed, ctx, classifier=None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(ctx.device)
-        metrics, risks = train_and_evaluate(
-            model, train.optimizer, train.schedule, train.augment, make_targets("upu", "pu", data.observed,
-            data.y_true, 2), RiskSettings("upu", prior), train.epochs, train.batch_size, data, order_seed,
-            aug_seed, ctx, cls.name)
+        targets = make_targets("upu", "pu", data.observed, data.y_true, 2)
+        metrics, risks = train_and_evaluate(model, train, targets, RiskSettings("upu", prior), data, order_seed,
+                                            aug_seed, ctx, cls.name)
         return Result(metrics, {"risk": "upu", "prior_used": prior, "prior_source": source,
                                 "final_train_risk": risks[-1]})
 '''

@@ -10,7 +10,9 @@ import torch
 
 from pubench.pu import PU_METHODS, risks
 from pubench.pu.apu import purr_objective, purr_risk, purr_terms
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from tests.reference import naive_pico_apu as naive
 from tests.reference import naive_risks
@@ -120,8 +122,8 @@ def test_apu_learns_a_separable_problem():
     unit = PU_METHODS.get("apu")
     cfg = unit.config({"name": "apu", **unit.test_config}, "pu_method")
     torch.manual_seed(0)
-    train = TrainConfig(epochs=10, batch_size=32, optimizer={"name": "adam", "lr": 0.01})
-    metrics, info = unit.run(cfg, Tiny(), train, tiny_data(), 1)
+    train = TrainConfig(epochs=10, batch_size=32, optimizer=optimizer_config({"name": "adam", "lr": 0.01}))
+    metrics, info = unit.run(cfg, Tiny(), train, tiny_data(), 1, ctx=PLAIN)
     assert metrics["acc"] > 90.0 and metrics["auc"] > 95.0, metrics
     assert info["prior_used"] == 0.4 and sum(info["steps_by_branch"].values()) == 10 * math.ceil(240 / 32)
     assert math.isfinite(info["final_train_risk"])

@@ -1,5 +1,7 @@
 """BCL's numerical experiment (002, App. B.1): sampler, estimators, task."""
 
+import functools
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -11,6 +13,7 @@ from pubench.sim import bcl_process as bp
 from pubench.store.store import ResultStore
 from pubench.tasks import TASKS
 from pubench.tasks.bcl_simulation import DegenerateSimulation
+from pubench.train.context import PLAIN
 
 
 def _cfg(**kw):
@@ -135,7 +138,7 @@ def test_simulation_is_deterministic_and_labels_follow_tau_plus():
 
 
 def test_task_runs_and_validates():
-    task = TASKS.get("bcl_simulation").run
+    task = functools.partial(TASKS.get("bcl_simulation").run, ctx=PLAIN)
     params = {"data": dict(M=100, N=32, K=10, alpha=0.9, gamma=0.1, t=0.5, tau_plus=0.1),
               "estimator": {"name": "bcl", "beta": 0.0}}
     out = task(params, {"data": 1, "init": 2})
@@ -157,7 +160,7 @@ def test_tiny_temperature_fails_instead_of_storing_an_underflowed_mse(name, gamm
     params = {"data": dict(M=40, N=64, K=10, alpha=0.9, gamma=gamma, t=0.001, tau_plus=0.1),
               "estimator": {"name": name, "beta": 0.0}}
     with pytest.raises(DegenerateSimulation, match=f"{what}.*raise params.data.t"):
-        TASKS.get("bcl_simulation").run(params, {"data": 1, "init": 2})
+        TASKS.get("bcl_simulation").run(params, {"data": 1, "init": 2}, ctx=PLAIN)
 
 
 def test_degenerate_simulation_becomes_a_failure_record(tmp_path):
@@ -201,7 +204,7 @@ def test_score_density_task_fig4():
     """The FN and TN jobs of a column read the same sample (data seed); at alpha = 1 the FN
     scores rank above the TN ones with probability 5/6 (max vs min of two proposal draws);
     the density integrates to ~1 on the grid."""
-    task = TASKS.get("bcl_score_density").run
+    task = functools.partial(TASKS.get("bcl_score_density").run, ctx=PLAIN)
     fn = task(SCORE_PARAMS, {"data": 3, "init": 1})
     tn = task({**SCORE_PARAMS, "scores": "tn"}, {"data": 3, "init": 9})
     assert fn == task(SCORE_PARAMS, {"data": 3, "init": 2})  # only the data seed matters
@@ -224,13 +227,13 @@ def test_score_density_task_fig4():
 def test_score_density_at_alpha_one_half_does_not_separate_the_classes():
     """alpha = 1/2: phi_TN = phi_FN = phi, so each class ranks above the other half the time."""
     out = TASKS.get("bcl_score_density").run({**SCORE_PARAMS, "data": {**SCORE_PARAMS["data"], "alpha": 0.5,
-                                                                      "N": 20000}}, {"data": 5, "init": 1})
+                                                                      "N": 20000}}, {"data": 5, "init": 1}, ctx=PLAIN)
     assert out.metrics["auc"] == pytest.approx(50.0, abs=1.5)
 
 
 def test_sup_estimator_and_bias_metrics_fig8():
     """theta_SUP as an estimator has MSE and bias 0; the others' bias = mean estimate - mean theta_SUP."""
-    task = TASKS.get("bcl_simulation").run
+    task = functools.partial(TASKS.get("bcl_simulation").run, ctx=PLAIN)
     data = dict(M=200, N=64, K=10, alpha=0.9, gamma=0.1, t=0.5, tau_plus=0.1)
     sup = task({"data": data, "estimator": {"name": "sup"}}, {"data": 4, "init": 0}).metrics
     assert sup["mse"] == 0.0 and sup["bias"] == 0.0 and sup["mean_estimate"] == sup["mean_theta_sup"]

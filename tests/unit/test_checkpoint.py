@@ -26,7 +26,7 @@ from pubench.tasks import TASKS
 from pubench.train import checkpoint
 from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import LoopCallback, Progress, Step, TrainConfig, Trainer, batches
-from pubench.train.optim import build_scheduler
+from pubench.train.optim import build_scheduler, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
 from tests.conftest import record_reliability
 from tests.unit.test_contracts import SEEDS, TinyEncoder, generated_data, pu_data  # noqa: F401 - a fixture
@@ -48,7 +48,7 @@ class Toy:
 
     def stage(self, k: int, modules, epochs: int) -> Trainer:
         opt = torch.optim.SGD([p for m in modules for p in m.parameters()], lr=0.1, momentum=0.9)
-        sched = build_scheduler({"name": "cosine"}, opt, 5, epochs)
+        sched = build_scheduler(schedule_config({"name": "cosine"}), opt, 5, epochs)
         gen, noise, log = torch.Generator().manual_seed(2 + k), np.random.default_rng(3 + k), {"noise": [], "ends": []}
         trainer = Trainer(modules, opt, sched, f"toy stage {k}", state={"order": gen, "noise": noise, "log": log},
                           ctx=self.ctx)
@@ -253,7 +253,7 @@ def _trainer(epochs: int, callbacks=()) -> list:
     torch.manual_seed(0)
     lin = nn.Linear(4, 1)
     opt = torch.optim.SGD(lin.parameters(), lr=0.1)
-    return Trainer([lin], opt, desc="toy", callbacks=callbacks).run(
+    return Trainer([lin], opt, desc="toy", callbacks=callbacks, ctx=PLAIN).run(
         epochs, lambda e: [torch.arange(40)], lambda idx, e: Step(lin(X[idx]).pow(2).mean()))
 
 
@@ -436,12 +436,12 @@ def test_every_pu_method_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
 
     unit = PU_METHODS.get(name)
     cfg = unit.config({"name": name, **unit.test_config}, "pu_method")
-    train = TrainConfig(epochs=3, batch_size=16, optimizer={"name": "adam", "lr": 0.01},
+    train = TrainConfig(epochs=3, batch_size=16, optimizer=optimizer_config({"name": "adam", "lr": 0.01}),
                         augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
     try:
         unit.check_train(cfg, train, "params")
     except ConfigError:  # a method that draws its views itself (WConPU)
-        train = TrainConfig(epochs=3, batch_size=16, optimizer={"name": "adam", "lr": 0.01})
+        train = TrainConfig(epochs=3, batch_size=16, optimizer=optimizer_config({"name": "adam", "lr": 0.01}))
     data = pu_data()
 
     def run(ctx):
@@ -490,13 +490,13 @@ def test_every_framework_resumes_bit_for_bit(name, tmp_path, monkeypatch, one_th
     x = torch.cat([images(48, 0)[0], images(48, 1)[0], images(48, 2)[0]], dim=1)  # RGB (CMC needs colour)
     mean, std = [0.3] * 3, [0.3] * 3
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=3, batch_size=16,
-                         optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
+                         optimizer=optimizer_config({"name": "adam", "lr": 0.01}), augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
 
     def run(ctx):
         torch.manual_seed(0)
         enc, proj = build_models(block, lambda ch, s: ContractEncoder(s % 1000, d_in=36 * ch),
                                  lambda dim, s: projection_head(dim, 8, 4), 3, (1, 2), mean, std)
-        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5, ctx=ctx)
+        hist = pretrain(enc, proj, x, None, cfg, normalization=(mean, std), prior=None, seed=5, ctx=ctx)
         return hist, [t.detach().clone() for t in enc.state_dict().values()]
 
     (h1, w1), (h2, w2) = _same_after_resume(run, tmp_path, monkeypatch)

@@ -24,10 +24,11 @@ from pubench.losses.base import label_argument
 from pubench.models import BACKBONES, build_backbone, count_parameters
 from pubench.models.base import check_module
 from pubench.pu import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData
 from pubench.tasks import TASKS
-from pubench.train.classifier import DownstreamData
 from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 
@@ -156,8 +157,8 @@ def test_task(name, generated_data):
     skip_without(task)
     params = copy.deepcopy(task.test_config)
     task.validate(copy.deepcopy(params))
-    a = task.run(copy.deepcopy(params), dict(SEEDS))
-    b = task.run(copy.deepcopy(params), dict(SEEDS))
+    a = task.run(copy.deepcopy(params), dict(SEEDS), ctx=PLAIN)
+    b = task.run(copy.deepcopy(params), dict(SEEDS), ctx=PLAIN)
     assert isinstance(a, Result)
     finite_metrics(a.metrics)
     assert a.metrics == b.metrics
@@ -226,7 +227,7 @@ def test_framework(name):
     x = torch.cat([images(48, 0)[0], images(48, 1)[0], images(48, 2)[0]], dim=1)  # RGB (CMC needs colour)
     mean, std = [0.3] * 3, [0.3] * 3
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=2, batch_size=16,
-                         optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
+                         optimizer=optimizer_config({"name": "adam", "lr": 0.01}), augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
 
     def models():
         return build_models(block, lambda ch, s: TinyEncoder(s % 1000, d_in=36 * ch),
@@ -235,7 +236,7 @@ def test_framework(name):
     def run():
         torch.manual_seed(0)
         enc, proj = models()
-        hist = pretrain(enc, proj, x, None, cfg, mean=mean, std=std, prior=None, seed=5)
+        hist = pretrain(enc, proj, x, None, cfg, normalization=(mean, std), prior=None, seed=5, ctx=PLAIN)
         return hist, enc
 
     (h1, e1), (h2, e2) = run(), run()
@@ -251,7 +252,7 @@ def test_framework(name):
 
 
 # ------------------------------------------------------------------ PU methods
-TRAIN = TrainConfig(epochs=2, batch_size=16, optimizer={"name": "adam", "lr": 0.01})
+TRAIN = TrainConfig(epochs=2, batch_size=16, optimizer=optimizer_config({"name": "adam", "lr": 0.01}))
 
 
 @pytest.mark.parametrize("name", PU_METHODS.names())
@@ -271,10 +272,10 @@ def test_pu_method(name):
         return {"projector": projection_head(8, 8, 4)} if unit.uses_projector else {}
 
     unit.check_run(cfg, TRAIN, data, **extra())  # the caller checks: the method trusts its inputs
-    first = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    first = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, ctx=PLAIN, **extra())
     assert isinstance(first, Result)
     m1, i1 = first
-    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, **extra())
+    m2, i2 = unit.run(cfg, TinyEncoder(2), TRAIN, data, seed=7, ctx=PLAIN, **extra())
     finite_metrics(m1)
     for key in unit.wall_clock_metrics:
         assert m1.pop(key) > 0 and m2.pop(key) > 0
@@ -312,12 +313,11 @@ def test_a_minimal_pu_method_needs_no_check_of_its_own(generated_data):
         test_config = {}
 
         @classmethod
-        def run(cls, cfg, backbone, train, data, seed, ctx=PLAIN, classifier=None):
+        def run(cls, cfg, backbone, train, data, seed, ctx, classifier=None):
             model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, seed))
-            metrics, risks = train_and_evaluate(
-                model, train.optimizer, train.schedule, train.augment, make_targets("upu", "pu", data.observed,
-                data.y_true, 2), RiskSettings("upu", data.prior), train.epochs, train.batch_size, data, seed, seed,
-                ctx, cls.name)
+            targets = make_targets("upu", "pu", data.observed, data.y_true, 2)
+            metrics, risks = train_and_evaluate(model, train, targets, RiskSettings("upu", data.prior), data, seed,
+                                                seed, ctx, cls.name)
             return Result(metrics, {"risk": "upu", "prior_used": data.prior, "prior_source": "run"})
 
     task = TASKS.get("pu_benchmark")
@@ -325,7 +325,7 @@ def test_a_minimal_pu_method_needs_no_check_of_its_own(generated_data):
     params["pu_method"] = {"name": "minimal"}
     with PU_METHODS.registered("minimal", Minimal):
         assert Minimal.name == "minimal" and "check" not in vars(Minimal)
-        out = task.run(copy.deepcopy(params), dict(SEEDS))
+        out = task.run(copy.deepcopy(params), dict(SEEDS), ctx=PLAIN)
         finite_metrics(out.metrics)
         assert out.info["pu_method"]["name"] == "minimal"
         with pytest.raises(ConfigError, match="needs a binary PU split"):
@@ -361,7 +361,7 @@ def test_a_pu_method_may_bring_its_own_classifier_head(generated_data):
         task.validate(copy.deepcopy(params))  # nnpu trains the standard head
     with PU_METHODS.registered("nnpu_with_head", WithHead):
         params["pu_method"]["name"] = "nnpu_with_head"
-        task.run(copy.deepcopy(params), dict(SEEDS))
+        task.run(copy.deepcopy(params), dict(SEEDS), ctx=PLAIN)
         assert seen["classifier"] == HeadConfig("mlp", 4)
         params["model"]["classifier"]["depth"] = 2
         with pytest.raises(ConfigError, match="params.model.classifier: unknown key 'depth'"):
@@ -384,7 +384,7 @@ def test_wconpu_through_pu_benchmark(generated_data):
     with pytest.raises(ConfigError, match="projector"):
         task.validate(copy.deepcopy(params))
     params["model"]["projector"] = {"hidden": 8, "out": 4}
-    out = task.run(copy.deepcopy(params), dict(SEEDS))
+    out = task.run(copy.deepcopy(params), dict(SEEDS), ctx=PLAIN)
     pm = out.info["pu_method"]
     assert pm["name"] == "wconpu" and pm["validation_used"] and pm["n_validation"] == 24
     assert out.info["validation"]["used"] is True
@@ -401,17 +401,17 @@ def test_downstream(name):
     with pytest.raises(ConfigError, match="no_such_key"):
         unit.config({**block, **UNKNOWN}, "downstream")
     data = pu_data()
-    first = unit.run(cfg, TinyEncoder(3), data, seed=9)
+    first = unit.run(cfg, TinyEncoder(3), data, seed=9, ctx=PLAIN)
     assert isinstance(first, Result)
     m1, i1 = first
-    m2, i2 = unit.run(cfg, TinyEncoder(3), data, seed=9)
+    m2, i2 = unit.run(cfg, TinyEncoder(3), data, seed=9, ctx=PLAIN)
     finite_metrics(m1)
     assert m1 == m2
     assert set(unit.info_keys) <= set(i1), set(unit.info_keys) - set(i1)
 
 
 # ------------------------------------------------------------------ optimizers and schedules
-from pubench.train.optim import OPTIMIZERS, SCHEDULES, build_optimizer, build_scheduler, optimizer_config  # noqa: E402
+from pubench.train.optim import OPTIMIZERS, SCHEDULES, build_optimizer, build_scheduler, schedule_config  # noqa: E402
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS.names())
@@ -422,7 +422,7 @@ def test_optimizer(name):
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
     before = [p.detach().clone() for p in model.parameters()]
-    opt = build_optimizer(block, model)
+    opt = build_optimizer(optimizer_config(block), model)
     model(torch.ones(4, 3)).square().mean().backward()
     opt.step()
     after = list(model.parameters())
@@ -436,7 +436,7 @@ def test_schedule(name):
     """Every registered schedule multiplies the base lr by a factor in [0, 1] at each step."""
     block = {"name": name, **({"warmup_epochs": 1.0} if SCHEDULES.get(name).warmup else {})}
     opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
-    sched = build_scheduler(block, opt, steps_per_epoch=3, epochs=4)
+    sched = build_scheduler(schedule_config(block), opt, steps_per_epoch=3, epochs=4)
     lrs = []
     for _ in range(12):
         lrs.append(opt.param_groups[0]["lr"])
@@ -592,4 +592,4 @@ def test_executor(name, tmp_registry, tmp_path):
     ex.wait()
     records = {r["job"]["id"]: r["metrics"] for r in ResultStore(tmp_path / "results").records("smoke", spec.id)}
     assert set(records) == {j.id for j in jobs}
-    assert records == {j.id: TASKS.get(j.task).run(j.params, j.seeds).metrics for j in jobs}
+    assert records == {j.id: TASKS.get(j.task).run(j.params, j.seeds, ctx=PLAIN).metrics for j in jobs}

@@ -10,6 +10,7 @@ from pubench.data import images as im
 from pubench.data.image_folders import fit_image
 from pubench.data.images import availability, cache_path, load_images
 from pubench.data.splits import resolve_labels
+from pubench.train.context import PLAIN
 
 
 def write_image(path, rgb, size=(8, 8), fmt="JPEG", gray=False):
@@ -193,7 +194,7 @@ def test_imagenet_ii_runs_through_contrastive_probe_with_the_fig14_variants(tmp_
         p["model"]["backbone"]["input_size"] = 12
         p["pretrain"].update(epochs=1, batch_size=8, augment={"name": "crop", "scale": [0.7, 1.0]})
         p["downstream"] = {**downstream, "epochs": 2, "batch_size": 4, "optimizer": {"name": "adam", "lr": 0.01}}
-        out = TASKS.get("contrastive_probe").run(p, SEEDS)
+        out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
         assert out.info["n_test"] == 20 and "resized (16, 16) -> (12, 12)" in out.info["data_source"]["train"]
         assert out.info["split"]["counts"]["n_labeled"] == 8 and 0 <= out.metrics["acc"] <= 100
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from pubench.pu import PU_METHODS, risks
-from pubench.pu.dist_pu import mixup_entropy_ramp
+from pubench.pu.dist_pu import mixup_entropy_ramp, mixup_optimizer, written
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
@@ -110,7 +111,7 @@ def _train(epochs: int = 6, batch_size: int = 32, lr: float = 0.01, schedule: st
 def _run(data=None, train=None, seed=0, **cfg):
     unit = PU_METHODS.get("dist_pu")
     config = build_config(unit.config_cls, {"name": "dist_pu", **RELEASED, **cfg})
-    return unit.run(config, RecordingEncoder(), train or _train(), data or _data(n=400), seed=seed)
+    return unit.run(config, RecordingEncoder(), train or _train(), data or _data(n=400), seed=seed, ctx=PLAIN)
 
 
 def test_dist_pu_learns_and_is_deterministic():
@@ -153,3 +154,24 @@ def test_config_checks():
         unit.check_train(cfg, _train(epochs=2))
     with pytest.raises(ConfigError, match="cosine"):
         unit.check_train(cfg, _train(schedule="constant"))
+
+
+def test_the_recorded_mixup_optimizer_reads_as_the_spec_writes_it():
+    """A record's ``info.pu_method.mixup_optimizer`` is the spec's ``train.optimizer`` with the
+    stage-2 overrides, as records have always held it (the optimizer is parsed once, with the
+    train block: the record is written from the parsed config), for every Dist-PU cell of every
+    spec and tier."""
+    from pubench.jobs import expand
+    from pubench.registry.loader import load_all
+
+    cells = 0
+    for spec in load_all().values():
+        for tier in spec.tiers:
+            for job in expand(spec, tier, 1).jobs:
+                if job.params.get("pu_method", {}).get("name") != "dist_pu":
+                    continue
+                given, overrides = job.params["train"]["optimizer"], job.params["pu_method"]["mixup_optimizer"]
+                parsed = build_config(TrainConfig, job.params["train"], "params.train").optimizer
+                assert written(mixup_optimizer(parsed, overrides)) == dict(given, **overrides), job.name
+                cells += 1
+    assert cells > 0

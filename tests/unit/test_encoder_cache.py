@@ -1,10 +1,12 @@
 """The pre-trained encoder cache: a hit gives exactly the numbers a miss gives."""
 
+import functools
+
 import pytest
 
 from pubench.tasks import TASKS
 from pubench.train import encoder_cache
-
+from pubench.train.context import PLAIN
 
 from tests.unit.test_image_tasks import _params, fake_data  # noqa: F401 - a fixture
 
@@ -17,7 +19,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def test_second_probe_reuses_the_encoder_and_matches_a_fresh_run(fake_data, cache_dir, monkeypatch):  # noqa: F811
-    task = TASKS.get("contrastive_probe").run
+    task = functools.partial(TASKS.get("contrastive_probe").run, ctx=PLAIN)
     seeds = {"data": 1, "init": 2}
     first = task(_params(), seeds)
     assert first.info["encoder_cache"]["hit"] is False and len(list(cache_dir.glob("*.pt"))) == 1

@@ -17,6 +17,8 @@ from pubench.frameworks.moco import MoCo, enqueue, momentum_update, split_forwar
 from pubench.frameworks.pretrain import PretrainConfig, build_framework, build_models, pretrain
 from pubench.losses.base import with_logits_form
 from pubench.models.heads import projection_head
+from pubench.train.context import PLAIN
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from tests.reference import naive_frameworks as naive
 
@@ -238,14 +240,14 @@ def test_trains_with_every_correction(framework, loss):
     block = BLOCKS[framework]
     x = toy_images()
     cfg = PretrainConfig(framework=block, loss={"name": loss, **LOSS_CONFIGS[loss]}, epochs=2, batch_size=12,
-                         optimizer={"name": "adam", "lr": 1e-2}, augment={"name": "simclr", "scale": [0.6, 1.0]})
+                         optimizer=optimizer_config({"name": "adam", "lr": 1e-2}), augment={"name": "simclr", "scale": [0.6, 1.0]})
     enc, proj = models(block)
     before = [p.clone() for p in enc.parameters()]
-    hist = pretrain(enc, proj, x, None, cfg, mean=MEAN, std=STD, prior=None, seed=3)
+    hist = pretrain(enc, proj, x, None, cfg, normalization=(MEAN, STD), prior=None, seed=3, ctx=PLAIN)
     assert hist["steps"] == 6 and all(math.isfinite(v) for v in hist["loss"])
     assert any(not torch.equal(a, b) for a, b in zip(before, enc.parameters()))
     enc2, proj2 = models(block)
-    hist2 = pretrain(enc2, proj2, x, None, cfg, mean=MEAN, std=STD, prior=None, seed=3)
+    hist2 = pretrain(enc2, proj2, x, None, cfg, normalization=(MEAN, STD), prior=None, seed=3, ctx=PLAIN)
     assert hist2["loss"] == hist["loss"]
 
 
@@ -255,9 +257,9 @@ def test_loss_without_logits_form_or_with_labels_is_refused(framework):
     for loss, match in (({"name": "punce", "temperature": 0.5, "prior": 0.4}, "logits form"),
                         ({"name": "supcon_pu", "temperature": 0.5}, "logits form")):
         cfg = PretrainConfig(framework=BLOCKS[framework], loss=loss, epochs=1, batch_size=12,
-                             optimizer={"name": "adam", "lr": 1e-2})
+                             optimizer=optimizer_config({"name": "adam", "lr": 1e-2}))
         with pytest.raises(ConfigError, match=match):
-            pretrain(*models(BLOCKS[framework]), x, None, cfg, mean=MEAN, std=STD, prior=0.4, seed=0)
+            pretrain(*models(BLOCKS[framework]), x, None, cfg, normalization=(MEAN, STD), prior=0.4, seed=0, ctx=PLAIN)
 
 
 def test_config_errors():
@@ -270,9 +272,9 @@ def test_config_errors():
     with pytest.raises(ConfigError, match="queue"):
         MoCo.config({"name": "moco", "momentum": 0.99, "bn_splits": 1}, "f")  # no silent default N
     cfg = PretrainConfig(framework=MOCO, loss={"name": "info_nce", "temperature": 0.2}, epochs=1, batch_size=32,
-                         optimizer={"name": "adam", "lr": 1e-2})
+                         optimizer=optimizer_config({"name": "adam", "lr": 1e-2}))
     with pytest.raises(ConfigError, match="cannot hold a batch of 32"):
-        pretrain(*models(MOCO), toy_images(), None, cfg, mean=MEAN, std=STD, prior=None, seed=0)
+        pretrain(*models(MOCO), toy_images(), None, cfg, normalization=(MEAN, STD), prior=None, seed=0, ctx=PLAIN)
 
 
 @pytest.mark.parametrize("block", [MOCO | {"queue": 32}, CMC_BLOCK | {"negatives": 32}], ids=["moco", "cmc"])
@@ -299,8 +301,8 @@ def test_pretraining_makes_the_views_of_an_image_agree(block):
             return float(info_nce(z1, z2, 0.2))
 
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.2}, epochs=8, batch_size=16,
-                         optimizer={"name": "adam", "lr": 1e-2}, augment={"name": "simclr", "scale": [0.6, 1.0]})
+                         optimizer=optimizer_config({"name": "adam", "lr": 1e-2}), augment={"name": "simclr", "scale": [0.6, 1.0]})
     enc, proj = models(block, 0)
     before = held_out(enc, proj)
-    pretrain(enc, proj, x, None, cfg, mean=MEAN, std=STD, prior=None, seed=0)
+    pretrain(enc, proj, x, None, cfg, normalization=(MEAN, STD), prior=None, seed=0, ctx=PLAIN)
     assert held_out(enc, proj) < before - 0.15

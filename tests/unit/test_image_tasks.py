@@ -12,6 +12,7 @@ import torch
 from pubench.data.images import ImageSet
 from pubench.tasks import TASKS
 from pubench.tasks import _image_common as common
+from pubench.train.context import PLAIN
 from pubench.utils.config import ConfigError
 
 BINARY = {"acc", "precision", "recall", "f1", "auc", "ap"}
@@ -80,7 +81,7 @@ def _check_record(out):
 
 
 def test_contrastive_probe_pu(fake_data):
-    out = TASKS.get("contrastive_probe").run(_params(), SEEDS)
+    out = TASKS.get("contrastive_probe").run(_params(), SEEDS, ctx=PLAIN)
     assert set(out.metrics) == BINARY
     _check_record(out)
     info = out.info
@@ -91,20 +92,20 @@ def test_contrastive_probe_pu(fake_data):
 
 
 def test_deterministic_and_split_shared(fake_data):
-    a = TASKS.get("contrastive_probe").run(_params(), SEEDS)
-    b = TASKS.get("contrastive_probe").run(_params(), SEEDS)
+    a = TASKS.get("contrastive_probe").run(_params(), SEEDS, ctx=PLAIN)
+    b = TASKS.get("contrastive_probe").run(_params(), SEEDS, ctx=PLAIN)
     assert a.metrics == b.metrics and a.info["pretrain"]["loss"] == b.info["pretrain"]["loss"]
-    c = TASKS.get("contrastive_probe").run(_params(), {"data": 11, "init": 23})
+    c = TASKS.get("contrastive_probe").run(_params(), {"data": 11, "init": 23}, ctx=PLAIN)
     assert c.info["split"]["checksum"] == a.info["split"]["checksum"]
     assert c.info["pretrain"]["loss"] != a.info["pretrain"]["loss"]
-    d = TASKS.get("contrastive_probe").run(_params(), {"data": 12, "init": 22})
+    d = TASKS.get("contrastive_probe").run(_params(), {"data": 12, "init": 22}, ctx=PLAIN)
     assert d.info["split"]["checksum"] != a.info["split"]["checksum"]
 
 
 def test_global_rng_untouched(fake_data):
     torch.manual_seed(5)
     before = torch.random.get_rng_state()
-    TASKS.get("contrastive_probe").run(_params(), SEEDS)
+    TASKS.get("contrastive_probe").run(_params(), SEEDS, ctx=PLAIN)
     assert torch.equal(before, torch.random.get_rng_state())
 
 
@@ -114,7 +115,7 @@ def test_global_rng_untouched(fake_data):
     {"name": "linear_probe", "risk": "pn", "epochs": 2, "batch_size": 64, "prior": 0.3},
 ])
 def test_other_downstreams(fake_data, down):
-    out = TASKS.get("contrastive_probe").run(_params(downstream=down), SEEDS)
+    out = TASKS.get("contrastive_probe").run(_params(downstream=down), SEEDS, ctx=PLAIN)
     assert set(out.metrics) == BINARY
     _check_record(out)
 
@@ -129,7 +130,7 @@ def test_multiclass_none_split_with_pretrain_split_and_bcl_schedules(fake_data):
     p["pretrain"]["loss"] = {"name": "bayesian", "temperature": 0.5, "tau_plus": 0.1,
                              "alpha_schedule": [{"until_epoch": 1, "value": 0.5}, {"until_epoch": 2, "value": 0.7}],
                              "beta_schedule": {"kind": "linear", "start": 2.0, "per_epoch": -0.005, "update_every": 20}}
-    out = TASKS.get("contrastive_probe").run(p, SEEDS)
+    out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert set(out.metrics) == {"acc"}
     info = out.info
     assert info["n_pretrain"] == 300 and info["n_train_examples"] == 200 and info["n_test"] == 80
@@ -150,7 +151,7 @@ def test_input_size_resizes_and_rgb(fake_data, monkeypatch):
     )
     p["pretrain"]["loss"] = {"name": "punce_pnu", "temperature": 0.5, "prior": 0.4}
     p["pretrain"]["augment"] = {"name": "simclr"}
-    out = TASKS.get("contrastive_probe").run(p, SEEDS)
+    out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert out.info["input_shape"] == [3, 12, 12] and "resized" in out.info
     assert out.info["split"]["counts"]["n_labeled_pos"] > 0
 
@@ -181,14 +182,14 @@ def test_pu_benchmark_end_to_end(fake_data):
                                                            "input_size": 12}},
          "pu_method": {"name": "nnpu", "loss": "sigmoid", "beta": 0.0, "gamma": 1.0},
          "train": {"epochs": 3, "batch_size": 64, "optimizer": {"name": "adam", "lr": 1e-3, "weight_decay": 5e-3}}}
-    out = TASKS.get("pu_benchmark").run(p, SEEDS)
+    out = TASKS.get("pu_benchmark").run(p, SEEDS, ctx=PLAIN)
     assert set(out.metrics) == BINARY
     _check_record(out)
     assert out.info["pu_method"]["name"] == "nnpu" and out.info["epochs_run"] == 3
-    again = TASKS.get("pu_benchmark").run(copy.deepcopy(p), SEEDS)
+    again = TASKS.get("pu_benchmark").run(copy.deepcopy(p), SEEDS, ctx=PLAIN)
     assert again.metrics == out.metrics
     # the contrastive row of the same table sees the same split
-    con = TASKS.get("pu_benchmark").run(_params(), SEEDS)
+    con = TASKS.get("pu_benchmark").run(_params(), SEEDS, ctx=PLAIN)
     assert con.info["split"]["checksum"] == out.info["split"]["checksum"]
     _check_record(con)
 
@@ -197,7 +198,7 @@ def test_data_prior_and_case_control(fake_data):
     p = _params()
     p["data"]["prior"] = 0.45
     p["data"]["split"] = {"kind": "pu", "n_labeled": 30, "scheme": "case_control"}
-    out = TASKS.get("contrastive_probe").run(p, SEEDS)
+    out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert out.info["split"]["prior"] == 0.45
     assert out.info["split"]["counts"]["prior_exact"] == pytest.approx(0.5)
     assert out.info["downstream"]["prior_used"] == 0.45
@@ -209,8 +210,8 @@ def test_eval_at_epoch_is_a_prefix_of_the_full_run(fake_data):
     full["pretrain"]["epochs"] = 3
     part = copy.deepcopy(full)
     part["pretrain"]["eval_at_epoch"] = 2
-    a = TASKS.get("contrastive_probe").run(full, SEEDS).info
-    b = TASKS.get("contrastive_probe").run(part, SEEDS).info
+    a = TASKS.get("contrastive_probe").run(full, SEEDS, ctx=PLAIN).info
+    b = TASKS.get("contrastive_probe").run(part, SEEDS, ctx=PLAIN).info
     assert b["epochs_run"] == 2 and b["pretrain"]["loss"] == a["pretrain"]["loss"][:2]
 
 
@@ -218,7 +219,7 @@ def test_balanced_test_sampling(fake_data):
     p = _params()
     p["data"]["labels"] = {"positive": [1, 3]}  # 20 positives / 80 negatives in the fake test set
     p["data"]["test_sampling"] = "balanced"
-    out = TASKS.get("contrastive_probe").run(p, SEEDS)
+    out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert out.info["n_test"] == 40 and "balanced" in out.info["data_source"]["test"]
 
 
@@ -243,24 +244,24 @@ def test_param_errors(fake_data, mutate, match):
     p = _params()
     mutate(p)
     with pytest.raises(ConfigError, match=match):
-        TASKS.get("contrastive_probe").run(p, SEEDS)
+        TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert not fake_data  # validation fails before any data is loaded
 
 
 def test_pu_benchmark_errors(fake_data):
     with pytest.raises(ConfigError, match="either"):
-        TASKS.get("pu_benchmark").run({"data": {}, "model": {}}, SEEDS)
+        TASKS.get("pu_benchmark").run({"data": {}, "model": {}}, SEEDS, ctx=PLAIN)
     p = {"data": _params()["data"], "model": {"backbone": {"name": "mlp_001"}},
          "pu_method": {"name": "no_such_method"}, "train": {"epochs": 1, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1e-3}}}
     with pytest.raises(ConfigError, match="unknown pu_method"):
-        TASKS.get("pu_benchmark").run(p, SEEDS)
+        TASKS.get("pu_benchmark").run(p, SEEDS, ctx=PLAIN)
     p["pu_method"] = {"name": "upu", "gamma": 2.0}
     with pytest.raises(ConfigError, match="nnPU"):
-        TASKS.get("pu_benchmark").run(p, SEEDS)
+        TASKS.get("pu_benchmark").run(p, SEEDS, ctx=PLAIN)
     p["pu_method"] = {"name": "upu"}
     p["train"]["momentum"] = 0.9
     with pytest.raises(ConfigError, match="unknown key 'momentum'"):
-        TASKS.get("pu_benchmark").run(p, SEEDS)
+        TASKS.get("pu_benchmark").run(p, SEEDS, ctx=PLAIN)
 
 
 # ------------------------------------------------------------------ real data (make test-all)
@@ -273,6 +274,6 @@ def test_real_mnist_small(shared_image_root, monkeypatch):
                        "projector": {"hidden": 64, "out": 32}})
     p["pretrain"]["epochs"] = 3
     p["pretrain"]["augment"] = {"name": "mnist_crop", "size": 28, "scale": [0.5, 1.0]}
-    out = TASKS.get("contrastive_probe").run(p, SEEDS)
+    out = TASKS.get("contrastive_probe").run(p, SEEDS, ctx=PLAIN)
     assert out.metrics["acc"] > 60
     assert "mnist" in out.info["data_source"]["train"].lower()

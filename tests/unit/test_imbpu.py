@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from pubench.pu import PU_METHODS, risks
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
@@ -69,7 +70,7 @@ def _run(name: str, data, **cfg):
     unit = PU_METHODS.get(name)
     config = build_config(unit.config_cls, {"name": name, "loss": "sigmoid", **cfg})
     train = build_config(TrainConfig, {"epochs": 4, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}})
-    return unit.run(config, RecordingEncoder(), train, data, seed=0)
+    return unit.run(config, RecordingEncoder(), train, data, seed=0, ctx=PLAIN)
 
 
 def test_imbpu_learns_and_recovers_nnpu_at_the_true_prior():

@@ -4,6 +4,7 @@ end-to-end task run on generated graphs."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pubench.frameworks import infograph as IG
 from pubench.losses import logits_form
 from pubench.models import BACKBONES
 from pubench.models.gin import GINEncoder
+from pubench.train.context import PLAIN
 from pubench.train.svm_eval import svm_cv
 from pubench.utils.config import ConfigError
 
@@ -316,7 +318,7 @@ def test_every_objective_trains_on_generated_graphs(cfg):
     model = IG.InfoGraph(GINEncoder(3, 8, 2))
     before = [p.detach().clone() for p in model.parameters()]
     hist = IG.pretrain(model, graphs, IG.LocalGlobalObjective.from_config(**cfg),
-                       epochs=6, batch_size=8, lr=1e-2, weight_decay=0.0, seed=0)
+                       epochs=6, batch_size=8, lr=1e-2, weight_decay=0.0, seed=0, ctx=PLAIN)
     assert len(hist["loss"]) == 6 and all(math.isfinite(v) for v in hist["loss"])
     assert all(0.0 <= f <= 1.0 for f in hist["floor_fraction"])
     assert all(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
@@ -334,7 +336,7 @@ def test_loss_decreases_on_toy_data(loss):
     model = IG.InfoGraph(GINEncoder(3, 16, 2))
     obj = (IG.LocalGlobalObjective.from_config(score="cosine", loss=loss) if loss
            else IG.LocalGlobalObjective.from_config(score="dot", measure="JSD"))
-    hist = IG.pretrain(model, graphs, obj, epochs=15, batch_size=16, lr=1e-3, weight_decay=0.0, seed=0)
+    hist = IG.pretrain(model, graphs, obj, epochs=15, batch_size=16, lr=1e-3, weight_decay=0.0, seed=0, ctx=PLAIN)
     assert len(hist["loss"]) == 15 and all(math.isfinite(v) for v in hist["loss"])
     assert np.mean(hist["loss"][-3:]) < np.mean(hist["loss"][:3]) - 0.05 * abs(np.mean(hist["loss"][:3]))
 
@@ -344,7 +346,7 @@ def floor_after_training(score, temperature, epochs=40):
     torch.manual_seed(0)
     model = IG.InfoGraph(GINEncoder(3, 16, 3))
     obj = objective("pu_corrected", score=score, temperature=temperature, alpha=0.1, c=0.1)
-    hist = IG.pretrain(model, graphs, obj, epochs=epochs, batch_size=24, lr=1e-3, weight_decay=0.0, seed=0)
+    hist = IG.pretrain(model, graphs, obj, epochs=epochs, batch_size=24, lr=1e-3, weight_decay=0.0, seed=0, ctx=PLAIN)
     return hist["floor_fraction"]
 
 
@@ -383,7 +385,7 @@ def test_training_is_deterministic_given_seed():
     for _ in range(2):
         torch.manual_seed(5)
         model = IG.InfoGraph(GINEncoder(3, 8, 2))
-        IG.pretrain(model, graphs, obj, epochs=2, batch_size=8, lr=1e-3, weight_decay=0.0, seed=5)
+        IG.pretrain(model, graphs, obj, epochs=2, batch_size=8, lr=1e-3, weight_decay=0.0, seed=5, ctx=PLAIN)
         embs.append(IG.embed(model.encoder, graphs))
     assert embs[0].shape == (16, 16) and np.array_equal(embs[0], embs[1])
 
@@ -472,7 +474,7 @@ def toy_root(tmp_path, monkeypatch):
 def test_task_end_to_end_and_deterministic(toy_root):
     from pubench.tasks import TASKS
 
-    task = TASKS.get("infograph").run
+    task = functools.partial(TASKS.get("infograph").run, ctx=PLAIN)
     a = task(task_params(), {"init": 1, "data": 2})
     b = task(task_params(), {"init": 1, "data": 2})
     assert a.metrics == b.metrics and 0 <= a.metrics["acc"] <= 100
@@ -491,7 +493,7 @@ def test_task_untrained_encoder_row(toy_root):
 
     params = task_params()
     params["pretrain"] = {"epochs": 0, "batch_size": 8, "optimizer": {"name": "adam", "lr": 1.0e-3}}
-    out = TASKS.get("infograph").run(params, {"init": 1, "data": 2})
+    out = TASKS.get("infograph").run(params, {"init": 1, "data": 2}, ctx=PLAIN)
     info = out.info
     assert out.metrics["acc"] == info["acc_at_init"]
     assert info["loss_curve"] == [] and info["floor_fraction"] is None and info["epoch_s_mean"] == 0
@@ -513,7 +515,7 @@ def test_task_validates_params(toy_root, over, match):
     from pubench.tasks import TASKS
 
     with pytest.raises((ConfigError, KeyError), match=match):
-        TASKS.get("infograph").run(task_params(**over), {"init": 0, "data": 0})
+        TASKS.get("infograph").run(task_params(**over), {"init": 0, "data": 0}, ctx=PLAIN)
 
 
 def test_spec_tiers_resolve_to_valid_params():

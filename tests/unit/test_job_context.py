@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_contracts import generated_data  # noqa: F401 - a fixture
+from pubench.train.context import PLAIN
 
 ROOT = Path(__file__).resolve().parents[2] / "pubench"
 #: the code a job runs (the science packages, the tasks, the workers that run a job)
@@ -192,6 +193,22 @@ def test_every_call_in_the_package_passes_the_job_context_on():
     assert not missing, "\n".join(missing)
 
 
+def test_no_signature_of_the_package_defaults_the_job_context():
+    """``ctx`` is always passed (issue 63): a default of ``PLAIN`` would let a forgotten argument
+    run silently without checkpoints, step cap or accelerator settings."""
+    defaulted = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for fn in ast.walk(_parse(path)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = fn.args
+            positional = args.posonlyargs + args.args
+            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                     *zip(args.kwonlyargs, args.kw_defaults)]
+            defaulted += [f"{_rel(path)}:{fn.lineno}: {fn.name}" for a, d in pairs if a.arg == "ctx" and d is not None]
+    assert not defaulted, "\n".join(defaulted)
+
+
 @pytest.mark.usefixtures("generated_data", "one_thread")
 @pytest.mark.parametrize("name", ["pu_benchmark", "contrastive_probe"])
 def test_a_task_hands_its_context_to_every_trainer_and_predict(name):
@@ -234,7 +251,7 @@ def test_a_task_hands_its_context_to_every_trainer_and_predict(name):
             return torch.cat([fn(torch.arange(i, min(n, i + chunk))).float().cpu() for i in range(0, n, chunk)])
 
     task = TASKS.get(name)
-    plain = task.run(copy.deepcopy(task.test_config), dict(SEEDS))
+    plain = task.run(copy.deepcopy(task.test_config), dict(SEEDS), ctx=PLAIN)
     cap = Recorder()
     out = task.run(copy.deepcopy(task.test_config), dict(SEEDS), JobContext(cap=cap))
     assert out.metrics == plain.metrics  # a cap that caps nothing changes no number

@@ -1,5 +1,6 @@
 """Job expansion, identity hashes and seed derivation."""
 
+import json
 import os
 import subprocess
 import sys
@@ -129,3 +130,25 @@ def test_only_filter():
 def test_job_roundtrip():
     job = expand(_spec(), "paper", 1).jobs[0]
     assert Job.from_dict(job.to_dict()) == job and Job.from_dict(job.to_dict()).id == job.id
+
+
+def test_expand_ids_are_the_hash_of_each_jobs_identity():
+    """expand encodes a cell's params once for its seeds: the id is still ``config_hash(identity)``,
+    for the spec's tiers and for a variant (``--set``), whose identity carries ``custom``."""
+    spec = _spec()
+    for plan in (expand(spec, "paper", 2), expand(spec, "paper", 2, overrides=["train.epochs=3"])):
+        for job in plan.jobs:
+            assert job.id == config_hash(job.identity) == Job.from_dict(job.to_dict()).id
+
+
+def test_every_committed_record_has_the_id_of_its_jobs_identity():
+    """Every record under results/ carries the id its job's identity hashes to, recomputed from
+    the record alone (``job.id`` against ``Job.from_dict(job)``)."""
+    paths = sorted((ROOT / "results").rglob("*.json"))
+    assert len(paths) > 1000  # the committed store, not an empty folder
+    wrong = []
+    for path in paths:
+        job = json.loads(path.read_text())["job"]
+        if Job.from_dict(job).id != job["id"] or not path.name.endswith(f"--{job['id']}.json"):
+            wrong.append(str(path.relative_to(ROOT)))
+    assert not wrong, f"{len(wrong)} records: {wrong[:5]}"

@@ -11,6 +11,7 @@ import torch
 from pubench.pu import PU_METHODS
 from pubench.pu.mixpul import (consistency_weight_at, ict_target, interpolation_consistency, mine_random_negatives,
                                mixup_cross_entropy, sigmoid_rampup, supervised_set)
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_mixup_pu as naive
@@ -101,7 +102,7 @@ def _run(data=None, epochs=6, **cfg):
     config = build_config(unit.config_cls, {"name": "mixpul", **CFG, **cfg})
     train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}})
     encoder = RecordingEncoder()
-    metrics, info = unit.run(config, encoder, train, data or _data(n=400), seed=0)
+    metrics, info = unit.run(config, encoder, train, data or _data(n=400), seed=0, ctx=PLAIN)
     return metrics, info, encoder
 
 

@@ -7,6 +7,7 @@ import torch
 
 from pubench.pu import PU_METHODS
 from pubench.pu.nnpu_mixup import separate_mixup
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.unit.test_vpu import RecordingEncoder, _data
@@ -48,7 +49,7 @@ def _run(data=None, seed=0, **cfg):
     unit = PU_METHODS.get("nnpu_mixup")
     config = build_config(unit.config_cls, {"name": "nnpu_mixup", "loss": "sigmoid", "mixup": MIXUP, **cfg})
     encoder = RecordingEncoder()
-    metrics, info = unit.run(config, encoder, _train(), data or _data(n=400), seed=seed)
+    metrics, info = unit.run(config, encoder, _train(), data or _data(n=400), seed=seed, ctx=PLAIN)
     return metrics, info, encoder
 
 

@@ -56,7 +56,7 @@ def test_lars_excludes_bias_and_bn():
     adapted = {id(p) for p in groups[0]["params"]}
     assert adapted == {id(model[0].weight)}
     assert groups[1]["lars_adapt"] is False and groups[1]["weight_decay"] == 0.0
-    opt = optim.build_optimizer({"name": "lars", "lr": 0.5, "momentum": 0.9, "weight_decay": 1e-4}, model)
+    opt = optim.build_optimizer(optim.optimizer_config({"name": "lars", "lr": 0.5, "momentum": 0.9, "weight_decay": 1e-4}), model)
     b0 = model[0].bias.detach().clone()
     g = torch.ones_like(b0)
     for p in model.parameters():
@@ -88,8 +88,8 @@ def test_cosine_warmup_values():
 
 def test_scheduler_drives_lr():
     p = nn.Parameter(torch.zeros(1))
-    opt = optim.build_optimizer({"name": "sgd", "lr": 1.0, "momentum": 0.0}, [p])
-    sched = optim.build_scheduler({"name": "cosine", "warmup_epochs": 1}, opt, steps_per_epoch=4, epochs=3)
+    opt = optim.build_optimizer(optim.optimizer_config({"name": "sgd", "lr": 1.0, "momentum": 0.0}), [p])
+    sched = optim.build_scheduler(optim.schedule_config({"name": "cosine", "warmup_epochs": 1}), opt, steps_per_epoch=4, epochs=3)
     lrs = []
     for _ in range(12):
         lrs.append(opt.param_groups[0]["lr"])
@@ -98,22 +98,22 @@ def test_scheduler_drives_lr():
     assert lrs[:4] == pytest.approx([0.25, 0.5, 0.75, 1.0])
     assert lrs[4] == pytest.approx(1.0)
     assert lrs[-1] == pytest.approx(0.5 * (1 + math.cos(math.pi * 7 / 8)))
-    const = optim.build_scheduler({"name": "constant"}, opt, 4, 3)
+    const = optim.build_scheduler(optim.schedule_config({"name": "constant"}), opt, 4, 3)
     assert const.get_last_lr()[0] == pytest.approx(1.0)
 
 
 def test_optimizer_builder_validates():
     m = nn.Linear(2, 1)
-    assert isinstance(optim.build_optimizer({"name": "adam", "lr": 1e-3}, m), torch.optim.Adam)
-    assert isinstance(optim.build_optimizer({"name": "sgd", "lr": 1e-2, "momentum": 0.9}, m), torch.optim.SGD)
+    assert isinstance(optim.build_optimizer(optim.optimizer_config({"name": "adam", "lr": 1e-3}), m), torch.optim.Adam)
+    assert isinstance(optim.build_optimizer(optim.optimizer_config({"name": "sgd", "lr": 1e-2, "momentum": 0.9}), m), torch.optim.SGD)
     with pytest.raises(ConfigError, match="momentum"):
-        optim.build_optimizer({"name": "lars", "lr": 0.1}, m)
+        optim.build_optimizer(optim.optimizer_config({"name": "lars", "lr": 0.1}), m)
     with pytest.raises(ConfigError, match="momentum"):
-        optim.build_optimizer({"name": "adam", "lr": 0.1, "momentum": 0.9}, m)
+        optim.build_optimizer(optim.optimizer_config({"name": "adam", "lr": 0.1, "momentum": 0.9}), m)
     with pytest.raises(ConfigError, match="unknown key"):
-        optim.build_optimizer({"name": "adam", "lr": 0.1, "mom": 0.9}, m)
+        optim.build_optimizer(optim.optimizer_config({"name": "adam", "lr": 0.1, "mom": 0.9}), m)
     with pytest.raises(ConfigError, match=r"optimizer\.name: unknown optimizer 'rmsprop'"):
-        optim.build_optimizer({"name": "rmsprop", "lr": 0.1}, m)
+        optim.build_optimizer(optim.optimizer_config({"name": "rmsprop", "lr": 0.1}), m)
     with pytest.raises(ConfigError, match="did you mean 'adam'"):
         optim.optimizer_config({"name": "adan", "lr": 0.1}, "optimizer")
     with pytest.raises(ConfigError, match=r"schedule\.name: unknown schedule 'step'"):

@@ -11,6 +11,7 @@ from torch import nn
 from pubench.pu import PU_METHODS
 from pubench.pu.p3mix import (boundary_pool, corrected_labels, ema_decay_at, ema_update, marginal_pseudo_negatives,
                               mixup_lambda, p3mix_loss, pu_batches, select_partners)
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_mixup_pu as naive
@@ -161,7 +162,7 @@ def _run(name, data=None, epochs=6, **cfg):
     block = {"name": name, **BASE, **(ELR if name == "p3mix_e" else {}), **cfg}
     config = build_config(unit.config_cls, block)
     encoder = RecordingEncoder()
-    metrics, info = unit.run(config, encoder, _train(epochs), data or _data(n=400), seed=0)
+    metrics, info = unit.run(config, encoder, _train(epochs), data or _data(n=400), seed=0, ctx=PLAIN)
     return metrics, info, encoder
 
 

@@ -11,6 +11,7 @@ import torch
 from pubench.pu import PU_METHODS
 from pubench.pu.pan import (DISCRIMINATOR_FORMS, fresh_copy, pan_discriminator_term, pan_kl_term, pan_step_loss,
                             pan_value)
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_pan_pulns as naive
@@ -172,7 +173,7 @@ def _run(data, lam=6e-3, epochs=20, seed=0, discriminator="expectation", classif
                                             "classifier_eps": classifier_eps})
     train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 64,
                                        "optimizer": {"name": "adam", "lr": 0.01, "betas": [0.5, 0.999]}})
-    return unit.run(config, RecordingEncoder(), train, data, seed=seed)
+    return unit.run(config, RecordingEncoder(), train, data, seed=seed, ctx=PLAIN)
 
 
 def test_pan_learns_and_is_deterministic():

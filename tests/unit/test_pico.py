@@ -12,7 +12,9 @@ import torch.nn.functional as F
 from pubench.pu import PU_METHODS
 from pubench.pu import pico as P
 from pubench.pu import wconpu_terms as W
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from tests.reference import naive_pico_apu as naive
 from tests.reference import naive_wconpu as NW
@@ -125,8 +127,8 @@ def _run(block, epochs=12, seed=1):
     unit_ = PU_METHODS.get("pico")
     cfg = unit_.config(block, "pu_method")
     torch.manual_seed(0)
-    train = TrainConfig(epochs=epochs, batch_size=32, optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9})
-    return unit_.run(cfg, Tiny(), train, tiny_data(), seed, projector=projection_head(16, 16, 8))
+    train = TrainConfig(epochs=epochs, batch_size=32, optimizer=optimizer_config({"name": "sgd", "lr": 0.05, "momentum": 0.9}))
+    return unit_.run(cfg, Tiny(), train, tiny_data(), seed, projector=projection_head(16, 16, 8), ctx=PLAIN)
 
 
 BLOCK = {"name": "pico", **PU_METHODS.get("pico").test_config}

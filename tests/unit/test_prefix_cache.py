@@ -4,6 +4,7 @@ bit; a stored later epoch is never used nor overwritten by a shorter run."""
 
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -13,8 +14,9 @@ from torch import nn
 
 from pubench.tasks import TASKS
 from pubench.train import prefix_cache
+from pubench.train.context import PLAIN
 from pubench.train.loop import Step, Trainer, batches
-from pubench.train.optim import build_scheduler
+from pubench.train.optim import build_scheduler, schedule_config
 from tests.unit.test_image_tasks import _params, fake_data  # noqa: F401 - a fixture
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
@@ -35,9 +37,9 @@ def toy_run(stop_at: int, key: str | None) -> dict:
     torch.manual_seed(0), np.random.seed(0), random.seed(0)
     net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 1))
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-    sched = build_scheduler({"name": "cosine"}, opt, 5, FULL)
+    sched = build_scheduler(schedule_config({"name": "cosine"}), opt, 5, FULL)
     gen = torch.Generator().manual_seed(2)
-    trainer = Trainer([net], opt, sched, "toy", state={"order": gen}, prefix_key=key)
+    trainer = Trainer([net], opt, sched, "toy", state={"order": gen}, prefix_key=key, ctx=PLAIN)
 
     def step(idx, epoch):
         return Step(nn.functional.binary_cross_entropy_with_logits(net(X[idx])[:, 0], Y[idx]), weight=len(idx))
@@ -86,7 +88,7 @@ def test_off_with_the_encoder_cache(cache_on, monkeypatch):
 
 
 def test_eval_at_epoch_jobs_continue_each_other_with_unchanged_metrics(fake_data, cache_on, monkeypatch):  # noqa: F811
-    task = TASKS.get("contrastive_probe").run
+    task = functools.partial(TASKS.get("contrastive_probe").run, ctx=PLAIN)
     seeds = {"data": 1, "init": 2}
 
     def params(stop_at: int) -> dict:

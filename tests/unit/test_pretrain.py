@@ -9,6 +9,8 @@ from torch import nn
 
 from pubench.frameworks import FRAMEWORKS
 from pubench.frameworks.pretrain import LossCall, PretrainConfig, pretrain, schedule_value
+from pubench.train.context import PLAIN
+from pubench.train.optim import optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
 
 
@@ -43,7 +45,7 @@ def _models(seed=0):
 
 def _cfg(**kw):
     base = dict(framework={"name": "simclr"}, loss={"name": "info_nce", "temperature": 0.5}, epochs=8,
-                batch_size=32, optimizer={"name": "adam", "lr": 3e-3},
+                batch_size=32, optimizer=optimizer_config({"name": "adam", "lr": 3e-3}),
                 augment={"name": "simclr", "scale": [0.6, 1.0]})
     base.update(kw)
     return PretrainConfig(**base)
@@ -56,9 +58,9 @@ def test_simclr_moco_cmc_registered():
 def test_loss_decreases_on_toy_data():
     x, _ = _toy()
     enc, proj = _models()
-    cfg = _cfg(epochs=6, optimizer={"name": "adam", "lr": 1e-2},
+    cfg = _cfg(epochs=6, optimizer=optimizer_config({"name": "adam", "lr": 1e-2}),
                augment={"name": "simclr", "scale": [0.6, 1.0], "jitter_p": 0.0, "gray_p": 0.0})
-    h = pretrain(enc, proj, x, None, cfg, mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=1)
+    h = pretrain(enc, proj, x, None, cfg, normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=1, ctx=PLAIN)
     assert h["epochs_run"] == 6 and h["steps"] == 12
     assert h["loss"][0] < 4.2  # ~ log(2b - 1) at initialization
     assert sum(h["loss"][-2:]) / 2 < h["loss"][0] - 0.4
@@ -69,7 +71,7 @@ def test_deterministic():
     out = []
     for _ in range(2):
         enc, proj = _models(3)
-        h = pretrain(enc, proj, x, None, _cfg(epochs=2), mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=7)
+        h = pretrain(enc, proj, x, None, _cfg(epochs=2), normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=7, ctx=PLAIN)
         out.append((h["loss"], [p.detach().clone() for p in enc.parameters()]))
     assert out[0][0] == out[1][0]
     assert all(torch.equal(a, b) for a, b in zip(out[0][1], out[1][1]))
@@ -81,9 +83,9 @@ def test_label_using_losses_and_prior_fill():
     for loss in ({"name": "punce", "temperature": 0.5}, {"name": "supcon_pu", "temperature": 0.5},
                  {"name": "supcon", "temperature": 0.5}):
         enc, proj = _models()
-        h = pretrain(enc, proj, x, observed, _cfg(loss=loss, epochs=1, optimizer={"name": "lars", "lr": 0.1,
-                     "momentum": 0.9, "weight_decay": 1e-6}, schedule={"name": "cosine", "warmup_epochs": 0.5}),
-                     mean=[0.5] * 3, std=[0.25] * 3, prior=0.3, seed=0)
+        h = pretrain(enc, proj, x, observed, _cfg(loss=loss, epochs=1, optimizer=optimizer_config({"name": "lars", "lr": 0.1,
+                     "momentum": 0.9, "weight_decay": 1e-6}), schedule=schedule_config({"name": "cosine", "warmup_epochs": 0.5})),
+                     normalization=([0.5] * 3, [0.25] * 3), prior=0.3, seed=0, ctx=PLAIN)
         assert len(h["loss"]) == 1
         if loss["name"] == "punce":
             assert h["prior_filled"] and h["loss_kwargs"]["prior"] == 0.3
@@ -123,7 +125,7 @@ def test_bcl_schedule_runs_in_loop():
     loss = {"name": "bayesian", "temperature": 0.5, "tau_plus": 0.1,
             "alpha_schedule": [{"until_epoch": 1, "value": 0.5}, {"until_epoch": 2, "value": 0.7}],
             "beta_schedule": {"kind": "linear", "start": 2.0, "per_epoch": -0.5, "update_every": 1}}
-    h = pretrain(enc, proj, x, None, _cfg(loss=loss, epochs=2), mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=0)
+    h = pretrain(enc, proj, x, None, _cfg(loss=loss, epochs=2), normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=0, ctx=PLAIN)
     assert h["scheduled"] == {"alpha": [0.5, 0.7], "beta": [2.0, 1.5]}
 
 
@@ -142,13 +144,13 @@ def test_config_errors():
     x, _ = _toy(8)
     enc, proj = _models()
     with pytest.raises(ConfigError, match="framework"):
-        pretrain(enc, proj, x, None, _cfg(framework={"name": "moco", "queue": 4096}), mean=[0.5] * 3,
-                 std=[0.25] * 3, prior=None, seed=0)
+        pretrain(enc, proj, x, None, _cfg(framework={"name": "moco", "queue": 4096}),
+                 normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=0, ctx=PLAIN)
 
 
 def test_zero_epochs_leaves_model_untouched():
     x, _ = _toy(8)
     enc, proj = _models()
     before = [p.detach().clone() for p in enc.parameters()]
-    h = pretrain(enc, proj, x, None, _cfg(epochs=0), mean=[0.5] * 3, std=[0.25] * 3, prior=None, seed=0)
+    h = pretrain(enc, proj, x, None, _cfg(epochs=0), normalization=([0.5] * 3, [0.25] * 3), prior=None, seed=0, ctx=PLAIN)
     assert h["epochs_run"] == 0 and all(torch.equal(a, b) for a, b in zip(before, enc.parameters()))

@@ -10,9 +10,10 @@ from torch import nn
 from pubench.downstream import DOWNSTREAM
 from pubench.downstream.linear_probe import ProbeConfig
 from pubench.pu import PU_METHODS
+from pubench.pu.data import DownstreamData
 from pubench.pu.end_to_end import RiskMethod, RiskMethodConfig
 from pubench.pu.objective import make_targets
-from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.train.metrics import binary_metrics, multiclass_metrics
 from pubench.utils.config import ConfigError, build_config
 
@@ -64,7 +65,7 @@ def _run(name, data, **cfg):
     unit = DOWNSTREAM.get(name)
     base = {"name": name, "epochs": 30, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.05}}
     base.update(cfg)
-    return unit.run(build_config(unit.config_cls, base, "downstream"), FlatEncoder(), data, seed=0)
+    return unit.run(build_config(unit.config_cls, base, "downstream"), FlatEncoder(), data, seed=0, ctx=PLAIN)
 
 
 def test_registered():
@@ -101,10 +102,10 @@ def test_probe_standardizes_uncentred_features():
     # the sigmoid-loss nnPU risk saturates into "all negative" on raw uncentred features
     unit = DOWNSTREAM.get("linear_probe")
     base = {"name": "linear_probe", "risk": "nnpu", "epochs": 20, "batch_size": 64}
-    m, info = unit.run(build_config(unit.config_cls, base), PositiveEncoder(), _data("pu"), seed=0)
+    m, info = unit.run(build_config(unit.config_cls, base), PositiveEncoder(), _data("pu"), seed=0, ctx=PLAIN)
     assert info["standardize"] and m["acc"] > 97
     raw, info = unit.run(build_config(unit.config_cls, dict(base, standardize=False)), PositiveEncoder(),
-                         _data("pu"), seed=0)
+                         _data("pu"), seed=0, ctx=PLAIN)
     assert not info["standardize"] and raw["acc"] < 70
     with pytest.raises(ConfigError, match="linear_probe option"):
         _run("finetune", _data("pu"), risk="nnpu", standardize=False)
@@ -147,7 +148,7 @@ def test_finetune_trains_encoder():
     w0 = enc.lin.weight.detach().clone()
     cfg = build_config(unit.config_cls, {"name": "finetune", "risk": "nnpu", "epochs": 20, "batch_size": 64,
                                          "optimizer": {"name": "adam", "lr": 0.01}})
-    m, _ = unit.run(cfg, enc, d, seed=0)
+    m, _ = unit.run(cfg, enc, d, seed=0, ctx=PLAIN)
     assert m["acc"] > 95 and not torch.equal(w0, enc.lin.weight)
 
 
@@ -168,7 +169,7 @@ def test_end_to_end_pu_methods(name):
     unit = PU_METHODS.get(name)
     cfg = build_config(unit.config_cls, {"name": name})
     train = build_config(TrainConfig, {"epochs": 20, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.02}})
-    m, info = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0)
+    m, info = unit.run(cfg, FlatEncoder(), train, _data("pu"), seed=0, ctx=PLAIN)
     if unit.risk == "pn":  # biased: recall suffers, the ranking does not
         assert m["auc"] > 95, m
         assert info["prior_source"] == "not used"
@@ -193,10 +194,10 @@ def test_vpu_end_to_end():
                                          "model_selection": "validation_loss", "validation_fraction": 0.1})
     data = _data("pu")
     data.pu_scheme = "single_training_set"
-    m, info = unit.run(cfg, FlatEncoder(), train, data, seed=0)
+    m, info = unit.run(cfg, FlatEncoder(), train, data, seed=0, ctx=PLAIN)
     assert m["auc"] > 98 and m["acc"] > 75, m  # phi / max phi > 1/2 is a conservative threshold
     assert info["prior_used"] is None
-    again, _ = unit.run(cfg, FlatEncoder(), train, data, seed=0)
+    again, _ = unit.run(cfg, FlatEncoder(), train, data, seed=0, ctx=PLAIN)
     assert again == m
 
 

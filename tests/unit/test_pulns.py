@@ -9,6 +9,7 @@ import torch
 from pubench.pu import PU_METHODS
 from pubench.pu.pulns import (balanced_bce, build_selector, pu_f1_criterion, pulns_intermediate_reward,
                               pulns_policy_loss, pulns_returns)
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_pan_pulns as naive
@@ -109,7 +110,7 @@ def _run(data, epochs=8, seed=0, **cfg):
     unit = PU_METHODS.get("pulns")
     config = build_config(unit.config_cls, {"name": "pulns", **CFG, **cfg})
     train = build_config(TrainConfig, {"epochs": epochs, "batch_size": 64, "optimizer": {"name": "adam", "lr": 0.01}})
-    return unit.run(config, RecordingEncoder(), train, data, seed=seed)
+    return unit.run(config, RecordingEncoder(), train, data, seed=seed, ctx=PLAIN)
 
 
 def test_pulns_learns_and_is_deterministic():

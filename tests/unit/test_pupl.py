@@ -12,7 +12,8 @@ import torch.nn.functional as F
 
 from pubench.downstream import DOWNSTREAM
 from pubench.downstream.pupl import PuPL, pseudo_labels, pu_two_means
-from pubench.train.classifier import DownstreamData
+from pubench.pu.data import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.utils.config import ConfigError, build_config
 
 
@@ -279,12 +280,12 @@ def test_pupl_downstream_end_to_end():
     with pytest.raises(ConfigError, match="orientation"):
         PuPL.config({**base, "orientation": "seeded", "normalize": False}, "downstream")
     cfg = build_config(PuPL.config_cls, {**base, "orientation": "nearest_positive_mean", "normalize": False})
-    m, info = PuPL.run(cfg, Identity(5), data, seed=0)
+    m, info = PuPL.run(cfg, Identity(5), data, seed=0, ctx=PLAIN)
     assert info["pseudo_label_acc_unlabeled"] > 99 and info["kmeans_converged"]
     assert info["orientation"] == "nearest_positive_mean" and isinstance(info["positive_cluster_seeded_at_mu_p"], bool)
     assert m["acc"] > 98
-    m2, _ = PuPL.run(cfg, Identity(5), data, seed=0)
+    m2, _ = PuPL.run(cfg, Identity(5), data, seed=0, ctx=PLAIN)
     assert m == m2
     with pytest.raises(ConfigError, match="PU split"):
         data.split_kind = "none"
-        PuPL.run(cfg, Identity(5), data, seed=0)
+        PuPL.run(cfg, Identity(5), data, seed=0, ctx=PLAIN)

@@ -9,6 +9,7 @@ import torch
 
 from pubench.pu import PU_METHODS
 from pubench.pu.pusb import selection_bias_threshold
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
@@ -42,7 +43,7 @@ def _run(threshold_sample: str, data=None, seed=0):
     unit = PU_METHODS.get("pusb")
     cfg = build_config(unit.config_cls, {"name": "pusb", "threshold_sample": threshold_sample, **KATO})
     train = build_config(TrainConfig, {"epochs": 4, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}})
-    return unit.run(cfg, RecordingEncoder(), train, data or _data(n=400), seed=seed)
+    return unit.run(cfg, RecordingEncoder(), train, data or _data(n=400), seed=seed, ctx=PLAIN)
 
 
 def test_pusb_predicts_a_prior_fraction_positive():

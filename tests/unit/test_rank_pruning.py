@@ -9,6 +9,7 @@ import torch
 from pubench.pu import PU_METHODS
 from pubench.pu.rank_pruning import (MIN_KEPT, confident_noise_rate, inverse_noise_rate, prune_mask,
                                      stratified_folds, weighted_logistic_risk)
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 from tests.reference import naive_risks as naive
@@ -84,7 +85,7 @@ def _run(data, **cfg):
     unit = PU_METHODS.get("rank_pruning")
     config = build_config(unit.config_cls, {"name": "rank_pruning", "cv_folds": 3, **cfg})
     train = build_config(TrainConfig, {"epochs": 4, "batch_size": 32, "optimizer": {"name": "adam", "lr": 0.01}})
-    return unit.run(config, RecordingEncoder(), train, data, seed=0)
+    return unit.run(config, RecordingEncoder(), train, data, seed=0, ctx=PLAIN)
 
 
 def test_rank_pruning_learns_and_estimates_the_hidden_positives():

@@ -13,6 +13,7 @@ from torch import nn
 
 from pubench.pu import risks
 from pubench.pu import self_pu_terms as T
+from pubench.train.optim import optimizer_config, schedule_config
 from tests.reference import naive_self_pu as naive
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -256,8 +257,8 @@ def _run_small(epochs: int = 4, ctx=None, **over):
 
     unit = PU_METHODS.get("self_pu")
     cfg = unit.config({"name": "self_pu", **SMALL, **over}, "pu_method")
-    train = TrainConfig(epochs=epochs, batch_size=16, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 5e-3},
-                        schedule={"name": "cosine"})
+    train = TrainConfig(epochs=epochs, batch_size=16, optimizer=optimizer_config({"name": "adam", "lr": 0.01, "weight_decay": 5e-3}),
+                        schedule=schedule_config({"name": "cosine"}))
     data = pu_data()
     torch.manual_seed(0)
     return unit.run(cfg, TinyEncoder(2), train, data, seed=7, ctx=ctx or PLAIN), data

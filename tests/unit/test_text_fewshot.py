@@ -20,7 +20,7 @@ from pubench.losses.supcon import supcon
 from pubench.tasks import TASKS
 from pubench.tasks.text_fewshot import UnlabeledStream, draw_fewshot
 from pubench.train.context import PLAIN
-from pubench.train.optim import build_scheduler, linear_factor
+from pubench.train.optim import build_scheduler, linear_factor, optimizer_config, schedule_config
 from pubench.utils.config import ConfigError
 from tests.reference.naive_losses import naive_ce_plus_contrastive, naive_cross_entropy, naive_punce_pnu, naive_supcon
 
@@ -163,7 +163,7 @@ def test_linear_schedule_decays_to_zero_after_warmup():
     assert all(math.isclose(f[s], 1 - (s - warm) / (total - warm)) for s in range(warm, total))
     assert f[total] == 0.0 and f[total + 1] == 0.0
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
-    sched = build_scheduler({"name": "linear"}, opt, steps_per_epoch=2, epochs=2)
+    sched = build_scheduler(schedule_config({"name": "linear"}), opt, steps_per_epoch=2, epochs=2)
     lrs = []
     for _ in range(4):
         lrs.append(opt.param_groups[0]["lr"])
@@ -268,14 +268,14 @@ def test_smoke_fine_tune_runs_in_seconds_and_is_seeded(objective, tmp_path, monk
                                         "loss": {"name": "supcon", "temperature": 0.3}}
         del params["train"]["unlabeled_batch_size"]
     task = TASKS.get("text_fewshot")
-    a = task.run(copy.deepcopy(params), {"data": 1, "init": 2})
-    b = task.run(copy.deepcopy(params), {"data": 1, "init": 2})
+    a = task.run(copy.deepcopy(params), {"data": 1, "init": 2}, ctx=PLAIN)
+    b = task.run(copy.deepcopy(params), {"data": 1, "init": 2}, ctx=PLAIN)
     assert a.metrics == b.metrics and 0 <= a.metrics["acc"] <= 100
     info = a.info
     assert info["n_labeled"] == 6 and info["labeled_per_class"] == [3, 3] and info["n_unlabeled"] == 4
     assert info["unlabeled_used"] == (objective == "punce") and info["n_eval"] == 6
     assert info["steps"] == 2 * 2 and math.isfinite(info["final_train_loss"])   # 2 epochs of ceil(6 / 4) batches
-    c = task.run(copy.deepcopy(params), {"data": 1, "init": 3})
+    c = task.run(copy.deepcopy(params), {"data": 1, "init": 3}, ctx=PLAIN)
     assert c.info["final_train_loss"] != info["final_train_loss"]            # init seed: dropout, order, head
 
 
@@ -294,8 +294,8 @@ def test_fine_tuning_learns_the_tiny_set(tmp_path, monkeypatch):
     head = torch.nn.Linear(enc.out_dim, 2)
     ids = enc.tokenize(train.sentences, 16)
     obj = {"name": "ce_plus_contrastive", "lam": 0.9, "loss": {"name": "supcon", "temperature": 0.3}}
-    cfg = TextTrainConfig(epochs=15, batch_size=6, optimizer={"name": "adamw", "lr": 5e-4, "weight_decay": 0.0},
-                          schedule={"name": "constant"}, views="dropout", objective=obj)
+    cfg = TextTrainConfig(epochs=15, batch_size=6, optimizer=optimizer_config({"name": "adamw", "lr": 5e-4, "weight_decay": 0.0}),
+                          schedule=schedule_config({"name": "constant"}), views="dropout", objective=obj)
     objective, loss = _objective(obj, "objective")
     hist = fine_tune(enc, head, ids, train.labels, [], cfg, objective, loss, torch.Generator().manual_seed(0), PLAIN)
     assert hist[-1].mean < hist[0].mean

@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 from pubench.pu import PU_METHODS
+from pubench.pu.data import DownstreamData
 from pubench.pu.vpu import FullBatches, halving_factor, vpu_rows
-from pubench.train.classifier import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError, build_config
 
@@ -66,7 +67,7 @@ def _run(data=None, train=None, encoder=None, seed=0, **cfg):
     unit = PU_METHODS.get("vpu")
     config = build_config(unit.config_cls, {"name": "vpu", **RELEASED, **cfg})
     enc = encoder or RecordingEncoder()
-    metrics, info = unit.run(config, enc, train or _train(), data or _data(), seed=seed)
+    metrics, info = unit.run(config, enc, train or _train(), data or _data(), seed=seed, ctx=PLAIN)
     return metrics, info, enc
 
 

@@ -14,9 +14,11 @@ from torch import nn
 
 from pubench.pu import PU_METHODS
 from pubench.pu import wconpu_terms as W
-from pubench.train.classifier import DownstreamData
+from pubench.pu.data import DownstreamData
+from pubench.train.context import PLAIN
 from pubench.train.loop import TrainConfig
 from pubench.train.momentum import momentum_update_
+from pubench.train.optim import optimizer_config
 from pubench.utils.config import ConfigError
 from tests.reference import naive_wconpu as N
 
@@ -322,7 +324,7 @@ def tiny_data(n=240) -> DownstreamData:
 BLOCK = {"name": "wconpu", **PU_METHODS.get("wconpu").test_config}
 BLOCK["augment"] = {"query": {"name": "crop", "scale": [0.8, 1.0], "flip": 0.0},
                     "key": {"name": "crop", "scale": [0.6, 1.0], "flip": 0.0}}
-TRAIN = TrainConfig(epochs=6, batch_size=32, optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9})
+TRAIN = TrainConfig(epochs=6, batch_size=32, optimizer=optimizer_config({"name": "sgd", "lr": 0.05, "momentum": 0.9}))
 
 
 def run(block, data=None, seed=1):
@@ -331,7 +333,7 @@ def run(block, data=None, seed=1):
     unit_ = PU_METHODS.get("wconpu")
     cfg = unit_.config(block, "pu_method")
     torch.manual_seed(0)
-    return unit_.run(cfg, Tiny(), TRAIN, data or tiny_data(), seed, projector=projection_head(16, 16, 8))
+    return unit_.run(cfg, Tiny(), TRAIN, data or tiny_data(), seed, projector=projection_head(16, 16, 8), ctx=PLAIN)
 
 
 def test_wconpu_learns_a_separable_problem_and_selects_on_validation():
