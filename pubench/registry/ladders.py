@@ -227,6 +227,41 @@ def _one_of(where: str, key: str, v: Any, allowed: list[str], what: str, spec_id
 
 
 def _parse(where: str, at: str, entry: Any, cache: dict[str, Spec]) -> Ladder:
+    lid, registered = _head(where, at, entry)
+    spec = _spec(where, f"{at}.spec", entry["spec"], cache)
+    tiers = [t for t in spec.tiers if t != CUSTOM]
+    tier = _one_of(where, f"{at}.tier", entry["tier"], tiers, "tier", spec.id)
+    claim = _text(where, f"{at}.claim", entry["claim"])
+    texts = [c.text for c in spec.claims] + [c.original.text for c in spec.claims if c.original]
+    if claim not in texts:
+        raise SpecError(where, f"{at}.claim", f"no claim of {spec.id} reads {claim[:80]!r} (copy a claim's text from "
+                                              "its spec)")
+    if spec.methods_in == "cols":
+        raise SpecError(where, f"{at}.spec", f"{spec.id}'s methods are its columns: a ladder's pair names rows "
+                                             "(not supported yet)")
+    better, worse, col, metric = _pair(where, at, entry["pair"], spec, tier)
+    axis = _axis(where, at, entry["axis"], better, worse)
+    factors = entry["factors"]
+    if (not isinstance(factors, list) or len(factors) < 2 or not all(_number(f) and f > 0 for f in factors)
+            or sorted(set(factors)) != factors or 1 not in factors):
+        raise SpecError(where, f"{at}.factors", f"expected ascending positive factors, 1 among them (1 is the base "
+                                                f"tier's own records), at least two, got {factors!r}")
+    seeds = entry["seeds"]
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise SpecError(where, f"{at}.seeds", f"expected an integer in 1..{MAX_SEEDS}, got {seeds!r}")
+    _check_axis_values(where, at, entry, axis, spec, tier, col, factors)
+    revised = entry.get("revised") or []
+    if not isinstance(revised, list) or not all(isinstance(r, dict) and "date" in r for r in revised):
+        raise SpecError(where, f"{at}.revised", "expected a list of dated entries ({date: YYYY-MM-DD, ...})")
+    seen_before = entry.get("seen_before") or ""
+    if not isinstance(seen_before, str):
+        raise SpecError(where, f"{at}.seen_before", "expected a text")
+    return Ladder(lid, registered, spec.id, tier, claim, better, worse, col, metric, dict(axis),
+                  tuple(factors), seeds, _text(where, f"{at}.why", entry["why"]), seen_before, tuple(revised))
+
+
+def _head(where: str, at: str, entry: Any) -> tuple[str, str]:
+    """An entry's keys checked; its id and registration date."""
     if not isinstance(entry, dict):
         raise SpecError(where, at, "expected a mapping (id, registered, spec, tier, claim, pair, axis, factors, ...)")
     unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
@@ -246,18 +281,11 @@ def _parse(where: str, at: str, entry: Any, cache: dict[str, Spec]) -> Ladder:
         datetime.date.fromisoformat(str(registered))
     except ValueError:
         raise SpecError(where, f"{at}.registered", f"expected a date YYYY-MM-DD, got {registered!r}") from None
-    spec = _spec(where, f"{at}.spec", entry["spec"], cache)
-    tiers = [t for t in spec.tiers if t != CUSTOM]
-    tier = _one_of(where, f"{at}.tier", entry["tier"], tiers, "tier", spec.id)
-    claim = _text(where, f"{at}.claim", entry["claim"])
-    texts = [c.text for c in spec.claims] + [c.original.text for c in spec.claims if c.original]
-    if claim not in texts:
-        raise SpecError(where, f"{at}.claim", f"no claim of {spec.id} reads {claim[:80]!r} (copy a claim's text from "
-                                              "its spec)")
-    if spec.methods_in == "cols":
-        raise SpecError(where, f"{at}.spec", f"{spec.id}'s methods are its columns: a ladder's pair names rows "
-                                             "(not supported yet)")
-    pair = entry["pair"]
+    return lid, str(registered)
+
+
+def _pair(where: str, at: str, pair: Any, spec: Spec, tier: str) -> tuple[str, str, str, str]:
+    """The pair's (better, worse, col, metric), each a name of the spec, both cells running at ``tier``."""
     if not isinstance(pair, dict) or sorted(pair) != sorted(PAIR_KEYS):
         raise SpecError(where, f"{at}.pair", f"expected {{{', '.join(PAIR_KEYS)}}}, got "
                                              f"{sorted(pair) if isinstance(pair, dict) else pair!r}")
@@ -275,7 +303,11 @@ def _parse(where: str, at: str, entry: Any, cache: dict[str, Spec]) -> Ladder:
         why = spec.unavailable_reason(tier, row, col)
         if why:
             raise SpecError(where, f"{at}.pair.{key}", f"{row}|{col} does not run at tier {tier!r}: {why}")
-    axis = entry["axis"]
+    return better, worse, col, metric
+
+
+def _axis(where: str, at: str, axis: Any, better: str, worse: str) -> dict[str, str]:
+    """row -> the key path it scales (one key for both rows, or one per row)."""
     if isinstance(axis, str):
         axis = {better: axis, worse: axis}
     if not isinstance(axis, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in axis.items()):
@@ -287,14 +319,12 @@ def _parse(where: str, at: str, entry: Any, cache: dict[str, Spec]) -> Ladder:
     for row in (better, worse):
         if row not in axis:
             raise SpecError(where, f"{at}.axis", f"no axis key for the pair's row {row!r}")
-    factors = entry["factors"]
-    if (not isinstance(factors, list) or len(factors) < 2 or not all(_number(f) and f > 0 for f in factors)
-            or sorted(set(factors)) != factors or 1 not in factors):
-        raise SpecError(where, f"{at}.factors", f"expected ascending positive factors, 1 among them (1 is the base "
-                                                f"tier's own records), at least two, got {factors!r}")
-    seeds = entry["seeds"]
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise SpecError(where, f"{at}.seeds", f"expected an integer in 1..{MAX_SEEDS}, got {seeds!r}")
+    return axis
+
+
+def _check_axis_values(where: str, at: str, entry: dict, axis: dict[str, str], spec: Spec, tier: str, col: str,
+                       factors: list) -> None:
+    """Each row's axis key exists in its config at ``tier`` and holds a positive number every factor scales."""
     for row, key in axis.items():
         akey = f"{at}.axis" if isinstance(entry["axis"], str) else f"{at}.axis.{row}"
         if not key or any(not p for p in key.split(".")):
@@ -311,11 +341,3 @@ def _parse(where: str, at: str, entry: Any, cache: dict[str, Spec]) -> Ladder:
                 scaled(base, f)
             except ValueError as e:
                 raise SpecError(where, f"{at}.factors", f"{key} of {row}: {e}") from None
-    revised = entry.get("revised") or []
-    if not isinstance(revised, list) or not all(isinstance(r, dict) and "date" in r for r in revised):
-        raise SpecError(where, f"{at}.revised", "expected a list of dated entries ({date: YYYY-MM-DD, ...})")
-    seen_before = entry.get("seen_before") or ""
-    if not isinstance(seen_before, str):
-        raise SpecError(where, f"{at}.seen_before", "expected a text")
-    return Ladder(lid, str(registered), spec.id, tier, claim, better, worse, col, metric, dict(axis),
-                  tuple(factors), seeds, _text(where, f"{at}.why", entry["why"]), seen_before, tuple(revised))
