@@ -190,11 +190,22 @@ def _needed(block) -> list[str]:
     return list(block.reference) + ([block.baseline] if block.check == "trained" and block.baseline else [])
 
 
+def with_ladder_seeds(spec: Spec, ladder: Ladder) -> Spec:
+    """``spec`` with the ladder's seeds registered for its pair's cells at its tier (a ladder is a
+    pre-registration: its seeds are read at every step, the base tier's and its variants')."""
+    from dataclasses import replace
+
+    base = spec.tiers[ladder.tier]
+    entries = tuple({"cells": f"{row}|{ladder.col}", "seeds": ladder.seeds, "date": ladder.registered,
+                     "why": f"budget ladder {ladder.id}"} for row in (ladder.better, ladder.worse))
+    return replace(spec, tiers={**spec.tiers, ladder.tier: replace(base, more_seeds=base.more_seeds + entries)})
+
+
 class _Results:
     """The tables a ladder reads, each collected once: the base tier, and each (row, factor) variant."""
 
     def __init__(self, spec: Spec, ladder: Ladder, store):
-        self.spec, self.ladder, self.store, self._memo = spec, ladder, store, {}
+        self.spec, self.ladder, self.store, self._memo = with_ladder_seeds(spec, ladder), ladder, store, {}
 
     def of(self, row: str, factor: float) -> TableResult:
         sets = tuple(step_overrides(self.spec, self.ladder, row, factor))

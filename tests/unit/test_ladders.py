@@ -54,7 +54,7 @@ SPEC = textwrap.dedent("""\
       paper: {seeds: 2}
       reduced: {seeds: 2}
       smoke:
-        seeds: 1
+        seeds: 3  # the base tier registers the seeds its regime rows (C) are read at
         params: {sleep: 0.0}
         deviations: [no sleep]
     claims:
@@ -345,3 +345,20 @@ def test_the_committed_ladders_file_is_valid_and_reuses_the_committed_4x_records
     pupl = ladders["pupl-punce-vs-nnpu-epochs"]
     assert [step_overrides(get_spec("table3-pupl"), pupl, r, 2) for r in pupl.rows] == \
         [["pretrain.epochs=12"], ["train.epochs=16"]]
+
+
+def test_a_ladder_registers_its_seeds_for_its_pair_at_every_step(registry):
+    """A ladder is a pre-registration: its seeds of the pair's cells are read at the base tier and in
+    its variants even where the tier registers fewer (records of other cells' extra seeds are not)."""
+    from pubench.report.collect import registered_seeds
+    from pubench.report.ladders import with_ladder_seeds
+
+    spec = get_spec("table1-bcl")
+    (lad,) = [x for x in load_ladders(registry.root / "experiments" / "_ladders.yaml", {spec.id: spec})
+              if x.id == "planted-trend"]
+    lad = type(lad)(**{**lad.__dict__, "seeds": 5})
+    seen = with_ladder_seeds(spec, lad)
+    assert registered_seeds(spec, "smoke", "B", "x") == 3 and registered_seeds(seen, "smoke", "B", "x") == 5
+    assert registered_seeds(seen, "smoke", "A", "x") == 5 and registered_seeds(seen, "smoke", "C", "x") == 3
+    variant = seen.with_variant("smoke", ["value=4.0"])
+    assert registered_seeds(variant, CUSTOM, "B", "x") == 5
