@@ -28,7 +28,8 @@ from pubench.executors.cores import slots_folder
 from pubench.jobs import PlanError, expand
 from pubench.numerics import Numerics
 from pubench.registry import get_spec
-from pubench.registry.added_rows import block_of, budget_text, check_added, flow, inheritance, settings_run
+from pubench.registry.added_checks import check_added, config_problem
+from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
 from pubench.registry.overrides import overridden_deviations, parse_override
 from pubench.registry.spec import CUSTOM
 from pubench.registry.task_check import jobs_rejection
@@ -169,9 +170,12 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
     as one line: a spec's own cell at the spec file's line that sets the key
     (:mod:`pubench.registry.task_check`), a variant's (``--set``) naming the cell; None when the
     task accepts every one."""
-    if req.overrides or req.added:
+    if req.added:
+        problem = config_problem(spec.with_added_rows(req.tier, tuple(req.added)), jobs)
+        return problem and str(problem)
+    if req.overrides:
         rejected = variant_config_error(jobs)
-        return rejected and f"{'--set' if req.overrides else '--add-row'}: {rejected}"
+        return rejected and f"--set: {rejected}"
     rejection = jobs_rejection(spec, req.tier, jobs)
     return None if rejection is None else problem_line(rejection)
 

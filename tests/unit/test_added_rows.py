@@ -132,3 +132,53 @@ def test_bad_added_rows_are_one_line_before_any_job(tmp_registry, capsys, argv, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
     assert not list((tmp_registry.root / "results").rglob("*.json"))
+
+
+# ---- issue 64, item 1: a unit nothing registers is one line, exit 2, in run, its dry run and expand alike
+TYPO = ["--add-row", "MyPU=pu_method: {name: upuu}", "--like", "MLP nnPU"]
+ENTRY_POINT = '[project.entry-points."pubench.units"]'
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "table2-punce", "--tier", "reduced", *TYPO, "--no-progress"],
+    ["run", "table2-punce", "--tier", "reduced", *TYPO, "--dry-run"],
+    ["run", "table2-punce", "--tier", "paper", *TYPO, "--executor", "slurm", "--dry-run"],
+    ["expand", "table2-punce", "--tier", "reduced", *TYPO],
+], ids=["run", "dry-run", "slurm-dry-run", "expand"])
+def test_an_added_row_naming_a_unit_nothing_registers_stops_every_command(scratch_store, capsys, argv):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and "not implemented yet" not in captured.out, captured
+    assert "--add-row 'MyPU': pu_method.name: unknown pu_method 'upuu'; did you mean 'upu'?" in err, err
+    assert ENTRY_POINT in err and "pip install -e" in err
+    assert not list(scratch_store.rglob("*.json"))
+
+
+def test_an_overlay_row_naming_a_unit_nothing_registers_names_its_line(scratch_store, tmp_path, capsys):
+    overlay_file = tmp_path / "mine.yaml"
+    overlay_file.write_text("rows:\n  MyPU:\n    like: MLP nnPU\n    set:\n      pu_method: {name: nnpu, beta: 0.0}\n"
+                            "  Other:\n    like: MLP uPU\n    set:\n      pu_method:\n        name: shrnk_nnpuu\n")
+    for argv in (["run", "table2-punce", "--overlay", str(overlay_file), "--dry-run"],
+                 ["expand", "table2-punce", "--overlay", str(overlay_file)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"{overlay_file}:10: rows.Other.set.pu_method.name: unknown pu_method 'shrnk_nnpuu' (registered: " \
+               in err and "nnpu, " in err and ENTRY_POINT in err, err
+
+
+def test_a_job_naming_a_unit_not_installed_where_it_runs_fails_before_it_starts(tmp_path, monkeypatch):
+    """On a SLURM node or a campaign's GPU machine whose environment lacks the package: the job
+    records one line naming the unit, the host and the entry point, before any data is read."""
+    from pubench.executors.worker import execute_job
+
+    monkeypatch.setenv("PUBENCH_DATA", str(tmp_path / "no-data"))  # a job that got as far as its data would say so
+    view = get_spec("table2-punce").with_added_rows("smoke", (parse_add_row("MyPU=pu_method: {name: my_pu}",
+                                                                            "MLP nnPU"),))
+    job = expand(view, CUSTOM, 1, ["MyPU|n_P=1k"]).jobs[0]
+    assert execute_job(job, tmp_path / "results", claim=False) == "failed"
+    (failure,) = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.failed.json")]
+    assert failure["error"]["type"] == "UnitNotInstalled"
+    assert failure["error"]["message"].startswith("pu_method 'my_pu' is not registered on ") and ENTRY_POINT in \
+        failure["error"]["message"]
