@@ -74,15 +74,17 @@ def positive_float(name: str):
 
 
 # ---- rows added to a table --------------------------------------------------------------
-def added_row_options(s: argparse.ArgumentParser) -> None:
+def added_row_options(s: argparse.ArgumentParser, overlay: bool = True) -> None:
     s.add_argument("--add-row", dest="add_rows", action="append", metavar="NAME=YAML",
                    help="add a row of your own to the table: NAME=the params it sets, as YAML (e.g. 'MyPU=pu_method: "
                         "{name: my_pu}'); it runs like the --like row at --tier (that row's config, the tier's budget "
                         "included, with these keys on top) and is stored in the tier 'custom', never mixed with the "
                         "spec's records (repeatable). Where a table's methods are its columns, it adds a column")
     s.add_argument("--like", metavar="ROW", help="the baseline row (column) every --add-row runs like")
-    s.add_argument("--overlay", action="append", metavar="FILE.yaml",
-                   help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable)")
+    if overlay:
+        s.add_argument("--overlay", action="append", metavar="FILE.yaml",
+                       help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable; "
+                            "`pubench validate FILE --spec ID` checks one)")
 
 
 def added_rows(args) -> list | None:
