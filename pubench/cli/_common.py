@@ -17,7 +17,7 @@ DEFAULT_TIER = "reduced"
 
 FMT = argparse.RawDescriptionHelpFormatter  # every subcommand's help keeps its examples' lines
 
-__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "added_row_options", "added_rows",
+__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "added_row_options", "added_rows", "baselines_option",
            "bounded_int", "ensure_process_env", "local_numerics",
            "numerics_options", "one_line", "positive_float", "quiet_jobs_when_asked", "spec", "specs"]
 
@@ -85,6 +85,13 @@ def added_row_options(s: argparse.ArgumentParser, overlay: bool = True) -> None:
         s.add_argument("--overlay", action="append", metavar="FILE.yaml",
                        help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable; "
                             "`pubench validate FILE --spec ID` checks one)")
+
+
+def baselines_option(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--baselines", metavar="DIR",
+                   help="the result store the table's own rows are read from where this store ($PUBENCH_RESULTS) "
+                        "has no record of a cell, for rows added with --add-row / --overlay (default: "
+                        "$PUBENCH_BASELINES, else the committed results/ of the checkout)")
 
 
 def added_rows(args) -> list | None:

@@ -288,8 +288,8 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
         "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
         "pooled": {"legend": POOLED_LEGEND, "headers": POOLED_HEADERS, "rows": pooled_rows(res)} if res.pooled else None,
-        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res)} if spec.added
-        else None,
+        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res),
+                  "baselines": res.baselines} if spec.added else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
         "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),

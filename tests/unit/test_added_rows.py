@@ -182,3 +182,84 @@ def test_a_job_naming_a_unit_not_installed_where_it_runs_fails_before_it_starts(
     assert failure["error"]["type"] == "UnitNotInstalled"
     assert failure["error"]["message"].startswith("pu_method 'my_pu' is not registered on ") and ENTRY_POINT in \
         failure["error"]["message"]
+
+
+# ---- issue 64, item 4: your rows in your own store, compared with the baselines of another (the committed one)
+def _snapshot(folder):
+    """Every file of ``folder`` but the caches of ``.cache/`` (git ignores it: the metadata, encoder and
+    preflight caches, shared by every store)."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")
+            if ".cache" not in p.relative_to(folder).parts}
+
+
+def test_rows_in_your_own_store_are_compared_with_the_committed_baselines_and_nothing_in_the_checkout_moves(
+        tmp_registry, tmp_path, monkeypatch, capsys):
+    tmp_registry(SPEC)
+    checkout = tmp_path / "checkout"
+    monkeypatch.setenv("PUBENCH_RESULTS", str(checkout / "results"))  # the committed store, with the baselines
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    (checkout / "reports").mkdir()
+    (checkout / "reports" / "README.md").write_text("the tracked index\n")
+    monkeypatch.setenv("PUBENCH_HOME", str(checkout))
+    before = _snapshot(checkout)
+    mine = tmp_path / "mine"
+    monkeypatch.setenv("PUBENCH_RESULTS", str(mine / "results"))
+    monkeypatch.setenv("PUBENCH_REPORTS", str(mine / "reports"))
+    capsys.readouterr()
+
+    assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "baselines: all 4 cells of the rows compared with have their records at tier 'reduced' (of their 12 " \
+           "job(s): 12 in the committed store (results/ of the checkout)); the report compares against them" in out, out
+    assert len(_records(mine, CUSTOM)) == 6
+    monkeypatch.delenv("PUBENCH_REPORTS")  # your store's reports would overwrite the committed ones: refused
+    assert main(["report", "table1-bcl", "--tier", "custom"]) == 2
+    assert "point $PUBENCH_REPORTS at a folder of yours" in capsys.readouterr().err
+    monkeypatch.setenv("PUBENCH_REPORTS", str(mine / "reports"))
+    assert main(["report", "table1-bcl", "--tier", "custom"]) == 0
+    text = (mine / "reports" / CUSTOM / "table1-bcl--reduced+rows.md").read_text()
+    section = text.split("## Rows added to the paper's")[1].split("\n## ")[0]
+    assert "the added rows' baselines: 12 record(s) of 4 cell(s) from the committed store (results/ of the " \
+           "checkout)." in section, section
+    lines = [line for line in section.splitlines() if line.startswith("| Better")]
+    assert len(lines) == 4 and all("holds (p" in line and "paired, n=3" in line for line in lines), section
+    assert main(["site"]) == 0 and (mine / "reports" / "site" / "index.html").is_file()
+    assert main(["export", "--tier", "custom", "--format", "json"]) == 0
+    assert _snapshot(checkout) == before  # no record, report, index or site written into the checkout
+
+    # --baselines names another store; this store's own records of a cell's seed come first
+    other = tmp_path / "other"
+    monkeypatch.setenv("PUBENCH_RESULTS", str(other))
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--only", "A|x", "--no-progress"]) == 0
+    monkeypatch.setenv("PUBENCH_RESULTS", str(mine / "results"))
+    assert main(["report", "table1-bcl", "--tier", "custom", "--baselines", str(other)]) == 0
+    text = (mine / "reports" / CUSTOM / "table1-bcl--reduced+rows.md").read_text()
+    assert f"3 record(s) of 1 cell(s) from {other}" in text and "`--baselines DIR` names another" in text
+    assert "PUBENCH_BASELINES" not in __import__("os").environ
+
+
+# ---- issue 64, item 6: an estimate from the --like row's records; hints that run exactly the missing cells
+def test_an_added_row_is_estimated_from_its_like_rows_records_and_the_hint_names_the_missing_cells(
+        tmp_registry, capsys):
+    tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--only", "A|x", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--only", "Better|x", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "baselines: 1 of 2 cells of the rows compared with have their records (seeds 0-2) at tier 'reduced'" in out
+    assert "`pubench run table1-bcl --tier reduced --seeds 3 --only 'B|x'` runs the others into this store" in out, out
+    estimate = next(line for line in out.splitlines() if line.startswith("  estimate:"))
+    assert "for the 3 of 3 job(s) of added rows from the records of the rows they run like (3; 3 like A at tier " \
+           "reduced" in estimate, estimate
+
+
+def test_a_results_folder_that_is_a_file_is_one_line(tmp_registry, tmp_path, monkeypatch, capsys):
+    tmp_registry(SPEC)
+    (tmp_path / "afile").write_text("not a store\n")
+    monkeypatch.setenv("PUBENCH_RESULTS", str(tmp_path / "afile"))
+    for argv in (["status"], ["report"], ["run", "table1-bcl", "--dry-run"], ["export"]):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert "no results yet" not in captured.out
+        assert captured.err.strip() == (f"pubench: error: the result store {tmp_path / 'afile'} is a file, not a "
+                                        "folder: point $PUBENCH_RESULTS at a folder (a new one is made)"), captured
