@@ -263,3 +263,25 @@ def test_a_results_folder_that_is_a_file_is_one_line(tmp_registry, tmp_path, mon
         assert "no results yet" not in captured.out
         assert captured.err.strip() == (f"pubench: error: the result store {tmp_path / 'afile'} is a file, not a "
                                         "folder: point $PUBENCH_RESULTS at a folder (a new one is made)"), captured
+
+
+# ---- issue 64, item 5: the added row on the site, linked from the index and from its table's page
+def test_the_site_links_the_added_rows_from_the_index_and_the_tables_pages(tmp_registry, capsys):
+    import re
+
+    tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--no-progress"]) == 0
+    assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--no-progress"]) == 0
+    assert main(["site"]) == 0
+    site = tmp_registry.root / "reports" / "site"
+    added = "custom/table1-bcl--reduced+rows.html"
+    assert (site / added).is_file()
+    label = "rows added at tier reduced: Better"
+    index = (site / "index.html").read_text()
+    assert f'<a class="added" href="{added}">{label}</a>' in index
+    table_page = (site / "reduced" / "table1-bcl.html").read_text()
+    assert f'<a href="../{added}">{label}</a>' in table_page
+    assert '<a href="../reduced/table1-bcl.html">tier reduced</a>' in (site / added).read_text()
+    spec_page = (site / "spec" / "table1-bcl.html").read_text()
+    links = re.search(r"<p>Reports: (.*?)</p>", spec_page).group(1)
+    assert links == f'<a href="../reduced/table1-bcl.html">tier reduced</a> · <a href="../{added}">{label}</a>', links
