@@ -49,7 +49,7 @@ demo: install
 	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
 	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
 	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \
-	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"; \
+	echo "Optional, where LaTeX is installed: a report as a PDF (cd $$scratch/reports/paper && pdflatex fig5-bcl.tex)"; \
 	echo "== demo done. Everything it wrote is in $$scratch; remove it with: rm -rf $$scratch"
 
 test: install

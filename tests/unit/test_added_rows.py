@@ -285,3 +285,31 @@ def test_the_site_links_the_added_rows_from_the_index_and_the_tables_pages(tmp_r
     spec_page = (site / "spec" / "table1-bcl.html").read_text()
     links = re.search(r"<p>Reports: (.*?)</p>", spec_page).group(1)
     assert links == f'<a href="../reduced/table1-bcl.html">tier reduced</a> · <a href="../{added}">{label}</a>', links
+
+
+# ---- issue 64, item 7: a YAML error is whole, never cut mid-word
+@pytest.mark.parametrize("argv", [
+    ["run", "table1-bcl", "--add-row", "Better=value: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9", "--like", "A",
+     "--dry-run"],
+    ["run", "table1-bcl", "--set", "value=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3", "--dry-run"],
+])
+def test_a_yaml_error_is_one_whole_line(tmp_registry, capsys, argv):
+    tmp_registry(SPEC)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "<unicode string>" not in err, err
+    assert err.endswith("did not find expected ',' or ']' (while parsing a flow sequence that starts at line 1, "
+                        f"column {1 if '--set' in argv else 8}))"), err
+
+
+def test_status_explains_a_partial_runs_seeds_jobs_and_pending(tmp_registry, capsys):
+    """After `make demo` status read `seeds 3 / jobs 438 / pending 436` for a 1-seed, 2-cell run, unexplained."""
+    tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", "--seeds", "1", "--only", "A|x", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("table1-bcl"))
+    assert row[1:6] == ["reduced", "3", "12", "1", "0"]
+    assert "(seeds and jobs: each tier's whole plan, every cell it runs x its seeds (--seeds N counts N), not only " \
+           "the cells and seeds a run selected" in out

@@ -35,3 +35,16 @@ def test_the_first_real_run_runs_jobs_on_a_fresh_clone(tmp_path, monkeypatch, ca
     monkeypatch.delenv("PUBENCH_RESULTS")
     assert main([*run[1:], "--dry-run"]) == 0
     assert "90 job(s): 90 already done, 0 to run" in capsys.readouterr().out
+
+
+def test_no_docs_page_is_titled_by_an_issue_number():
+    """docs/cli.md was titled "the commands added for issue 39", a number a reader cannot follow."""
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        title = page.read_text(encoding="utf-8").splitlines()[0]
+        assert not re.search(r"\bissues? \d", title), f"{page.name}: {title}"
+
+
+def test_the_demo_says_pdflatex_is_optional():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    line = next(line for line in makefile.splitlines() if "pdflatex" in line)
+    assert "Optional" in line and "LaTeX is installed" in line, line
