@@ -245,7 +245,25 @@ def baselines_line(spec, tier: str, store, base: list, seeds: set[int]) -> str:
     which = f"seeds {first}-{last}" if last > first else f"seed {first}"
     return (f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have their "
             f"records ({which}) at tier '{tier}'{found}; `pubench run {spec.id} --tier {tier} --seeds "
-            f"{last + 1}" + "".join(f" --only '{r}|{c}'" for r, c in missing) + "` runs the others into this store")
+            f"{last + 1}" + "".join(f" --only '{p}'" for p in cell_patterns(spec, tier, missing))
+            + "` runs the others into this store")
+
+
+def cell_patterns(spec, tier: str, cells: list[tuple[str, str]]) -> list[str]:
+    """``--only`` patterns that select exactly ``cells``: ``ROW|*`` (``*|COL`` where the methods are
+    columns) for a method missing in every setting ``tier`` runs it in, else one ``ROW|COL`` per cell."""
+    by_method: dict[str, list[tuple[str, str]]] = {}
+    for r, c in cells:
+        by_method.setdefault(c if spec.methods_in == "cols" else r, []).append((r, c))
+    out = []
+    for method, mine in by_method.items():
+        every = [cell for cell in spec.cells() if (cell[1] if spec.methods_in == "cols" else cell[0]) == method
+                 and spec.unavailable_reason(tier, *cell) is None]
+        if set(mine) == set(every):
+            out.append(f"*|{method}" if spec.methods_in == "cols" else f"{method}|*")
+        else:
+            out += [f"{r}|{c}" for r, c in mine]
+    return out
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:

@@ -242,6 +242,9 @@ def test_rows_in_your_own_store_are_compared_with_the_committed_baselines_and_no
 def test_an_added_row_is_estimated_from_its_like_rows_records_and_the_hint_names_the_missing_cells(
         tmp_registry, capsys):
     tmp_registry(SPEC)
+    assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--dry-run"]) == 0  # a row missing everywhere: ROW|*
+    assert "`pubench run table1-bcl --tier reduced --seeds 3 --only 'A|*' --only 'B|*'` runs the others into this " \
+           "store" in capsys.readouterr().out
     assert main(["run", "table1-bcl", "--tier", "reduced", "--only", "A|x", "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["run", "table1-bcl", "--tier", "reduced", *BETTER, "--only", "Better|x", "--dry-run"]) == 0
