@@ -397,6 +397,16 @@ def store_label(root) -> str:
     return f"{root}"
 
 
+def own_label(store: ResultStore) -> str:
+    """The store a report reads, as it names it beside the baselines store."""
+    from pubench import paths
+
+    if store.root.resolve() == paths.committed_results().resolve():
+        return store_label(store.root)
+    return "this store ($PUBENCH_RESULTS)" if store.root.resolve() == paths.results_root().resolve() else \
+        f"this store ({store.root})"
+
+
 def base_records(spec: Spec, store: ResultStore):
     """The base tier's scan a table with rows added (:meth:`Spec.with_added_rows`) reads its own rows
     from: ``store``'s records, and for each (cell, seed) it holds no record of at the spec's
@@ -416,7 +426,7 @@ def base_records(spec: Spec, store: ResultStore):
         return len({k[:2] for k in current}), len(current)
 
     mine = {key(r) for r in own.records if r["job"].get("spec_version") == spec.version}
-    sources = {f"this store ({store.root.name}/)": counts(own.records)}
+    sources = {own_label(store): counts(own.records)}
     other = baselines_store(store)
     if other is None:
         return own, sources
