@@ -86,7 +86,7 @@ def config_problem(view, jobs: list) -> Exception | None:
     """The first added cell among ``jobs`` (of ``view``: :meth:`Spec.with_added_rows`) whose config
     its task rejects (its ``validate``, no data loaded), as :func:`row_error` at the key of the row
     that sets the param it names (the row itself where the param is inherited), else None."""
-    from pubench.registry.task_check import rejected_path
+    from pubench.registry.task_check import held_depth, rejected_path
     from pubench.tasks import TASKS
 
     seen = set()
@@ -103,14 +103,6 @@ def config_problem(view, jobs: list) -> Exception | None:
             if row is None or not row.source:
                 return UsageError(f"--add-row: {problem}")
             path = rejected_path(message)
-            held = _depth(row.sets, path)
+            held = held_depth(row.sets, path)
             return row_error(row, ".".join(["set", *path[:held]]) if held else "", problem)
     return None
-
-
-def _depth(node: Any, path: list[str]) -> int:
-    for i, key in enumerate(path):
-        if not isinstance(node, dict) or key not in node:
-            return i
-        node = node[key]
-    return len(path)
