@@ -32,11 +32,11 @@ demo: install
 	export PUBENCH_RESULTS="$$scratch/results" PUBENCH_REPORTS="$$scratch/reports" PUBENCH_PROGRESS=0; \
 	echo "== demo: results, reports and the site go to the scratch folder $$scratch"; \
 	echo "   (nothing else is written there; remove it afterwards with: rm -rf $$scratch)"; \
-	echo "== demo 1/3: BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds: 360 jobs, ~25 s on 2 free cores"; \
+	echo "== demo 1/3: BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds: 360 jobs, about 20 s of CPU (1-4 min at load 6-9)"; \
 	echo "   (jobs take machine-wide core slots: while other pubench runs hold every core, this waits for one)"; \
 	$(PUBENCH) run fig5-bcl --tier paper --seeds 5 --jobs 2; \
 	if [ -d "$(SHARED_DATA)" ]; then \
-	  echo "== demo 2/3: MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed, ~70 s)"; \
+	  echo "== demo 2/3: MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed: about 70 s of CPU, 4.5-16 min at load 6-9)"; \
 	  $(PUBENCH) prepare mnist --from "$(SHARED_DATA)"; \
 	  $(PUBENCH) run table2-punce --tier reduced --seeds 1 --jobs 2 \
 	    --only 'MLP nnPU|n_P=1k' --only 'MLP puNCE|n_P=1k'; \
@@ -49,7 +49,7 @@ demo: install
 	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
 	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
 	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \
-	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"; \
+	echo "Optional, where LaTeX is installed: a report as a PDF (cd $$scratch/reports/paper && pdflatex fig5-bcl.tex)"; \
 	echo "== demo done. Everything it wrote is in $$scratch; remove it with: rm -rf $$scratch"
 
 test: install

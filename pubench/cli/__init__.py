@@ -83,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pubench: error: {one_line(e)}", file=sys.stderr)
         return e.exit_code
     args = parser.parse_args(argv)
+    baselines = getattr(args, "baselines", None)
+    previous = os.environ.get("PUBENCH_BASELINES")
     try:
+        if baselines:  # --baselines DIR: read wherever the baselines store is asked for (pubench.paths)
+            if not os.path.isdir(baselines):
+                raise UsageError(f"--baselines {baselines}: no such folder (a result store: <dir>/<tier>/<id>/*.json)")
+            os.environ["PUBENCH_BASELINES"] = os.path.abspath(baselines)
         return args.fn(args)
     except PubenchError as e:
         if os.environ.get("PUBENCH_DEBUG"):
@@ -100,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `pubench list | head`
         sys.stderr.close()
         return 0
+    finally:
+        if baselines:
+            if previous is None:
+                os.environ.pop("PUBENCH_BASELINES", None)
+            else:
+                os.environ["PUBENCH_BASELINES"] = previous
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pubench.cli._common import (
     FMT,
     added_row_options,
     added_rows,
+    baselines_option,
     TIER_CHOICES,
     bounded_int,
     ensure_process_env,
@@ -50,6 +51,7 @@ def parser(sub) -> None:
                         "value is YAML; KEY=~ deletes). The jobs go to the tier 'custom' (results/custom/<id>/) with "
                         "ids that differ from every tier's; `pubench expand ID --set ...` shows the configs")
     added_row_options(s)
+    baselines_option(s)
     s.add_argument("--executor", default="local", choices=sorted(known("executor")),  # the registered executors
                    help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=bounded_int("--jobs", 1, 64), default=1,

@@ -105,7 +105,7 @@ def cmd_expand(args) -> int:
     if added and overrides:
         raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
     if added:
-        from pubench.registry.added_rows import check_added
+        from pubench.registry.added_checks import check_added
         from pubench.registry.spec import CUSTOM
 
         check_added(one, added)

@@ -149,6 +149,8 @@ class TableResult:
     #: cell -> the seed indices of its records at the current config that no registration covers
     #: (:func:`registered_seeds`): left out of everything above, listed apart until registered
     unregistered: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    #: where the rows of a table with rows added were read (:func:`baselines_text`); None otherwise
+    baselines: str | None = None
 
     def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
         return self.curves.get((title, row, col))
@@ -397,17 +399,104 @@ def scan_of(spec: Spec, tier: str, store: ResultStore):
     if spec.added:
         from dataclasses import replace
 
-        base = store.scan(spec.variant[0], spec.id, fields=report_fields(spec))
+        base, _ = base_records(spec, store)
         mine = {(spec.variant[0], r.name) for r in spec.added}
 
         def ours(rec):
             found = added_row_of(rec["job"])
             return found is not None and (found[0], found[1].name) in mine
 
-        return replace(base, records=base.records + [r for r in scan.records if ours(r)],
-                       failures=base.failures + [r for r in scan.failures if ours(r)],
-                       corrupt=base.corrupt + scan.corrupt)
+        added = [r for r in scan.records if ours(r)]
+        return replace(base, records=base.records + added, failures=base.failures + [r for r in scan.failures if ours(r)],
+                       corrupt=base.corrupt + scan.corrupt,
+                       done={**base.done, **{r["job"]["id"]: scan.done[r["job"]["id"]] for r in added
+                                             if r["job"]["id"] in scan.done}})
     return scan if spec.variant is None else of_variant(scan, spec.variant)
+
+
+def baselines_store(store: ResultStore) -> ResultStore | None:
+    """The store the rows of a table with rows added are read from where ``store`` lacks them
+    (:func:`pubench.paths.baselines_root`: ``--baselines DIR``, else the committed store), or None
+    when it is ``store`` itself or does not exist."""
+    from pubench import paths
+
+    root = paths.baselines_root()
+    if not root.is_dir() or root.resolve() == store.root.resolve():
+        return None
+    found = getattr(store, "_baselines", None)  # one per store object: its memo of scans is the store's
+    if found is None or found.root != root:
+        found = ResultStore(root, memo=store._memo is not None)
+        store._baselines = found
+    return found
+
+
+def store_label(root) -> str:
+    """A store as a report names it: the committed one as such, another by its folder."""
+    from pathlib import Path
+
+    from pubench import paths
+
+    root = Path(root)
+    if root.resolve() == paths.committed_results().resolve():
+        return "the committed store (results/ of the checkout)"
+    return f"{root}"
+
+
+def own_label(store: ResultStore) -> str:
+    """The store a report reads, as it names it beside the baselines store."""
+    from pubench import paths
+
+    if store.root.resolve() == paths.committed_results().resolve():
+        return store_label(store.root)
+    return "this store ($PUBENCH_RESULTS)" if store.root.resolve() == paths.results_root().resolve() else \
+        f"this store ({store.root})"
+
+
+def base_records(spec: Spec, store: ResultStore):
+    """The base tier's scan a table with rows added (:meth:`Spec.with_added_rows`) reads its own rows
+    from: ``store``'s records, and for each (cell, seed) it holds no record of at the spec's
+    version, the baselines store's (:func:`baselines_store`); and ``{store label: (cells, records)}``
+    taken from each."""
+    from dataclasses import replace
+
+    tier, fields = spec.variant[0], report_fields(spec)
+    own = store.scan(tier, spec.id, fields=fields)
+
+    def key(rec):
+        job = rec["job"]
+        return job["row"], job["col"], job["seed_index"]
+
+    def counts(records):
+        current = [key(r) for r in records if r["job"].get("spec_version") == spec.version]
+        return len({k[:2] for k in current}), len(current)
+
+    mine = {key(r) for r in own.records if r["job"].get("spec_version") == spec.version}
+    sources = {own_label(store): counts(own.records)}
+    other = baselines_store(store)
+    if other is None:
+        return own, sources
+    theirs = other.scan(tier, spec.id, fields=fields)
+    taken = [r for r in theirs.records if key(r) not in mine]
+    sources[store_label(other.root)] = counts(taken)
+    failures = [r for r in theirs.failures if key(r) not in mine]
+    done = {**{r["job"]["id"]: theirs.done[r["job"]["id"]] for r in taken if r["job"]["id"] in theirs.done}, **own.done}
+    return replace(own, records=own.records + taken, failures=own.failures + failures, done=done), sources
+
+
+def baselines_text(spec: Spec, store: ResultStore) -> str | None:
+    """Where the rows a table's added rows are compared with were read, in one sentence (None for a
+    table without added rows)."""
+    if not spec.added:
+        return None
+    from pubench import paths
+
+    _, sources = base_records(spec, store)
+    found = [f"{records} record(s) of {cells} cell(s) from {label}" for label, (cells, records) in sources.items()
+             if records]
+    return (f"The paper's rows at tier `{spec.variant[0]}`, the added rows' baselines: "
+            + ("; ".join(found) if found else "no record in this store nor in the baselines store")
+            + f". A seed of a cell is read from this store where it has it, else from the baselines store, "
+            f"{store_label(paths.baselines_root())} (`--baselines DIR` names another).")
 
 
 def variants(spec: Spec, store: ResultStore) -> list[Spec]:
@@ -488,4 +577,5 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
                        discrimination=discrimination, rates=rates_,
-                       unregistered={cell: tuple(sorted(seeds)) for cell, seeds in sorted(unregistered.items())})
+                       unregistered={cell: tuple(sorted(seeds)) for cell, seeds in sorted(unregistered.items())},
+                       baselines=baselines_text(spec, store))

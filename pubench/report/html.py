@@ -16,6 +16,8 @@ them (:func:`rank_class`), not by its gap to the paper's number.
 
 from __future__ import annotations
 
+import re
+
 from html import escape
 from typing import Any
 
@@ -85,8 +87,40 @@ def outcome_class(outcome: str) -> str:
 
 def render(template: str, **context: Any) -> str:
     """A whole page from ``template`` (context: ``title``, ``nav`` as (href, label) pairs relative
-    to the page, ``footer`` (markup), and the page kind's own)."""
-    return html_env().get_template(template).render(**context)
+    to the page, ``footer`` (markup), and the page kind's own), without the project's issue
+    numbers and commit hashes (:func:`plain_refs`)."""
+    return plain_refs(html_env().get_template(template).render(**context))
+
+
+_ITEM = r"(?:,? items? [\d.]+(?: and [\d.]+)?)?"
+_ISSUE = rf"issues? \d+{_ITEM}"
+_HASH = r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}"
+#: (pattern, replacement), in order: the notes of specs cite the project's issues and commits ("in commit
+#: 6a8e70f (issue 36's two_classes blocks ...)"), which a reader of the site cannot follow; the markdown
+#: reports keep them for the maintainers
+_REFS = [(re.compile(p), r) for p, r in (
+    (rf"\s*\((?:{_ISSUE}(?:[,;] )?)+\)", ""),                        # (issue 36), (issue 36, item 6)
+    (rf"\(\s*{_ISSUE},\s*(\d{{4}}-\d\d-\d\d)\)", r"(\1)"),            # (issue 50 item 7, 2026-11-29)
+    (rf"[,;]\s*{_ISSUE}(?=\s*[:;)])", ""),                            # (written 2026-11-29, issue 50 item 7: ...
+    (rf"\(\s*{_ISSUE}[,;:]\s*", "("),                                 # (issue 17; no numbers before ...
+    (rf"\b{_ISSUE}(?:&#39;|')s\b", "the"),                            # issue 36's regime checks
+    (rf"\s+(?:of|in|for|by) {_ISSUE}(?:\s*\(items? [\d.]+\))?", ""),  # the rule of issue 36; corrected for issue 36 (item 6)
+    (rf"\s*,?\s*\bin commits? {_HASH}(?: and {_HASH})?\b", ""),       # in commit 6a8e70f
+    (rf"\bcommits? {_HASH}\b", "a commit"),
+    (rf"\b(commit),\s*{_HASH},", r"\1,"),                               # the first commit, e79c871, the only one
+    (rf"\b(at|from|since) {_HASH} and {_HASH}\b", r"\1 two commits"),  # from clean trees at 3eebaa6 and d007ade
+    (rf"\b(at|from|since|before|after) {_HASH}\b", r"\1 a commit"),
+    (rf",\s*{_HASH}\)", ")"),                                          # (branch t3cifar, bde1262)
+    (rf"\b{_ISSUE}\b", "an earlier review"),
+)]
+
+
+def plain_refs(html: str) -> str:
+    """``html`` with the project's issue numbers and commit hashes rendered out (or, where a sentence
+    needs them, as plain words: "a commit", "the")."""
+    for pattern, replacement in _REFS:
+        html = pattern.sub(replacement, html)
+    return html
 
 
 def render_body(template: str, **context: Any) -> str:
@@ -329,8 +363,8 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
         "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
         "pooled": {"legend": POOLED_LEGEND, "headers": POOLED_HEADERS, "rows": pooled_rows(res)} if res.pooled else None,
-        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res)} if spec.added
-        else None,
+        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res),
+                  "baselines": res.baselines} if spec.added else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
         "agreement": agreement_view(res), "deviations": deviation_lines(spec, tier),
         "deviations_lead": deviations_lead(spec, tier), "decisions": spec.decisions,

@@ -189,8 +189,9 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
         "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": _tables(res, TEXT_WIDTH_PT), "regime": _regime(res), "claims": _claims(res),
-        "added": [f"{r[0]}, {r[1]}: {r[2]}, rank {r[3]}; vs {r[4]}: {r[5]}, {r[6]}; regime: {r[7]}"
-                  for r in added_rows_table(res)],
+        "added": [*([res.baselines.replace("`", "")] if res.baselines and spec.added else []),
+                  *(f"{r[0]}, {r[1]}: {r[2]}, rank {r[3]}; vs {r[4]}: {r[5]}, {r[6]}; regime: {r[7]}"
+                    for r in added_rows_table(res))],
         "claim_status_legend": CLAIM_STATUS_LEGEND, "agreement": _agreement(res),
         "coverage": _coverage(res), "notes": notes,
     }

@@ -113,7 +113,7 @@ def render_markdown(res: TableResult, plot: str | None = "") -> str:
         lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github", disable_numparse=True))
     added = added_rows_table(res)
     if added:
-        lines += ["", "## Rows added to the paper's", "", ADDED_LEGEND, "",
+        lines += ["", "## Rows added to the paper's", "", ADDED_LEGEND, "", *([res.baselines, ""] if res.baselines else []),
                   tabulate(added, headers=ADDED_HEADERS, tablefmt="github", disable_numparse=True)]
     if spec.curves:
         curves = curve_summary(res)

@@ -90,16 +90,33 @@ def _claims_summary(counts: Counter) -> list[tuple[str, str]]:
     return [(outcome_class(o), f"{counts[o]} {SHORT[o]}") for o in OUTCOMES if counts[o]]
 
 
-def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], store: ResultStore) -> Path:
+def _report_page(res: TableResult, folder: Path, tiers_with_results: list[str], store: ResultStore,
+                 views: list[tuple[str, str, str]] = ()) -> Path:
+    """The page of one report; it links the spec's other tiers and its variants and rows added
+    (``views``: :func:`_view_links`)."""
     from pubench.report.plot import render_plot
 
     spec, tier, stem = res.spec, res.tier, report_stem(res.spec)
     plot = None
     if spec.kind == "figure" and res.cells_done:
         plot = render_plot(res, folder / tier / f"{stem}.png").name
-    others = [(f"../{t}/{spec.id}.html", f"tier {t}") for t in tiers_with_results if t != tier]
+    here = f"{tier}/{stem}.html"
+    others = [(f"../{t}/{spec.id}.html", f"tier {t}") for t in tiers_with_results if f"{t}/{spec.id}.html" != here]
+    others += [(f"../{href}", label) for _, href, label in views if href != here]
     html = report_page(res, plot, others, f"../spec/{spec.id}.html", _nav(1), _footer(store))
     return atomic_write_text(folder / tier / f"{stem}.html", html)
+
+
+def _view_links(views: list[Spec]) -> list[tuple[str, str, str]]:
+    """(base tier, href from the site's root, label) of each variant (``run --set``) and each set of
+    rows added (``run --add-row``) of a spec: ``rows added at tier reduced: MyPU``."""
+    out = []
+    for view in views:
+        base = view.variant[0]
+        label = (f"rows added at tier {base}: {', '.join(r.name for r in view.added)}" if view.added
+                 else f"variant {view.variant_label}")
+        out.append((base, f"{CUSTOM}/{report_stem(view)}.html", label))
+    return out
 
 
 def _left_out(figures: dict | None, paper: str) -> list[dict]:
@@ -108,7 +125,7 @@ def _left_out(figures: dict | None, paper: str) -> list[dict]:
 
 
 def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
-                   figures: dict | None = None) -> dict:
+                   figures: dict | None = None, views: dict[str, list[tuple[str, str, str]]] | None = None) -> dict:
     per_tier = {t: {"reports": 0, "cells": 0, "claims": Counter(), "compute": Compute()} for t in TIERS}
     for (sid, tier), res in results.items():
         s = per_tier[tier]
@@ -131,13 +148,15 @@ def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableR
             tiers = []
             for t in TIERS:
                 res = results.get((spec.id, t))
-                tiers.append(None if res is None else {
+                links = [(href, label) for base, href, label in (views or {}).get(spec.id, []) if base == t]
+                tiers.append({"links": links} if res is None and links else None if res is None else {
                     "tier": t, "cells": res.cells_done, "claims": _claims_summary(_outcome_counts(res)),
-                    "check": res.pipeline_check,
+                    "check": res.pipeline_check, "links": links,
                     "regime": regime_summary(res), "core_h": fmt_hours(res.compute_all.core_h)})
             lost, text = caption_parts(spec.caption)  # a lost caption: a short tag, its description in full view
-            caption = text[:160] + ("…" if len(text) > 160 else "")
+            caption = _clip(text, CAPTION_CHARS)
             rows.append({"id": spec.id, "kind": spec.kind, "caption": caption, "caption_lost": lost,
+                         "caption_full": text if caption != text else None,
                          "n_cells": len(spec.cells()),
                          "reported": sum(c.mean is not None for c in spec.reported), "tiers": tiers,
                          "order": _order_cell(spec, results)})
@@ -146,10 +165,22 @@ def _index_context(specs: dict[str, Spec], results: dict[tuple[str, str], TableR
             "figures": figures}
 
 
+#: the index shows a caption to about this many characters, cut at a word (the whole one on hover and on the
+#: spec's page): a long caption in its column made rows of 10-15 lines
+CAPTION_CHARS = 110
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut at the last word boundary before ``limit`` characters, with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+
+
 def _index(specs: dict[str, Spec], results: dict[tuple[str, str], TableResult], has_crossref: bool,
-           store: ResultStore, figures: dict | None = None) -> str:
-    return render("index.html.j2", title="pubench reports", nav=_nav(0), footer=_footer(store),
-                  **_index_context(specs, results, has_crossref, figures))
+           store: ResultStore, figures: dict | None = None, views: dict | None = None) -> str:
+    return render("index.html.j2", title="pubench reports", nav=_nav(0), footer=_footer(store), wide=True,
+                  **_index_context(specs, results, has_crossref, figures, views))
 
 
 def _order_cell(spec: Spec, results: dict[tuple[str, str], TableResult]) -> list[tuple[str, str]]:
@@ -249,14 +280,17 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
                 if res.cells_done or res.failed:
                     results[(sid, tier)] = res
     _clear(out)
+    links: dict[str, list[tuple[str, str, str]]] = {}
     for sid, spec in specs.items():
         tiers = [t for t in TIERS if (sid, t) in results]
+        views = variants(spec, store)  # `pubench run --set` and `--add-row`: linked from every page of the spec
+        links[sid] = _view_links(views)
         for t in tiers:
-            _report_page(results[(sid, t)], out, tiers, store)
+            _report_page(results[(sid, t)], out, tiers, store, links[sid])
         reports = [(f"../{t}/{sid}.html", f"tier {t}") for t in tiers]
-        for view in variants(spec, store):  # `pubench run --set`: linked from the spec's page, not the index
-            _report_page(collect(view, CUSTOM, store), out, tiers, store)
-            reports.append((f"../{CUSTOM}/{report_stem(view)}.html", f"variant {view.variant_label}"))
+        for view in views:
+            _report_page(collect(view, CUSTOM, store), out, tiers, store, links[sid])
+        reports += [(f"../{href}", label) for _, href, label in links[sid]]
         atomic_write_text(out / "spec" / f"{sid}.html",
                           render("spec.html.j2", title=f"{sid}: {spec.title} (reported)", nav=_nav(1),
                                  footer=_footer(store), **spec_context(spec, reports)))
@@ -264,4 +298,4 @@ def write_site(specs: dict[str, Spec], store: ResultStore, out: Path,
     view = crossref(entries, specs, store)  # a cell has ours at a tier only when that report page exists
     atomic_write_text(out / "crossref.html", _crossref_page(view, results, store))
     _verdict_pages(specs, store, out)
-    return atomic_write_text(out / "index.html", _index(specs, results, bool(entries), store, figures))
+    return atomic_write_text(out / "index.html", _index(specs, results, bool(entries), store, figures, links))

@@ -37,6 +37,7 @@ from pubench.report.collect import TableResult, collect
 from pubench.report.ladders import claim_ladders, ladder_section, steps_text, trend_text
 from pubench.report.layout import one_class_measured
 from pubench.report.regime import RULE_REVISION, RegimeMap
+from pubench.report.compute import fmt_hours
 from pubench.report.power import MAX_SEEDS, seeds_needed_paired, seeds_needed_welch
 from pubench.report.stats import FAILS, HOLDS, NOT_TESTABLE, fmt_p
 from pubench.store.store import ResultStore
@@ -120,7 +121,7 @@ def _settle(c: ClaimCheck, res, store: ResultStore, verdict: str) -> str:
     walls = _median_walls_h(store, res.spec, res.tier, cells)
     fallback = statistics.median(walls.values()) if walls else None
     cost = "" if fallback is None else \
-        f", about {sum(n * walls.get(cell, fallback) for cell, n in missing_per_cell.items()):.2g} core-hours"
+        f", about {fmt_hours(sum(n * walls.get(cell, fallback) for cell, n in missing_per_cell.items()))} core-hours"
     return f"{need} seeds per cell to detect |Δ| = {target:.3g} ({sum(missing_per_cell.values())} more jobs{cost})"
 
 

@@ -141,6 +141,8 @@ def scratch(tmp_path, monkeypatch, seeded):
     work.mkdir()
     (work / "experiments").symlink_to(ROOT / "experiments")
     (work / "results").symlink_to(tmp_path / "results")
+    # the overlay `pubench validate mine.yaml --spec table2-punce` checks
+    (work / "mine.yaml").write_text("rows:\n  MyPU: {like: MLP nnPU, set: {pu_method: {name: upu}}}\n")
     monkeypatch.chdir(work)
     return tmp_path
 

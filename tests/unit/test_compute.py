@@ -150,3 +150,12 @@ def test_compute_says_which_device_ran_the_records_of_a_table_with_gpu_records()
     text = describe(of_records([gpu, gpu, cpu]))
     assert "ran on: cuda (NVIDIA H200) 2 record(s), cpu (CPU X) 1 record(s)" in text
     assert "ran on" not in describe(of_records([cpu]))  # CPU-only tables read as before
+
+
+@pytest.mark.parametrize("seconds,text", [(42, "42 s"), (210, "3.5 min"), (7560, "2.1 h"), (17536.8 * 3600,
+                                          "18000 h (2.0 years)"), (340 * 3600, "340 h (14 days)")])
+def test_fmt_duration_gives_hours_as_fmt_hours_does(seconds, text):
+    """The same total as the core-hours beside it: '17536.8 h' and '18000 core-hours' were one figure."""
+    from pubench.report.compute import fmt_duration
+
+    assert fmt_duration(seconds) == text

@@ -46,3 +46,17 @@ def test_the_summary_names_a_few_jobs_and_jobs_list_names_them_all(fresh_clone, 
                  "--jobs-list"]) == 0
     assert sum("table1-punce/MNIST" in line for line in capsys.readouterr().out.splitlines()) == 75
     assert main(["run", "table1-punce", "--jobs-list"]) == 2  # only with --dry-run
+
+
+# ---- issue 64, item 7: one format for one total; a paper-tier estimate on the CPU says a GPU changes it
+def test_a_paper_dry_run_on_the_cpu_prints_one_total_one_way_and_says_a_gpu_changes_it(fresh_clone, capsys):
+    import re
+
+    assert main(["run", "table1-punce", "--tier", "paper", "--dry-run"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  estimate:")]
+    job_h = re.search(r"estimate: (\S+) h \((\S+ years)\) of job time", lines[0])
+    assert job_h and f"; {job_h.group(1)} CPU core-hours;" in lines[0], lines[0]  # one job a core: the same number
+    assert "e+" not in lines[0] and not re.search(r"\d\.\d h", lines[0]), lines[0]
+    assert "the paper tier is meant for GPUs" in lines[-1] and "--device cuda --dry-run" in lines[-1], lines
+    assert main(["run", "table1-punce", "--tier", "paper", "--device", "cuda", "--dry-run"]) == 0
+    assert "meant for GPUs" not in capsys.readouterr().out

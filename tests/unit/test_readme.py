@@ -35,3 +35,27 @@ def test_the_first_real_run_runs_jobs_on_a_fresh_clone(tmp_path, monkeypatch, ca
     monkeypatch.delenv("PUBENCH_RESULTS")
     assert main([*run[1:], "--dry-run"]) == 0
     assert "90 job(s): 90 already done, 0 to run" in capsys.readouterr().out
+
+
+def test_no_docs_page_is_titled_by_an_issue_number():
+    """docs/cli.md was titled "the commands added for issue 39", a number a reader cannot follow."""
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        title = page.read_text(encoding="utf-8").splitlines()[0]
+        assert not re.search(r"\bissues? \d", title), f"{page.name}: {title}"
+
+
+def test_the_demo_says_pdflatex_is_optional():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    line = next(line for line in makefile.splitlines() if "pdflatex" in line)
+    assert "Optional" in line and "LaTeX is installed" in line, line
+
+
+def test_the_readme_quotes_no_time_it_did_not_measure_at_a_stated_load():
+    """Issue 64, item 8: "~25 s", "~70 s" and "about 4 minutes idle" were times a newcomer on a busy
+    machine could not match; each time is now given with its load (or its CPU time), and an idle
+    figure only where it was measured idle."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not re.search(r"~\s?\d", text)
+    for sentence in re.split(r"(?<=[.;])\s", " ".join(text.split())):
+        if re.search(r"\bidle\b", sentence, flags=re.I):
+            assert re.search(r"(never|not) measured idle", sentence, flags=re.I), sentence

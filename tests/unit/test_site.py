@@ -270,3 +270,67 @@ def test_reduced_cells_are_coloured_by_their_ordering_not_their_gap(tmp_path):
         if (job.row, job.col) in swapped:
             store2.write_ok(job, {"score": swapped[(job.row, job.col)] + job.seed_index}, {}, {"wall_s": 1.0})
     assert rank_class(collect(spec, "reduced", store2), "B", "x", "score")[0] == "r-against"
+
+
+def test_the_index_fits_the_window_and_its_captions_stay_short(tmp_registry, chromium):
+    """Issue 64: the index table was cut off at the right and captions wrapped into 10-15-line rows
+    (a caption column squeezed by tier cells that never wrapped their regime lines)."""
+    import json
+
+    caption = ("Linear evaluation of different contrastive losses on four image data sets with the encoder "
+               "trained on positive and unlabeled data at three label budgets, each averaged over five runs, "
+               "with the standard deviation in parentheses and the best method of each column in bold face.")
+    groups = {f"end-to-end PU baselines trained on the reduced subset, block {g}": list(pair)
+              for g, pair in enumerate((("A", "B"), ("C", "D"), ("E", "F")))}
+    regime = "".join(f"  - {{block: '{name}', group: '{name}', check: trained, reference: {rows[1]}, "
+                     f"baseline: {rows[0]}, margin: 0}}\n" for name, rows in groups.items())
+    extra = "row_groups:\n" + "".join(f"  '{n}': [{', '.join(r)}]\n" for n, r in groups.items()) + "regime:\n" + regime
+    for sid in ("table1-bcl", "table2-bcl", "table3-bcl", "fig4-bcl"):
+        text = selftest_spec(sid, rows=("A", "B", "C", "D", "E", "F"), extra=extra).replace(
+            "caption: A test table.", f"caption: {caption}").replace(
+            "          rows:\n            A: {value: 1.0}\n            B: {value: 2.0}\n", "          rows: {}\n")
+        tmp_registry(text)
+    specs = load_all()
+    store = ResultStore(tmp_registry.root / "results")
+    for spec in specs.values():
+        for tier in ("paper", "reduced", "smoke"):
+            for job in expand(spec, tier, 2).jobs:
+                store.write_ok(job, {"score": 1.0 + job.seed_index + (job.row > "B")}, {}, {"wall_s": 30.0})
+    out = tmp_registry.root / "site"
+    write_site(specs, store, out)
+    for width in (1280, 1400):
+        with Browser(chromium, width=width) as browser:
+            visit = browser.visit((out / "index.html").resolve().as_uri())
+            assert visit.errors == []
+            got = json.loads(browser.evaluate("""JSON.stringify((() => {
+              const t = document.querySelector('table.index');
+              const lines = Array.from(t.querySelectorAll('td.caption')).map(td => {
+                const r = document.createRange(); r.selectNodeContents(td);
+                return r.getBoundingClientRect().height / parseFloat(getComputedStyle(td).lineHeight); });
+              return {win: window.innerWidth, doc: document.documentElement.scrollWidth,
+                      right: t.getBoundingClientRect().right, lines: Math.max(...lines)}; })())"""))
+        assert got["right"] <= got["win"] and got["doc"] <= got["win"], got  # nothing cut off at the right
+        assert got["lines"] <= 5, got  # a caption of at most a few lines (the whole one on hover)
+
+
+def test_site_pages_carry_no_issue_numbers_or_commit_hashes(tmp_registry):
+    """Issue 64: notes cited "in commit 6a8e70f (issue 36's two_classes blocks ...)", which a reader of
+    the site cannot follow; the site renders them out (the markdown report keeps them)."""
+    notes = ["Added after the first records, in commit 6a8e70f (issue 36's two_classes blocks for the tables).",
+             "The like-for-like rule of issue 36, every method of a block on the same data (issue 36, item 6.2).",
+             "Outcome (run 2026-11-29, from clean trees at 3eebaa6 and d007ade; written 2026-11-29, issue 50 item 7: "
+             "the value), corrected for issue 36 (item 6) since the rerun (branch t3cifar, bde1262)."]
+    tmp_registry(selftest_spec(extra="decisions:\n" + "".join(f"  - \"{n}\"\n" for n in notes)))
+    specs = load_all()
+    store = ResultStore(tmp_registry.root / "results")
+    for job in expand(specs["table1-bcl"], "reduced", 2).jobs:
+        store.write_ok(job, {"score": 1.0 + job.seed_index}, {}, {"wall_s": 3.0})
+    out = tmp_registry.root / "site"
+    write_site(specs, store, out)
+    for page in (out / "spec" / "table1-bcl.html", out / "reduced" / "table1-bcl.html"):
+        text = page.read_text()
+        assert not re.search(r"issues? \d|\b(6a8e70f|3eebaa6|d007ade|bde1262)\b", text), page
+        assert "Added after the first records (the two_classes blocks for the tables)." in text
+        assert "The like-for-like rule, every method of a block on the same data." in text
+        assert ("Outcome (run 2026-11-29, from clean trees at two commits; written 2026-11-29: the value), corrected "
+                "since the rerun (branch t3cifar).") in text

@@ -86,14 +86,28 @@ def test_a_package_that_fails_to_import_is_one_line(tmp_path):
     assert "toy = pubench_toy_units.units (pubench-toy-units 0.1)" in out.stderr and "broken on purpose" in out.stderr
 
 
+def contract_command() -> list[str]:
+    """The contract-test command of docs/contributing.md ("Your method in a table", step 1), as words."""
+    import shlex
+
+    text = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    step = text.split("## Your method in a table", 1)[1].split("**2.", 1)[0]
+    line = next(line for line in step.splitlines() if line.startswith("pytest "))
+    return shlex.split(line, comments=True)
+
+
 @pytest.mark.smoke
-def test_its_units_pass_the_contract_tests(tmp_path):
+def test_the_documented_contract_command_runs_every_contract_test_of_the_units(tmp_path):
+    """The docs' command for your package's contract tests runs all of them, the slow resume test
+    included (it ran `1 passed, 167 deselected` for a PU method under the default -m "not slow")."""
     site = install(tmp_path / "site")
-    out = _run(_env(tmp_path, site), "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-rA", "-m", "",
-               "tests/unit/test_contracts.py", "tests/unit/test_checkpoint.py", "-k", "toy_loss or toy_pu")
+    words = contract_command()
+    assert words[0] == "pytest"
+    out = _run(_env(tmp_path, site), "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA", *words[1:])
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert set(re.findall(r"^PASSED \S+::(\S+)", out.stdout, flags=re.M)) == {
-        "test_loss[toy_loss]", "test_pu_method[toy_pu]", "test_every_pu_method_resumes_bit_for_bit[toy_pu]"}
+        "test_loss[toy_loss]", "test_hyperparameters_have_no_defaults[toy_loss]", "test_pu_method[toy_pu]",
+        "test_every_pu_method_resumes_bit_for_bit[toy_pu]"}, out.stdout[-3000:]
 
 
 @pytest.mark.smoke
