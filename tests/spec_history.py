@@ -1,6 +1,6 @@
 """What git says about the committed specs and records: when a spec's first results came (records
 pruned since included), every committed version of a spec file, the commit that introduced a
-line of it and which commits contain which. Read by tests/unit/test_claims_fixed.py.
+line of it and which commits contain which. Read by tests/registry/test_claims_fixed.py.
 
 Each read is one git process for the whole history (``git log`` with file names, ``git cat-file
 --batch`` for many versions at once), kept per repository: the guard over every committed spec

@@ -8,7 +8,7 @@ from ``data`` (:class:`pubench.pu.data.DownstreamData`) in the job's context
 ``ctx`` (:class:`pubench.train.context.JobContext`: device, checkpoints, ...; pass it to
 every trainer) and evaluates it on the test split. It is a :class:`pubench.utils.registry.Unit` class: ``config_cls``,
 ``check(cfg, where)``, ``test_config`` (a small valid config for
-``tests/unit/test_contracts.py``).
+``tests/project/test_contracts.py``).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Orientation (which cluster is positive):
   point, its centre moves to the overall mean, and the other cluster grows from its
   positive seed into the positive blob, leaving the mu_P cluster with the negatives and
   the few pinned labeled positives: every pseudo-label is inverted (15 of those 100 draws,
-  tests/unit/test_pupl.py).
+  tests/downstream/test_pupl.py).
 * ``nearest_positive_mean``: after the same clustering, the positive cluster is the one
   whose final centre is nearest mu_P (the naming of the authors' released code when it runs
   sklearn k-means from random or k-means++ centres on L2-normalized features; its PU-seeded

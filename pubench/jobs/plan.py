@@ -114,7 +114,7 @@ def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_
 def cell_seeds(spec: Spec, row: str, col: str, params: dict[str, Any], seed_index: int) -> dict[str, int]:
     """A cell's seeds: its data seed from ``spec.seed_spec``'s namespace; a cell that is another
     spec's cell (``experiment.seeds_from.cells``) takes that cell's init seed too (that spec
-    derives it from its row and column: tests/unit/test_seeds_from.py holds it to that)."""
+    derives it from its row and column: tests/jobs/test_seeds_from.py holds it to that)."""
     shared = spec.shared_cell(row, col)
     if shared is not None:
         other, srow, scol = shared

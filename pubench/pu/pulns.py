@@ -41,7 +41,7 @@ reading of them, written down in docs/tasks.md and the spec; what we chose:
   > 1/2`` on the positives (SCAR), so the intermediate reward favours picking negatives;
   with the plain (count-weighted) BCE every unlabeled logit is negative after the warm-up
   and the policy learns to pick every unlabeled example (seen on the toy data of
-  tests/unit/test_pulns.py). The last epoch's classifier predicts (positive iff logit > 0).
+  tests/pu/test_pulns.py). The last epoch's classifier predicts (positive iff logit > 0).
   Prior-free.
 """
 

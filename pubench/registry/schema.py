@@ -248,7 +248,7 @@ class SeedsFromModel(_Model):
     cols: dict[str, str] = Field({}, description="column of this spec -> column of that spec: a cell whose row and "
                                                  "column are both mapped is that spec's cell and takes its init seed "
                                                  "too; their resolved configs must be equal wherever both run "
-                                                 "(tests/unit/test_seeds_from.py)")
+                                                 "(tests/jobs/test_seeds_from.py)")
 
 
 class ExperimentModel(LayerModel):
@@ -274,7 +274,7 @@ class MoreSeedsModel(_Model):
                                         "(their outcomes, near-one-class seeds; or that none had run): required where "
                                         "the cells are another spec's (experiment.seeds_from), whose seeds the entry "
                                         "takes as they are, and where some of its seeds ran before a commit held the "
-                                        "entry (tests/unit/test_claims_fixed.py)")
+                                        "entry (tests/registry/test_claims_fixed.py)")
 
 
 class TierModel(LayerModel):

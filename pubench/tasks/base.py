@@ -16,7 +16,7 @@ automatically) that subclasses :class:`Task`; every method is a classmethod:
   ``info`` holds what a reader needs to trust the number, at least :attr:`Task.info_keys`;
 * ``test_config``: small valid params for the contract tests (the name every kind of
   unit gives its test configuration)
-  (``tests/unit/test_contracts.py``; they provide generated data for its dataset).
+  (``tests/project/test_contracts.py``; they provide generated data for its dataset).
 
 Tasks are the only bridge from the pipeline to the science packages. This module imports
 neither torch nor numpy (nor does :mod:`pubench.train.context`): the executors load the
