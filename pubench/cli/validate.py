@@ -36,11 +36,12 @@ def parser(sub) -> None:
 
 def is_overlay(path: Path) -> bool:
     """An overlay file (rows to add to a table) rather than a spec: a mapping whose only key is ``rows``."""
-    import yaml
+    from pubench.errors import SpecError
+    from pubench.utils.yamlio import parse_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError, OSError, ValueError):
+        data = parse_yaml(path.read_text(encoding="utf-8"), path)
+    except (SpecError, UnicodeDecodeError, OSError):  # then it is checked as a spec, which names the problem
         return False
     return isinstance(data, dict) and set(data) == {"rows"}
 

@@ -259,8 +259,9 @@ def test_the_window_measures_packing_on_the_queue_first_network(tmp_path, data_r
     monkeypatch.setenv("PUBENCH_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("PUBENCH_CORE_SLOTS", "off")
     assert main(["prepare", "mnist", "--from", str(data_root)]) == 0
+    # the stage must outlast the schedule (two 4 s phases): 400 smoke epochs ran out first on an idle core
     job = expand(get_spec("table1-punce"), "smoke", 1, ["MNIST n_P=1k|infoNCE"],
-                 numerics=numerics.resolve(device="cpu"), overrides=["pretrain.epochs=400"]).jobs[0]
+                 numerics=numerics.resolve(device="cpu"), overrides=["pretrain.epochs=100000"]).jobs[0]
     said = []
     result = calibrate.measure(job, [1, 2], said.append, phase_s=4.0, ready_limit_s=180)
     assert result is not None, said

@@ -241,3 +241,15 @@ def test_a_notes_tier_with_nothing_under_it_is_one_line(tmp_path):
     (tmp_path / "fig12-pupl.notes.yaml").write_text(yaml.safe_dump(notes))
     out = call_cli(["validate", str(tmp_path / spec.name)])
     assert out.rc in (0, 2) and len(out.out.strip().splitlines()) == 1 and "Traceback" not in out.err, out.out + out.err
+
+
+@pytest.mark.parametrize("tag", ["!!int ''", "!!float ''"])
+def test_a_value_whose_tag_cannot_build_is_one_line_in_validate(tmp_path, tag):
+    """`validate` asks first whether a file is an overlay: an empty `!!int` was an IndexError
+    from the YAML constructor there, before the spec's own check could name it."""
+    spec = REPO / "experiments" / "pupl" / "fig13-pupl.yaml"
+    path = tmp_path / spec.name
+    path.write_text(spec.read_text() + f"bad_value: {tag}\n")
+    out = call_cli(["validate", str(path)])
+    assert out.rc == 2 and len(out.out.strip().splitlines()) == 1 and "Traceback" not in out.err, out.out + out.err
+    assert "is not a valid" in out.out
