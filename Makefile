@@ -32,11 +32,11 @@ demo: install
 	export PUBENCH_RESULTS="$$scratch/results" PUBENCH_REPORTS="$$scratch/reports" PUBENCH_PROGRESS=0; \
 	echo "== demo: results, reports and the site go to the scratch folder $$scratch"; \
 	echo "   (nothing else is written there; remove it afterwards with: rm -rf $$scratch)"; \
-	echo "== demo 1/3: BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds: 360 jobs, ~25 s on 2 free cores"; \
+	echo "== demo 1/3: BCL Fig. 5 (a simulation), the paper's own configuration, 5 seeds: 360 jobs, about 20 s of CPU (1-4 min at load 6-9)"; \
 	echo "   (jobs take machine-wide core slots: while other pubench runs hold every core, this waits for one)"; \
 	$(PUBENCH) run fig5-bcl --tier paper --seeds 5 --jobs 2; \
 	if [ -d "$(SHARED_DATA)" ]; then \
-	  echo "== demo 2/3: MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed, ~70 s)"; \
+	  echo "== demo 2/3: MNIST from $(SHARED_DATA) into $${PUBENCH_DATA:-./data}, then two cells of puNCE Table 2 (reduced tier, 1 seed: about 70 s of CPU, 4.5-16 min at load 6-9)"; \
 	  $(PUBENCH) prepare mnist --from "$(SHARED_DATA)"; \
 	  $(PUBENCH) run table2-punce --tier reduced --seeds 1 --jobs 2 \
 	    --only 'MLP nnPU|n_P=1k' --only 'MLP puNCE|n_P=1k'; \
@@ -49,7 +49,7 @@ demo: install
 	echo; echo "Reports (markdown, standalone LaTeX, PNG plots):"; \
 	find "$$scratch/reports" -path "$$scratch/reports/site" -prune -o -type f \( -name '*.md' -o -name '*.tex' -o -name '*.png' \) -print | sort | sed 's/^/  /'; \
 	echo "HTML site (opens offline): $$scratch/reports/site/index.html"; \
-	echo "Compile a report: cd $$scratch/reports/paper && pdflatex fig5-bcl.tex"; \
+	echo "Optional, where LaTeX is installed: a report as a PDF (cd $$scratch/reports/paper && pdflatex fig5-bcl.tex)"; \
 	echo "== demo done. Everything it wrote is in $$scratch; remove it with: rm -rf $$scratch"
 
 test: install
@@ -71,20 +71,19 @@ GPU_PY ?= python3
 gpu-check:
 	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench.tools.gpu_check $(GPU_CHECK_ARGS)
 
-# A campaign window on a machine with one CUDA GPU (docs/gpu.md, "A campaign"): the queue of
-# campaigns/paper-gpu.yaml for GPU_BUDGET (default 9m, from the command's start), run as gpu-check
-# runs (the source tree, the machine's own python3 and torch, no install; the wheels of .whl/ go
-# to /tmp/pubench-site where pydantic is missing), with what `pubench campaign pack` put in
-# .campaign/ (the data sets, the commit). The archive of new records and the window's summary
-# go to $$OUT (default ./campaign-out); `pubench campaign import` brings them into results/.
-# GPU_PAPER_ARGS=... adds options (e.g. --dry-run, --concurrency 4).
-GPU_BUDGET ?= 9m
+# A campaign window on a machine with one CUDA GPU, one lease's command (docs/gpu.md, "The lease, step by
+# step"): python -m pubench.tools.gpu_paper, run as gpu-check runs (the source tree, the machine's own
+# python3 and torch, no install): it takes the command's start as the window's, installs the wheels
+# of .whl/ into /tmp/pubench-site where pydantic is missing, says in one line what this python lacks
+# (exit 2), then runs the queue of campaigns/paper-gpu.yaml for GPU_BUDGET (default the lease's
+# 9m30s, from the command's start) with what `pubench campaign pack` put in .campaign/ (the data sets,
+# the commit, stopped jobs' checkpoints). The archive of new records and the window's summary go to
+# $$OUT (default ./campaign-out) as jobs finish; `pubench campaign import` brings them into results/.
+# GPU_PAPER_ARGS=... adds options (e.g. --dry-run --for nvidia-h200, --concurrency 4).
+GPU_BUDGET ?=
 gpu-paper:
-	@if ! $(GPU_PY) -c "import pydantic" 2>/dev/null; then \
-	  $(GPU_PY) -c "import sys; sys.path[:0] = ['benchmarks', '.']; from gpu_check import install_wheels; print(install_wheels() or 'no .whl/ wheels to install')"; \
-	fi; \
-	PYTHONPATH=.:/tmp/pubench-site$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench campaign \
-	  --device cuda --budget $(GPU_BUDGET) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
+	@PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 $(GPU_PY) -m pubench.tools.gpu_paper \
+	  $(if $(GPU_BUDGET),--budget $(GPU_BUDGET)) --out $${OUT:-campaign-out} $(GPU_PAPER_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

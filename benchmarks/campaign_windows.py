@@ -1,11 +1,14 @@
 """What a campaign's queue projects to, window after window, on a GPU not at hand: the
 queue's entries with their projected minutes, and the windows it takes if every window
-runs as ``pubench campaign --budget B`` plans it (the committed figures' projections, the
-packing ratio measured or assumed, ``--concurrency auto``'s bounds for a device of the
-given memory and cores, each window starting what fits and nothing else finishing early).
+runs as ``pubench campaign --budget B`` plans it (the committed figures' projections adjusted
+to the device as a window adjusts them, :func:`pubench.campaign.plan.for_device`; the packing
+ratio a window packs by, measured on that GPU or conservative R(N) = 1, or with
+``--assume-packing`` the assumed line of ``run --dry-run``; ``--concurrency auto``'s bounds for
+a device of the given memory and cores, each window starting what fits and nothing else
+finishing early; no window's calibration time counted).
 
-Usage: python benchmarks/campaign_windows.py [--queue FILE] [--budget 9m] [--device-name "NVIDIA H200"]
-           [--free-gib 139] [--cores 16] [--windows 40] [--yaml]
+Usage: python benchmarks/campaign_windows.py [--queue FILE] [--budget 9m30s] [--device-name "NVIDIA H200"]
+           [--free-gib 139] [--cores 16] [--windows 40] [--assume-packing] [--yaml]
 
 ``--yaml`` prints each entry's ``projected_min`` as the queue file states it (the committed
 figures' projection, one job at a time). Nothing runs; seconds.
@@ -27,16 +30,18 @@ def main(argv: list[str] | None = None) -> int:
     from pubench.campaign.queue import default_path, load
     from pubench.cli.campaign import duration
     from pubench.numerics import resolve
-    from pubench.preflight.packing import packing
+    from pubench.preflight.packing import campaign_packing, packing
     from pubench.store import ResultStore
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queue", type=Path, default=default_path())
-    ap.add_argument("--budget", type=duration, default=duration("9m"))
+    ap.add_argument("--budget", type=duration, default=duration("9m30s"))
     ap.add_argument("--device-name", default="NVIDIA H200")
     ap.add_argument("--free-gib", type=float, default=139.0)
     ap.add_argument("--cores", type=int, default=16)
     ap.add_argument("--windows", type=int, default=40)
+    ap.add_argument("--assume-packing", action="store_true",
+                    help="pack by the assumed R(N) of run --dry-run, not by what a window packs by")
     ap.add_argument("--yaml", action="store_true", help="print each entry's projected_min")
     args = ap.parse_args(argv)
 
@@ -48,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{st.projected_s / 60:.1f}  (bases: {_bases(plan, k - 1)})")
         return 0
     device = concurrency.Device(queue.device, args.device_name, int(args.free_gib * 2**30))
-    pack = packing(queue.device, args.device_name)
+    pack = packing(queue.device, args.device_name) if args.assume_packing else campaign_packing(queue.device,
+                                                                                                 args.device_name)
+    for line in plans.for_device(plan, args.device_name):
+        print(line)
     budget = schedule.Budget(0.0, args.budget)
     left = args.budget - budget.reserve_s
     pending, done_entries = list(plan.pending), set()

@@ -46,8 +46,9 @@ from pubench.models import build_backbone
 from pubench.models.heads import projection_head
 from pubench.tools.gpu_step import MEAN, STD, TEMPERATURE, framework_block
 from pubench.train.augment import build_augment
+from pubench.train.context import PLAIN
 from pubench.train.loop import Trainer
-from pubench.train.optim import build_optimizer
+from pubench.train.optim import build_optimizer, optimizer_config
 
 
 class Case:
@@ -69,7 +70,7 @@ class Case:
         aug = build_augment({"name": "simclr"}, MEAN, STD)
         self.aug = (lambda xb, gen: aug(xb, gen).contiguous(memory_format=fmt)) if channels_last else aug
         params = [p for m in self.framework.modules() for p in m.parameters()]
-        self.trainer = Trainer(self.framework.modules(), build_optimizer({"name": "adam", "lr": 1e-3}, params))
+        self.trainer = Trainer(self.framework.modules(), build_optimizer(optimizer_config({"name": "adam", "lr": 1e-3}), params), ctx=PLAIN)
         self.step = pretrain_step(self.framework, self.loss, self.aug, self.x, None, g, "cpu")
         self.idx = torch.randperm(n_images, generator=g)[:batch]
         self.views = [self.aug(self.x[self.idx], g) for _ in range(2)]

@@ -3,7 +3,12 @@ of one job at a time (``pubench.preflight.packing``), measured with the campaign
 scheduler (``pubench.campaign.schedule``: worker processes, each job claimed and recorded).
 
 Usage: python benchmarks/packing.py SPEC --tier T [--only 'ROW|COL' ...] [--set KEY=VALUE ...]
-           [--seeds S] [--n 1 2 4] [--device cpu|cuda] [--write]
+           [--seeds S] [--n 1 2 4] [--device cpu|cuda] [--write] [--out DIR]
+
+On a lease's GPU the campaign measures R(N) itself, in its window's first minutes and on the
+queue's own first network (``pubench.campaign.calibrate``, into ``$OUT``); this script measures
+whole jobs N at a time, which a 10-minute command only affords for short ones (``--out $OUT``
+puts its JSON where a lease returns it).
 
 The same jobs (the selected cells x seeds) run once per N into a fresh scratch store, N at a
 time; R(N) = wall(1) / wall(N), each wall from the first job handed out to the last record
@@ -73,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--write", action="store_true", help="save benchmarks/results/packing-<device>-<date>.json")
+    ap.add_argument("--out", type=Path, help="also save the JSON into this folder (e.g. $OUT on a lease's machine)")
     args = ap.parse_args(argv)
 
     from pubench import numerics
@@ -104,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": len(jobs), "cpus": os.cpu_count(), "ratios": ratios,
         "conditions": f"{os.cpu_count()} CPU(s), load average {runs[0]['load_average'][0]} before N = {runs[0]['n']}",
         "runs": [{k: v for k, v in r.items() if k != "metrics"} for r in runs]}
-    if args.write:
-        name = f"packing-{args.device}-{datetime.now(timezone.utc):%Y-%m-%d}.json"
-        path = ROOT / "benchmarks" / "results" / name
-        path.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"packing: wrote {path.relative_to(ROOT)}")
+    name = f"packing-{args.device}-{datetime.now(timezone.utc):%Y-%m-%d}.json"
+    for folder in ([ROOT / "benchmarks" / "results"] if args.write else []) + ([args.out] if args.out else []):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(result, indent=1) + "\n")
+        print(f"packing: wrote {folder / name}")
     return 0
 
 

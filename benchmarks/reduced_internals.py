@@ -81,18 +81,24 @@ def _record(key: str) -> dict:
     return found[0]
 
 
-def _run(record: dict) -> dict:
+def _run(record: dict, params: dict | None = None, cache: str | None = None) -> dict:
+    """Rerun ``record``'s job (``params`` instead of its params, for a variant), the encoder
+    cache off, or kept under ``cache`` (a private folder: two downstreams of one encoder
+    pre-train once, and a hit leaves the job exactly where a fresh pre-training would)."""
     from pubench import numerics
     from pubench.jobs.plan import Job
     from pubench.tasks import TASKS
     from pubench.train.context import JobContext
 
-    os.environ["PUBENCH_ENCODER_CACHE"] = "0"
+    os.environ["PUBENCH_ENCODER_CACHE"] = "0" if cache is None else "1"
+    if cache is not None:
+        os.environ["PUBENCH_CACHE"] = cache
     job = Job.from_dict(record["job"])
     num = numerics.Numerics.from_dict(job.numerics)
     numerics.check_process(num)
     numerics.apply(num)
-    return TASKS.get(job.task).run(job.params, dict(job.seeds), JobContext(numerics=num))
+    return TASKS.get(job.task).run(job.params if params is None else params, dict(job.seeds),
+                                   JobContext(numerics=num))
 
 
 def _report_reproduced(record: dict, out: dict, changed: bool) -> None:
@@ -397,7 +403,7 @@ def pupl_fmnist(variant: str | None) -> None:
             accs.append(100 * max(acc, 1 - acc))
         print(f"  {name:26s}: " + ", ".join(f"{a:.1f}" for a in accs))
     enriched = dataclasses.replace(box["cfg"], orientation="labeled_enrichment")
-    metrics, info = PuPL.run(enriched, box["encoder"], data, box["seed"])
+    metrics, info = PuPL.run(enriched, box["encoder"], data, box["seed"], ctx=PLAIN)
     print(f"puPL with labeled_enrichment on the same encoder: {_fmt(metrics)}; "
           f"pseudo-label acc {info['pseudo_label_acc_unlabeled']:.2f}")
 
@@ -406,6 +412,7 @@ def sscl_mnist(variant: str | None) -> None:
     import dataclasses
 
     from pubench.downstream.pupl import PuPL
+    from pubench.train.context import PLAIN
 
     _, box = _pupl_job("sscl-mnist")
     data, classes = box["data"], box["classes"]
@@ -414,7 +421,7 @@ def sscl_mnist(variant: str | None) -> None:
     _namings(box, data.y_true)
     for orientation in ("nearest_positive_mean", "labeled_enrichment", "algorithm2"):
         cfg = dataclasses.replace(box["cfg"], orientation=orientation)
-        metrics, info = PuPL.run(cfg, box["encoder"], data, box["seed"])
+        metrics, info = PuPL.run(cfg, box["encoder"], data, box["seed"], ctx=PLAIN)
         print(f"puPL classifier, {orientation:22s}: {_fmt(metrics)}; pseudo-label acc {info['pseudo_label_acc_unlabeled']:.2f}")
 
 

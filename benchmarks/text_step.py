@@ -30,7 +30,7 @@ from pubench.losses.ce_contrastive import ce_plus_contrastive
 from pubench.models import build_backbone
 from pubench.tasks.text_fewshot import TextTrainConfig, _objective, fine_tune
 from pubench.train.context import PLAIN
-from pubench.train.optim import build_optimizer
+from pubench.train.optim import build_optimizer, optimizer_config, schedule_config
 from pubench.utils.seeding import torch_generator
 
 OBJECTIVES = {
@@ -73,8 +73,8 @@ def main() -> None:
     head = nn.Linear(encoder.out_dim, 2)
     ids = encoder.tokenize(text, a.max_length)
     train_ids, unl_ids, y = ids[:n_l], ids[n_l:], labels[:n_l]
-    train = TextTrainConfig(epochs=1, batch_size=a.batch, optimizer={"name": "adamw", "lr": 1e-5, "weight_decay": 0.01},
-                            schedule={"name": "linear"}, views="dropout", objective=OBJECTIVES[a.objective],
+    train = TextTrainConfig(epochs=1, batch_size=a.batch, optimizer=optimizer_config({"name": "adamw", "lr": 1e-5, "weight_decay": 0.01}),
+                            schedule=schedule_config({"name": "linear"}), views="dropout", objective=OBJECTIVES[a.objective],
                             unlabeled_batch_size=unl_batch)
 
     # the bare step's batches, padded beforehand, in the loop's order of sizes

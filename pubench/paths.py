@@ -24,11 +24,38 @@ def experiments_root() -> Path:
 
 
 def results_root() -> Path:
-    return Path(os.environ.get("PUBENCH_RESULTS") or project_root() / "results")
+    """The result store: ``$PUBENCH_RESULTS``, else ``results/`` of the project (the committed store)."""
+    return _folder(os.environ.get("PUBENCH_RESULTS") or project_root() / "results", "the result store",
+                   "PUBENCH_RESULTS")
 
 
 def reports_root() -> Path:
-    return Path(os.environ.get("PUBENCH_REPORTS") or project_root() / "reports")
+    return _folder(os.environ.get("PUBENCH_REPORTS") or project_root() / "reports", "the reports folder",
+                   "PUBENCH_REPORTS")
+
+
+def committed_results() -> Path:
+    """``results/`` of the project: the committed store."""
+    return project_root() / "results"
+
+
+def baselines_root() -> Path:
+    """The store whose records of a table's own rows a row added with ``--add-row`` is compared with
+    where the result store lacks them: ``$PUBENCH_BASELINES`` (``--baselines DIR``), else the
+    committed store."""
+    return _folder(os.environ.get("PUBENCH_BASELINES") or committed_results(), "the baselines store",
+                   "PUBENCH_BASELINES")
+
+
+def _folder(value: str | Path, what: str, variable: str) -> Path:
+    """``value`` as a folder; a file there is one line naming the variable (exit 2): read as a store,
+    it would look empty."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        from pubench.errors import UsageError
+
+        raise UsageError(f"{what} {path} is a file, not a folder: point ${variable} at a folder (a new one is made)")
+    return path
 
 
 def logs_root() -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import signal
+import statistics
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from pubench.executors.cores import slots_folder
 from pubench.jobs import PlanError, expand
 from pubench.numerics import Numerics
 from pubench.registry import get_spec
-from pubench.registry.added_rows import block_of, budget_text, check_added, flow, inheritance, settings_run
+from pubench.registry.added_checks import check_added, config_problem
+from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
 from pubench.registry.overrides import overridden_deviations, parse_override
 from pubench.registry.spec import CUSTOM
 from pubench.registry.task_check import jobs_rejection
@@ -126,7 +128,7 @@ def run(req: RunRequest) -> int:
         if lacking:
             print(f"  warning: {missing_data_line(spec.id, todo, lacking)}")
         print(executor.plan(todo, every_job=req.jobs_list))
-        print(_estimate(store, todo, executor.concurrency(todo)))
+        print(_estimate(store, todo, executor.concurrency(todo), view))
         return 0
     if not todo:
         return 0
@@ -170,9 +172,12 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
     as one line: a spec's own cell at the spec file's line that sets the key
     (:mod:`pubench.registry.task_check`), a variant's (``--set``) naming the cell; None when the
     task accepts every one."""
-    if req.overrides or req.added:
+    if req.added:
+        problem = config_problem(spec.with_added_rows(req.tier, tuple(req.added)), jobs)
+        return problem and str(problem)
+    if req.overrides:
         rejected = variant_config_error(jobs)
-        return rejected and f"{'--set' if req.overrides else '--add-row'}: {rejected}"
+        return rejected and f"--set: {rejected}"
     rejection = jobs_rejection(spec, req.tier, jobs)
     return None if rejection is None else problem_line(rejection)
 
@@ -212,16 +217,54 @@ def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:
     only = ["|".join(spec.cell_of(m, s)) for m in sorted(block) for s in settings]
     base = [j for j in expand(spec, tier, max(seeds) + 1, only, numerics=numerics).jobs
             if j.seed_index in seeds] if jobs else []
-    done = set(store.scan(tier, spec.id).done)
-    cells, missing = {(j.row, j.col) for j in base}, {(j.row, j.col) for j in base if j.id not in done}
-    if missing:
-        methods = sorted({c[1] if spec.methods_in == "cols" else c[0] for c in missing})
-        pattern = [(f"*|{m}" if spec.methods_in == "cols" else f"{m}|*") for m in methods]
-        print(f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have "
-              f"their records (seeds {min(seeds)}-{max(seeds)}) at tier '{tier}'; `pubench run {spec.id} --tier "
-              f"{tier} --seeds {max(seeds) + 1}" + "".join(f" --only '{p}'" for p in pattern) + "` runs the others")
-    else:
-        print(f"  baselines: all {len(cells)} cells of the rows compared with have their records at tier '{tier}'")
+    print(baselines_line(spec, tier, store, base, seeds))
+
+
+def baselines_line(spec, tier: str, store, base: list, seeds: set[int]) -> str:
+    """Whether the jobs ``base`` of the rows an added row is compared with (its block, in the settings
+    and seeds it runs) have their records: each job in this store, else in the baselines store
+    (:func:`pubench.report.collect.baselines_store`: ``--baselines DIR``, default the committed
+    store), where the report reads them; for the cells that lack some, the command that runs
+    exactly those cells into this store."""
+    from pubench.report.collect import baselines_store, store_label
+
+    own = set(store.scan(tier, spec.id).done)
+    other = baselines_store(store)
+    theirs = set(other.scan(tier, spec.id).done) - own if other is not None else set()
+    cells = {(j.row, j.col) for j in base}
+    missing = sorted({(j.row, j.col) for j in base if j.id not in own and j.id not in theirs},
+                     key=list(spec.cells()).index)
+    where = [f"{n} in {label}" for label, n in ((f"this store ({store.root})", sum(j.id in own for j in base)),
+                                                 (store_label(other.root) if other else "", sum(j.id in theirs
+                                                                                                for j in base)))
+             if n]
+    found = f" (of their {len(base)} job(s): {', '.join(where)})" if where else ""
+    if not missing:
+        return (f"  baselines: all {len(cells)} cells of the rows compared with have their records at tier "
+                f"'{tier}'{found}; the report compares against them")
+    first, last = (min(seeds), max(seeds)) if seeds else (0, 0)
+    which = f"seeds {first}-{last}" if last > first else f"seed {first}"
+    return (f"  baselines: {len(cells) - len(missing)} of {len(cells)} cells of the rows compared with have their "
+            f"records ({which}) at tier '{tier}'{found}; `pubench run {spec.id} --tier {tier} --seeds "
+            f"{last + 1}" + "".join(f" --only '{p}'" for p in cell_patterns(spec, tier, missing))
+            + "` runs the others into this store")
+
+
+def cell_patterns(spec, tier: str, cells: list[tuple[str, str]]) -> list[str]:
+    """``--only`` patterns that select exactly ``cells``: ``ROW|*`` (``*|COL`` where the methods are
+    columns) for a method missing in every setting ``tier`` runs it in, else one ``ROW|COL`` per cell."""
+    by_method: dict[str, list[tuple[str, str]]] = {}
+    for r, c in cells:
+        by_method.setdefault(c if spec.methods_in == "cols" else r, []).append((r, c))
+    out = []
+    for method, mine in by_method.items():
+        every = [cell for cell in spec.cells() if (cell[1] if spec.methods_in == "cols" else cell[0]) == method
+                 and spec.unavailable_reason(tier, *cell) is None]
+        if set(mine) == set(every):
+            out.append(f"*|{method}" if spec.methods_in == "cols" else f"{method}|*")
+        else:
+            out += [f"{r}|{c}" for r, c in mine]
+    return out
 
 
 def override_warnings(spec, tier: str, overrides: list[str]) -> list[str]:
@@ -280,6 +323,13 @@ def _say_plan(spec, tier: str, plan, num, overrides: list[str] | None = None) ->
                     plan.seeds else ()))
     print(f"pubench: {spec.id} at tier '{tier}' ({tier_description(spec, tier)}), {plan.seeds} seed(s){more}; "
           f"numerics: {describe_numerics(num)}")
+    from pubench.registry.changes import tier_changes
+
+    changed = len(tier_changes(spec, tier)) if tier in spec.tiers else 0
+    if changed:
+        base = spec.variant[0] if spec.variant else tier
+        print(f"  config changes against the paper tier: {changed} line(s), shown by `pubench expand {spec.id} --tier "
+              f"{base} --diff`" + (" with the variant's options" if spec.variant else ""))
     for d in overridden_deviations(spec.tiers[tier].deviations, overrides or []):
         print(f"  deviation: {d}")
     for r, c, why in plan.unavailable:
@@ -394,27 +444,36 @@ def _submit(executor, req: RunRequest, spec_id: str, todo: list, store) -> int:
     return 1 if counts["failed"] else 0
 
 
-def _estimate(store, todo, concurrency: tuple[int, int, str] | None) -> str:
-    """The run's time from past records of the same cells: this store's, then the committed one's;
-    for jobs without any, from ``pubench preflight``'s figures: this machine's cache, else those
-    committed under ``benchmarks/results/`` (:mod:`pubench.preflight.committed`). ``concurrency``:
-    the executor's jobs at once, jobs per device and how, in words (the wall time; packed jobs
-    are slowed by :mod:`pubench.preflight.packing`'s ratio)."""
+def _estimate(store, todo, concurrency: tuple[int, int, str] | None, view=None) -> str:
+    """The run's time from past records of the same cells: this store's, then the committed one's
+    (and the baselines store's); for jobs without any, from ``pubench preflight``'s figures: this
+    machine's cache; for a row added with ``--add-row`` (``view``: :meth:`Spec.with_added_rows`),
+    the records of the cell of the row it runs like (its budget, with the method of its own); else
+    the figures committed under ``benchmarks/results/`` (:mod:`pubench.preflight.committed`).
+    ``concurrency``: the executor's jobs at once, jobs per device and how, in words (the wall time;
+    packed jobs are slowed by :mod:`pubench.preflight.packing`'s ratio)."""
     from pubench.preflight.committed import project  # here: the preflight package costs every `status` 30 ms
     from pubench.preflight.packing import packing
     from pubench.preflight.report import cached
 
-    committed = paths.project_root() / "results"
-    stores = [store] + ([ResultStore(committed)] if committed.resolve() != store.root.resolve() else [])
+    roots = [store.root, paths.committed_results(), paths.baselines_root()]
+    stores = [ResultStore(r) for i, r in enumerate(roots)
+              if r.is_dir() and r.resolve() not in {x.resolve() for x in roots[:i]}]
+    folders = {(j.tier, j.spec_id) for j in todo}
+    like = _like_cells(view, todo) if view is not None and view.added else {}
+    folders |= {(view.variant[0], view.id)} if like else set()
     walls: dict = {}
     for st in stores:
-        for tier_spec in {(j.tier, j.spec_id) for j in todo}:
+        for tier_spec in folders:
             for key, seen in past_walls(st.scan(*tier_spec).records).items():
                 walls.setdefault(key, []).extend(seen)
 
     def preflight(job):
         if (entry := cached(job)) is not None:
             return entry
+        if (cell := like.get((job.row, job.col))) is not None and walls.get(cell[0]):
+            return {"job_s": statistics.median(w for _, w in walls[cell[0]]),
+                    "like": f"{view.added_row(job.row, job.col).like} at tier {view.variant[0]}"}
         return None if (p := project(job)) is None else p.as_entry()
 
     par = None
@@ -425,7 +484,39 @@ def _estimate(store, todo, concurrency: tuple[int, int, str] | None) -> str:
         slowdown = pack.slowdown(per_device) if per_device > 1 else 1.0
         par = Parallelism(at_once, per_device, slowdown, how + (f"; packing {pack.describe(per_device)}"
                                                                if per_device > 1 else ""))
-    return render_estimate(estimate(todo, walls, preflight=preflight), par)
+    if like:
+        measure = ("the records of the rows they run like would estimate them: the baselines line above gives the "
+                   "command that runs the cells that lack them")
+    elif todo:
+        job = todo[0]
+        variant = job.variant or {}
+        tier = variant.get("base_tier") or job.tier
+        overrides = "".join(f" --set {o}" for o in variant.get("set") or ())
+        measure = (f"`pubench preflight {job.spec_id} --tier {tier}{overrides} --device "
+                   f"{job.numerics.get('device') or 'cpu'}` measures them")
+    else:
+        measure = None
+    text = render_estimate(estimate(todo, walls, preflight=preflight), par, measure)
+    paper_on_cpu = [j for j in todo if j.tier == "paper" and (j.numerics.get("device") or "cpu") == "cpu"]
+    if paper_on_cpu and "cannot estimate" not in text:
+        text += (f"\n  estimate: this is on the CPU; the paper tier is meant for GPUs, which change it: `pubench run "
+                 f"{paper_on_cpu[0].spec_id} --tier paper --device cuda --dry-run` (with --executor slurm and a "
+                 "profile that asks for GPUs) estimates it on one from the GPU figures (docs/gpu.md)")
+    return text
+
+
+def _like_cells(view, jobs: list) -> dict[tuple[str, str], tuple[tuple, str]]:
+    """(row, col) of each added cell among ``jobs`` -> (the past-walls key of the cell it runs like
+    at the base tier, that cell as ``row|col``)."""
+    from pubench.report.compute import cell_key
+
+    cells = {(j.row, j.col): view.baseline_cell(j.row, j.col) for j in jobs if view.added_row(j.row, j.col)}
+    if not cells:
+        return {}
+    base = expand(get_spec(view.id), view.variant[0], 1, sorted({"|".join(c) for c in cells.values()}),
+                  numerics=Numerics.from_dict(jobs[0].numerics)).jobs
+    keys = {(j.row, j.col): cell_key(j.to_dict()) for j in base}
+    return {cell: (keys[like], "|".join(like)) for cell, like in cells.items() if like in keys}
 
 
 def _log_line(total: int) -> Callable:

@@ -30,8 +30,10 @@ import pytest  # noqa: E402
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"), extra: str = "") -> str:
-    """A minimal valid spec running the ``selftest`` task (paper must match the id)."""
+def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"), extra: str = "",
+                  seeds: int = 2) -> str:
+    """A minimal valid spec running the ``selftest`` task (paper must match the id); its paper and
+    reduced tiers register ``seeds`` seeds (a report reads no record of a seed beyond them)."""
     paper = spec_id.rsplit("-", 1)[1]
     kind = "table" if spec_id.startswith("table") else "figure"
     return textwrap.dedent(f"""\
@@ -60,8 +62,8 @@ def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"),
             {rows[0]}: {{value: 1.0}}
             {rows[1]}: {{value: 2.0}}
         tiers:
-          paper: {{seeds: 2}}
-          reduced: {{seeds: 2}}
+          paper: {{seeds: {seeds}}}
+          reduced: {{seeds: {seeds}}}
           smoke:
             seeds: 1
             params: {{sleep: 0.0}}
@@ -70,14 +72,14 @@ def selftest_spec(spec_id: str = "table1-bcl", rows=("A", "B"), cols=("x", "y"),
 
 
 def selftest_results(registry, spec_id: str, tier: str, seeds: int, metrics, spec_text: str | None = None):
-    """Register ``spec_text`` (default: ``selftest_spec(spec_id)``) in a ``tmp_registry`` and write an
-    ok record for every job of ``tier`` with ``seeds`` seeds for which ``metrics(job)`` gives a
-    dict (None: no record). Returns (spec, store)."""
+    """Register ``spec_text`` (default: ``selftest_spec(spec_id)``, registering the ``seeds`` written)
+    in a ``tmp_registry`` and write an ok record for every job of ``tier`` with ``seeds`` seeds for
+    which ``metrics(job)`` gives a dict (None: no record). Returns (spec, store)."""
     from pubench.jobs import expand
     from pubench.registry import load_all
     from pubench.store import ResultStore
 
-    registry(spec_text or selftest_spec(spec_id))
+    registry(spec_text or selftest_spec(spec_id, seeds=max(seeds, 2)))
     spec = load_all()[spec_id]
     store = ResultStore(registry.root / "results")
     for job in expand(spec, tier, seeds).jobs:

@@ -43,22 +43,23 @@ FIXTURES = {
     "shared_image_root": "real_data",
     "shared_graph_root": "real_data",
 }
-LATEX_FILES = {"tests/unit/test_latex_compile.py"}
+LATEX_FILES = {"tests/report/test_latex_compile.py"}
 #: files whose tests each run pubench in subprocesses: kills, signals, concurrent runners, fresh
 #: interpreters (their test time in the full suite of 2026-11-29, on the 2 cores at load 6-10)
 SUBPROCESS_FILES = {
-    "tests/unit/test_faults.py",             # signals, full disks, stopped runners, umasks: 390 s
-    "tests/unit/test_reliability.py",        # kill -9, SIGTERM, two runners on one store: 360 s
-    "tests/unit/test_gpu_check.py",          # pubench.tools.gpu_check's CPU-capable parts: 190 s
-    "tests/unit/test_cli_without_torch.py",  # each command in a fresh interpreter without torch: 180 s
-    "tests/unit/test_executors.py",          # worker processes, submitit, a killed runner: 100 s
-    "tests/unit/test_adding_units.py",       # pytest in a scratch checkout with two new units: 16-32 s
-    "tests/unit/test_preflight_workers.py",  # real paper cells checked in preflight worker processes: 210 s
-    "tests/unit/test_no_code_from_disk.py",  # planted files under list, status, report and a resumed run: 55-90 s
-    "tests/unit/test_campaign.py",           # two campaign windows of worker processes, and an import: 95-140 s
-    "tests/unit/test_unit_packages.py",      # a package of one's own, through real smoke runs: about 60 s
-    "tests/unit/test_slurm_packing.py",      # several workers in one array task, run for real: 46-50 s
-    "tests/unit/test_soak.py",               # the store soak's short mode, runners killed at random: about 150 s
+    "tests/executors/test_faults.py",             # signals, full disks, stopped runners, umasks: 390 s
+    "tests/executors/test_reliability.py",        # kill -9, SIGTERM, two runners on one store: 360 s
+    "tests/tools/test_gpu_check.py",          # pubench.tools.gpu_check's CPU-capable parts: 190 s
+    "tests/cli/test_cli_without_torch.py",  # each command in a fresh interpreter without torch: 180 s
+    "tests/executors/test_executors.py",          # worker processes, submitit, a killed runner: 100 s
+    "tests/project/test_adding_units.py",       # pytest in a scratch checkout with two new units: 16-32 s
+    "tests/preflight/test_preflight_workers.py",  # real paper cells checked in preflight worker processes: 210 s
+    "tests/store/test_no_code_from_disk.py",  # planted files under list, status, report and a resumed run: 55-90 s
+    "tests/campaign/test_campaign.py",           # two campaign windows of worker processes, and an import: 95-140 s
+    "tests/registry/test_unit_packages.py",      # a package of one's own, through real smoke runs: about 60 s
+    "tests/executors/test_slurm_packing.py",      # several workers in one array task, run for real: 46-50 s
+    "tests/project/test_soak.py",               # the store soak's short mode, runners killed at random: about 150 s
+    "tests/campaign/test_simulated_device.py",   # make gpu-paper on what travels, lease to lease, calibration: 75-300 s each
 }
 RESUME_NAME = "resumes_bit_for_bit"
 #: the ``fuzz`` fixture's parameter whose cases are thousands (tests/fuzzing.py)

@@ -3,7 +3,10 @@
 :func:`bundle` writes the ok records a campaign wrote (as they are in the store, under
 ``results/<tier>/<spec>/``) and the campaign's summary (``campaign.json``) into a tar.gz in
 ``--out``, split into parts of at most :data:`PART_BYTES` (a GPU machine of this project
-returns at most 8 files of 16 MiB), with the summary also beside it as a JSON file.
+returns at most 8 files of 16 MiB), with the summary also beside it as a JSON file; with
+them, the checkpoints of the jobs the window stopped (``checkpoints/<job id>/``), so the next
+window resumes them instead of starting over. A window rewrites its archive as its jobs end,
+each file whole (a temporary file, then a rename).
 
 :func:`import_archives` checks every record before it enters a store: the result schema
 (:data:`pubench.store.store.SCHEMA_VERSION`, a valid ``status: ok`` record, its file name
@@ -12,7 +15,11 @@ version, numerics), its spec known at that version, its job one that spec expand
 tier (same id, same file name), committed code (``provenance.git_dirty`` false, unless
 allowed), and not present already with other metrics (the same metrics: already there, left
 alone). A record that passes is written byte for byte, atomically; one that fails is named
-with its reason and nothing of it is written.
+with its reason and nothing of it is written. A checkpoint is taken only for a job the
+archive's summary lists as stopped and the store does not hold, into the store's checkpoint
+folder (``<results>/.checkpoints/<job id>/``, where ``pubench campaign pack`` takes it
+from); its content is checked when the job resumes from it (it names its job and its code:
+:mod:`pubench.train.checkpoint`).
 """
 
 from __future__ import annotations
@@ -28,39 +35,71 @@ from typing import Any
 
 #: the largest part written (the compressed archive); a GPU machine returns files of 16 MiB
 PART_BYTES = 15 * 2**20
-MAX_PARTS = 7  # and the summary beside them: 8 files
+#: a lease returns 8 files: the parts, the summary beside them and the window's measurement
+MAX_PARTS = 6
 SUMMARY = "campaign.json"
+CHECKPOINTS = "checkpoints"
 _MEMBER = re.compile(r"^results/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/([^/]+\.json)$")
+_CHECKPOINT = re.compile(r"^checkpoints/([0-9a-f]{8,64})/([A-Za-z0-9_.-]+\.pt)$")
+#: JSON records compress 5-10x: the share of a part's limit their raw bytes are counted at
+_RECORD_WEIGHT = 0.25
 
 
-def bundle(records: list[Path], store_root: Path, summary: dict[str, Any], out: Path, name: str) -> list[Path]:
-    """The archive part(s) and the summary file written to ``out`` (``name``: the stem)."""
+def bundle(records: list[Path], store_root: Path, summary: dict[str, Any], out: Path, name: str,
+           checkpoints: dict[str, list[Path]] | None = None) -> list[Path]:
+    """The archive part(s) and the summary file written to ``out`` (``name``: the stem), each
+    written whole (a temporary file, then a rename: a command stopped meanwhile leaves the last
+    whole version). ``checkpoints``: job id -> checkpoint files of stopped jobs, carried back
+    under ``checkpoints/<job id>/`` while the parts stay within :data:`MAX_PARTS` (the summary's
+    ``checkpoints`` lists the jobs whose checkpoints travelled)."""
     out.mkdir(parents=True, exist_ok=True)
-    summary_bytes = (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode()
-    parts: list[list[Path]] = [[]]
-    raw = 0
-    for p in records:
-        size = p.stat().st_size
-        if parts[-1] and raw + size > PART_BYTES * 4:  # JSON records compress 5-10x: a part's raw share
+    parts: list[list[tuple[Path, str]]] = [[]]
+    used = 0.0
+
+    def place(path: Path, arcname: str, weight: float) -> bool:
+        nonlocal used
+        if parts[-1] and used + weight > PART_BYTES * 0.95:
+            if len(parts) == MAX_PARTS:
+                return False
             parts.append([])
-            raw = 0
-        parts[-1].append(p)
-        raw += size
-    if len(parts) > MAX_PARTS:
-        raise ValueError(f"{len(records)} records need {len(parts)} archive parts, more than {MAX_PARTS}")
+            used = 0.0
+        parts[-1].append((path, arcname))
+        used += weight
+        return True
+
+    for p in records:
+        if not place(p, f"results/{p.relative_to(store_root).as_posix()}", p.stat().st_size * _RECORD_WEIGHT):
+            raise ValueError(f"{len(records)} records need more than {MAX_PARTS} archive parts")
+    travelled = []
+    for job_id, files in (checkpoints or {}).items():
+        size = sum(f.stat().st_size for f in files)
+        if size > PART_BYTES * 0.95:
+            continue
+        saved = ([list(x) for x in parts], used)
+        if all(place(f, f"{CHECKPOINTS}/{job_id}/{f.name}", f.stat().st_size) for f in files):
+            travelled.append(job_id)
+        else:  # this job's checkpoints do not all fit: none of them goes
+            parts[:], used = saved
+    summary = {**summary, "checkpoints": travelled}
+    summary_bytes = (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode()
     written = []
     for k, members in enumerate(parts):
         path = out / (f"{name}.tar.gz" if k == 0 else f"{name}-part{k + 1}.tar.gz")
-        with tarfile.open(path, "w:gz") as tar:
+        tmp = out / f".{path.name}.tmp"
+        with tarfile.open(tmp, "w:gz") as tar:
             if k == 0:
                 _add_bytes(tar, SUMMARY, summary_bytes)
-            for p in members:
-                tar.add(p, arcname=f"results/{p.relative_to(store_root).as_posix()}", recursive=False)
-        if path.stat().st_size > PART_BYTES:
-            raise ValueError(f"{path.name} is {path.stat().st_size / 2**20:.1f} MiB, over {PART_BYTES / 2**20:.0f} MiB")
+            for p, arcname in members:
+                tar.add(p, arcname=arcname, recursive=False)
+        if (size := tmp.stat().st_size) > PART_BYTES:
+            tmp.unlink()
+            raise ValueError(f"{path.name} would be {size / 2**20:.1f} MiB, over {PART_BYTES / 2**20:.0f} MiB")
+        tmp.replace(path)
         written.append(path)
     summary_path = out / f"{name}.json"
-    summary_path.write_bytes(summary_bytes)
+    tmp = out / f".{summary_path.name}.tmp"
+    tmp.write_bytes(summary_bytes)
+    tmp.replace(summary_path)
     return written + [summary_path]
 
 
@@ -80,6 +119,7 @@ class Imported:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
     devices: Counter = field(default_factory=Counter)         # "cuda (NVIDIA H200)" -> records written
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)      # job ids whose checkpoints were written
 
 
 def import_archives(paths: list[Path], store, allow_dirty: bool = False, dry_run: bool = False) -> Imported:
@@ -90,6 +130,7 @@ def import_archives(paths: list[Path], store, allow_dirty: bool = False, dry_run
 
     result = Imported()
     members: list[tuple[str, bytes]] = []
+    stopped_files: list[tuple[str, str, bytes]] = []
     for path in paths:
         try:
             with tarfile.open(path, "r:gz") as tar:
@@ -99,6 +140,8 @@ def import_archives(paths: list[Path], store, allow_dirty: bool = False, dry_run
                     data = tar.extractfile(m).read()
                     if m.name == SUMMARY:
                         result.summaries.append(json.loads(data))
+                    elif (ck := _CHECKPOINT.match(m.name)) is not None:
+                        stopped_files.append((ck.group(1), ck.group(2), data))
                     else:
                         members.append((m.name, data))
         except (OSError, tarfile.TarError, ValueError) as e:
@@ -127,7 +170,37 @@ def import_archives(paths: list[Path], store, allow_dirty: bool = False, dry_run
             store.path(job, failed=True).unlink(missing_ok=True)
         result.written.append(store.path(job).name)
         result.devices[device_label(rec)] += 1
+    _checkpoints(stopped_files, result, store, dry_run)
     return result
+
+
+def _checkpoints(files: list[tuple[str, str, bytes]], result: Imported, store, dry_run: bool) -> None:
+    """Write the stopped jobs' checkpoints of ``files`` ((job id, file name, bytes)) into the
+    store's checkpoint folder: only for jobs a summary lists as stopped, not done in the store
+    and without checkpoints of their own there."""
+    from pubench.train.checkpoint import checkpoint_root
+    from pubench.utils.io import atomic_write
+
+    stopped = {j["id"]: j for s in result.summaries for j in s.get("jobs", []) if j.get("status") == "interrupted"}
+    root = checkpoint_root(store.root)
+    by_job: dict[str, list[tuple[str, bytes]]] = {}
+    for job_id, name, data in files:
+        by_job.setdefault(job_id, []).append((name, data))
+    for job_id, got in sorted(by_job.items()):
+        if job_id not in stopped:
+            result.rejected.append((f"checkpoints/{job_id}/", "checkpoints of a job the archive's summary does not "
+                                                              "list as stopped"))
+            continue
+        info = stopped[job_id]
+        folder = store.folder(info.get("tier") or "paper", info["spec"]) if info.get("spec") else None
+        if folder is not None and any(folder.glob(f"*--{job_id}.json")):
+            continue  # done meanwhile: its record is what counts
+        if (root / job_id).is_dir() and any((root / job_id).glob("*.pt")):
+            continue  # the store's own, newer or the same
+        if not dry_run:
+            for name, data in got:
+                atomic_write(root / job_id / name, lambda f, data=data: f.write(data), binary=True)
+        result.checkpoints.append(job_id)
 
 
 def _checked(name: str, data: bytes, store, allow_dirty: bool, expansions: dict) -> tuple[dict | None, str | None]:

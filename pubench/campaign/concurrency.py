@@ -12,6 +12,8 @@
   was seen to give;
 * **cores**: the usable cores / threads per job (each job's process keeps a core busy, on
   CUDA launching its kernels);
+* **host memory** (CUDA): the machine's memory x :data:`MEMORY_SHARE` / (the largest CPU
+  preflight peak among those jobs + :data:`HOST_CUDA_BYTES`);
 * :data:`MAX_CONCURRENCY`.
 
 The jobs the window can reach: the pending jobs in queue order until their projected time
@@ -32,6 +34,10 @@ ALLOCATOR_SLACK = 1.25
 #: a CUDA context and PyTorch's kernels in each process (about 0.5 GiB measured by nvidia-smi on
 #: H100s with torch 2.x; a round figure above it)
 CUDA_CONTEXT_BYTES = int(0.75 * 2**30)
+#: what a job's process holds in host memory on a CUDA machine besides its CPU figure's peak (which
+#: counts the data and the model on the CPU): torch's CUDA libraries, a round figure above what
+#: such processes hold (not measured here)
+HOST_CUDA_BYTES = 2 * 2**30
 
 
 @dataclass
@@ -42,6 +48,9 @@ class Device:
     name: str
     free_bytes: int | None
     notes: list[str] = field(default_factory=list)
+    cores: int | None = None        # the machine's usable cores (None: this machine's)
+    planned_for: str | None = None  # a lease's kind planned for (`--for`), not this machine
+    host_bytes: int | None = None   # the machine's memory for the jobs' processes (CUDA; None: unknown)
 
 
 @dataclass
@@ -66,7 +75,7 @@ def probe(kind: str) -> Device:
                               "--id=0"], capture_output=True, text=True, timeout=60)
         if out.returncode == 0 and out.stdout.strip():
             name, free_mib = [x.strip() for x in out.stdout.strip().splitlines()[0].rsplit(",", 1)]
-            return Device("cuda", name, int(float(free_mib)) * 2**20)
+            return Device("cuda", name, int(float(free_mib)) * 2**20, host_bytes=_available_memory())
     code = ("import torch; free, _ = torch.cuda.mem_get_info(0); "
             "print(torch.cuda.get_device_name(0)); print(free)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -74,7 +83,7 @@ def probe(kind: str) -> Device:
         return Device("cuda", "no CUDA device", None, [out.stderr.strip().splitlines()[-1][:200]
                                                         if out.stderr.strip() else "torch found no CUDA device"])
     name, free = out.stdout.strip().splitlines()[-2:]
-    return Device("cuda", name, int(free))
+    return Device("cuda", name, int(free), host_bytes=_available_memory())
 
 
 def _available_memory() -> int | None:
@@ -99,11 +108,11 @@ def reachable(pending: list, budget_s: float, cores: int) -> list:
     return out
 
 
-def cores_bound(threads: int = 1) -> int:
-    """Jobs at once the cores allow: the usable cores / threads per job."""
+def cores_bound(threads: int = 1, cores: int | None = None) -> int:
+    """Jobs at once the cores allow: the usable cores (``cores``, else this machine's) / threads per job."""
     from pubench.executors.cores import usable_cores
 
-    return max(1, usable_cores() // max(1, threads))
+    return max(1, (cores or usable_cores()) // max(1, threads))
 
 
 def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -> Choice:
@@ -111,25 +120,37 @@ def choose(requested: int | str, device: Device, jobs: list, threads: int = 1) -
     ``jobs`` (:class:`pubench.campaign.plan.Planned`)."""
     from pubench.executors.cores import usable_cores
 
-    bounds: dict[str, int] = {"cores": cores_bound(threads)}
-    lines = [f"  cores: {bounds['cores']} ({usable_cores()} usable core(s) / {threads} thread(s) per job)"]
+    cores = device.cores or usable_cores()
+    bounds: dict[str, int] = {"cores": cores_bound(threads, cores)}
+    lines = [f"  cores: {bounds['cores']} ({cores} usable core(s)"
+             + (f", stated for {device.planned_for}" if device.planned_for else "") + f" / {threads} thread(s) per job)"]
     peaks = [p.peak_bytes for p in jobs if p.peak_bytes]
     if peaks and device.free_bytes:
         per_job = max(peaks) * ALLOCATOR_SLACK + (CUDA_CONTEXT_BYTES if device.kind == "cuda" else 0)
         bounds["memory"] = max(1, int(device.free_bytes * MEMORY_SHARE // per_job))
         context = f" + {CUDA_CONTEXT_BYTES / 2**30:.2f} GiB CUDA context" if device.kind == "cuda" else ""
-        lines.append(f"  memory: {bounds['memory']} ({_gib(device.free_bytes)} free x {MEMORY_SHARE} / "
-                     f"({_gib(max(peaks))} largest preflight peak x {ALLOCATOR_SLACK}{context}))")
+        free = "stated for " + device.planned_for if device.planned_for else "free"
+        lines.append(f"  memory: {bounds['memory']} ({_gib(device.free_bytes)} {free} x {MEMORY_SHARE} / "
+                     f"({_gib(max(peaks))} largest preflight peak (measured) x {ALLOCATOR_SLACK}{context}))")
     else:
         lines.append("  memory: no bound (" + ("no memory figure for these jobs" if not peaks
                                                 else "the device's free memory is unknown") + ")")
+    host = [p.cpu_peak_bytes for p in jobs if getattr(p, "cpu_peak_bytes", None)]
+    if device.kind == "cuda" and device.host_bytes and host:
+        per_job = max(host) + HOST_CUDA_BYTES
+        bounds["host memory"] = max(1, int(device.host_bytes * MEMORY_SHARE // per_job))
+        free = "stated for " + device.planned_for if device.planned_for else "available"
+        lines.append(f"  host memory: {bounds['host memory']} ({_gib(device.host_bytes)} {free} x {MEMORY_SHARE} / "
+                     f"({_gib(max(host))} largest CPU preflight peak (measured) + {_gib(HOST_CUDA_BYTES)} for torch's "
+                     "CUDA libraries (conservative)))")
     if device.kind == "cuda":
         drawn = [p.tflops for p in jobs if p.tflops]
         most = _most_drawn(device.name)
         if drawn and most:
             bounds["throughput"] = max(1, int(most // max(drawn)))
             lines.append(f"  throughput: {bounds['throughput']} ({most:.1f} TFLOP/s, the most a committed figure drew "
-                         f"from {device.name} / {max(drawn):.2f} TFLOP/s, the most one of these jobs draws alone)")
+                         f"from {device.name} / {max(drawn):.2f} TFLOP/s, the most one of these jobs draws alone; "
+                         "measured)")
         else:
             lines.append("  throughput: no bound (" + ("no FLOP rate for these jobs" if not drawn
                                                          else f"no committed figure on {device.name}") + ")")

@@ -87,8 +87,11 @@ class Outcome:
 
 
 def run(pending: list, n: int, budget: Budget, results_root: str, slowdown: float,
-        say: Callable[[str], None] = print, checkpoint_every: int | None = None) -> Outcome:
-    """Run ``pending`` (:class:`pubench.campaign.plan.Planned`, queue order) ``n`` at once."""
+        say: Callable[[str], None] = print, checkpoint_every: int | None = None,
+        on_end: Callable[[Outcome], None] | None = None) -> Outcome:
+    """Run ``pending`` (:class:`pubench.campaign.plan.Planned`, queue order) ``n`` at once;
+    ``on_end(outcome)`` after each job that ends (the window rewrites its archive there, so a
+    command stopped from outside still returns what finished)."""
     from pubench.errors import StorageError
     from pubench.executors.local import _worker_loop
     from pubench.executors.worker import stop_signals
@@ -158,6 +161,8 @@ def run(pending: list, n: int, budget: Budget, results_root: str, slowdown: floa
                 idle += 1
                 say(f"  [{len(out.ran)}] {value:11s} {pending[i].job.name} ({time.time() - began:.0f} s, projected "
                     f"{pending[i].projected_s * slowdown:.0f} s packed; {budget.left():.0f} s left)")
+                if on_end is not None:
+                    on_end(out)
         _stop(workers, tasks, running, results, out, budget, pending, results_root, say)
     finally:
         for s, h in previous.items():

@@ -1,6 +1,6 @@
 """Command line: ``pubench list | show | expand | schema | validate | coverage | prepare | run | status |
-failures | log | cancel | report | site | export | crossref | agreement | verify | compare | preflight | prune |
-campaign``.
+failures | log | cancel | report | site | export | crossref | agreement | verdicts | ladder | verify | compare |
+preflight | prune | campaign``.
 
 One module per subcommand (or small group) in this package: a parser function that adds the
 subcommand with its worked examples, and a ``cmd_*`` function that parses nothing more and
@@ -27,6 +27,7 @@ from pubench.cli import (
     crossref,
     export,
     failures,
+    ladder,
     preflight,
     prepare,
     prune,
@@ -48,8 +49,8 @@ SUBCOMMANDS = (specs.list_parser, specs.show_parser, specs.expand_parser, specs.
                prepare.parser, run.parser, status.parser, failures.failures_parser,
                failures.log_parser, cancel.parser, report.report_parser, report.site_parser, export.parser,
                crossref.parser,
-               agreement.parser, verdicts.parser, verify.parser, compare.parser, preflight.parser, prune.parser,
-               campaign.parser)
+               agreement.parser, verdicts.parser, ladder.parser, verify.parser, compare.parser, preflight.parser,
+               prune.parser, campaign.parser)
 
 
 def build_parser() -> Parser:
@@ -82,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pubench: error: {one_line(e)}", file=sys.stderr)
         return e.exit_code
     args = parser.parse_args(argv)
+    baselines = getattr(args, "baselines", None)
+    previous = os.environ.get("PUBENCH_BASELINES")
     try:
+        if baselines:  # --baselines DIR: read wherever the baselines store is asked for (pubench.paths)
+            if not os.path.isdir(baselines):
+                raise UsageError(f"--baselines {baselines}: no such folder (a result store: <dir>/<tier>/<id>/*.json)")
+            os.environ["PUBENCH_BASELINES"] = os.path.abspath(baselines)
         return args.fn(args)
     except PubenchError as e:
         if os.environ.get("PUBENCH_DEBUG"):
@@ -99,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `pubench list | head`
         sys.stderr.close()
         return 0
+    finally:
+        if baselines:
+            if previous is None:
+                os.environ.pop("PUBENCH_BASELINES", None)
+            else:
+                os.environ["PUBENCH_BASELINES"] = previous
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ DEFAULT_TIER = "reduced"
 
 FMT = argparse.RawDescriptionHelpFormatter  # every subcommand's help keeps its examples' lines
 
-__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "added_row_options", "added_rows",
+__all__ = ["DEFAULT_TIER", "FMT", "TIER_CHOICES", "Parser", "UsageError", "added_row_options", "added_rows", "baselines_option",
            "bounded_int", "ensure_process_env", "local_numerics",
            "numerics_options", "one_line", "positive_float", "quiet_jobs_when_asked", "spec", "specs"]
 
@@ -74,15 +74,24 @@ def positive_float(name: str):
 
 
 # ---- rows added to a table --------------------------------------------------------------
-def added_row_options(s: argparse.ArgumentParser) -> None:
+def added_row_options(s: argparse.ArgumentParser, overlay: bool = True) -> None:
     s.add_argument("--add-row", dest="add_rows", action="append", metavar="NAME=YAML",
                    help="add a row of your own to the table: NAME=the params it sets, as YAML (e.g. 'MyPU=pu_method: "
                         "{name: my_pu}'); it runs like the --like row at --tier (that row's config, the tier's budget "
                         "included, with these keys on top) and is stored in the tier 'custom', never mixed with the "
                         "spec's records (repeatable). Where a table's methods are its columns, it adds a column")
     s.add_argument("--like", metavar="ROW", help="the baseline row (column) every --add-row runs like")
-    s.add_argument("--overlay", action="append", metavar="FILE.yaml",
-                   help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable)")
+    if overlay:
+        s.add_argument("--overlay", action="append", metavar="FILE.yaml",
+                       help="rows to add from a file: `rows: {NAME: {like: ROW, set: {...}}}` (repeatable; "
+                            "`pubench validate FILE --spec ID` checks one)")
+
+
+def baselines_option(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--baselines", metavar="DIR",
+                   help="the result store the table's own rows are read from where this store ($PUBENCH_RESULTS) "
+                        "has no record of a cell, for rows added with --add-row / --overlay (default: "
+                        "$PUBENCH_BASELINES, else the committed results/ of the checkout)")
 
 
 def added_rows(args) -> list | None:

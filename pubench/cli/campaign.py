@@ -8,6 +8,7 @@ import re
 import time
 from pathlib import Path
 
+from pubench.campaign.lease import KINDS, WINDOW_BUDGET_S
 from pubench.cli._common import FMT, TIER_CHOICES, UsageError, bounded_int, ensure_process_env, positive_float
 
 ACTIONS = ("run", "pack", "import")
@@ -39,12 +40,16 @@ def parser(sub) -> None:
                     "what the store holds, run several jobs at once on the device (--concurrency auto: from the "
                     "preflight's memory and throughput figures and the device's free memory), start only jobs "
                     "whose projected time fits what is left of --budget, stop the others cleanly before it ends, "
-                    "and bundle the new records into one archive in --out. pack: write what a machine without "
-                    "the data or the git history needs (.campaign/: the queue's data sets, xz-compressed, and "
-                    "the commit). import: check an archive's records and bring them into the store.",
+                    "and keep the new records in one archive in --out, rewritten as jobs end (at the end with the "
+                    "stopped jobs' checkpoints); on a GPU without a packing figure of its own the window's first "
+                    "minutes measure it. pack: write what a machine without the data or the git history needs "
+                    "(.campaign/: the queue's data sets, each whole or not at all, xz-compressed; the stopped "
+                    "jobs' checkpoints; the commit). import: check an archive's records and bring them, the "
+                    "checkpoints and a window's measurement into the store (docs/gpu.md, \"The lease\").",
         epilog="examples:\n  pubench campaign --device cuda --budget 9m --out /tmp/out       # on the GPU machine "
                "(make gpu-paper)\n"
                "  pubench campaign --budget 9m --out /tmp/out --dry-run            # what a window would start\n"
+               "  pubench campaign --for nvidia-h100-x1                            # the lease's window, planned\n"
                "  pubench campaign pack                                            # here, before the window\n"
                "  pubench campaign import /tmp/out/campaign-*.tar.gz               # here, after it\n"
                "  pubench campaign --device cpu --tier smoke --queue q.yaml --budget 1m --out /tmp/o --concurrency 2")
@@ -66,6 +71,13 @@ def parser(sub) -> None:
                    help="pack: only these data sets (default: those the queue's pending jobs read)")
     s.add_argument("--dry-run", action="store_true",
                    help="run: plan and say what the window would start, run nothing; import: check only")
+    s.add_argument("--for", dest="for_kind", choices=sorted(KINDS), metavar="KIND",
+                   help="run: a dry run for a lease's machine (" + ", ".join(sorted(KINDS)) + "): its GPU's name, "
+                        "memory and cores as stated, only the data .campaign/ carries whole, the lease's window "
+                        "budget unless --budget; each figure marked measured or conservative")
+    s.add_argument("--calibrate", choices=("auto", "always", "never"), default="auto",
+                   help="run: measure the packing ratio and the step alone on the queue's first network in the "
+                        "window's first minutes (auto: on CUDA where no packing figure of this GPU is committed)")
     s.add_argument("--allow-dirty", action="store_true",
                    help="run, pack: with uncommitted code changes; import: take records of such code")
     s.set_defaults(fn=cmd_campaign)
@@ -87,12 +99,19 @@ def cmd_campaign(args) -> int:
 
         return commands.pack(args.queue, args.tier, args.carry or project_root() / DEFAULT_FOLDER, args.datasets,
                              allow_dirty=args.allow_dirty)
+    if args.for_kind:
+        if args.device == "cpu":
+            raise UsageError(f"campaign --for {args.for_kind}: plans for its GPU; not with --device cpu")
+        args.dry_run = True  # a lease's machine is not this one: plan only
+        args.budget = args.budget or WINDOW_BUDGET_S
     if args.budget is None or (args.out is None and not args.dry_run):
-        raise UsageError("campaign: --budget (e.g. 9m) and --out DIR are needed (--out not with --dry-run)")
+        raise UsageError("campaign: --budget (e.g. 9m) and --out DIR are needed (--out not with --dry-run; "
+                         "--for KIND plans the lease's window)")
     opts = commands.WindowOptions(
         budget_s=args.budget, out=args.out or Path("."), started=float(os.environ[STARTED_ENV]), queue=args.queue,
         tier=args.tier, device=args.device, concurrency=args.concurrency, slowdown=args.packing_slowdown,
-        carry=args.carry, dry_run=args.dry_run, allow_dirty=args.allow_dirty)
+        carry=args.carry, dry_run=args.dry_run, allow_dirty=args.allow_dirty, for_kind=args.for_kind,
+        calibrate=args.calibrate)
     if not args.dry_run:
         from pubench import numerics
         from pubench.campaign.queue import default_path, load

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pubench import paths
-from pubench.cli._common import FMT, TIER_CHOICES, UsageError, specs
+from pubench.cli._common import FMT, TIER_CHOICES, UsageError, baselines_option, specs
 from pubench.registry.spec import CUSTOM
 
 FORMATS = ("csv", "parquet", "json")
@@ -43,6 +43,7 @@ def parser(sub) -> None:
     s.add_argument("--format", default="csv", choices=FORMATS, help="csv (default), parquet (needs pyarrow) or json "
                    "(a list of row objects)")
     s.add_argument("--out", metavar="FILE", help="write here (default: standard output; parquet needs --out)")
+    baselines_option(s)
     s.set_defaults(fn=cmd_export)
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from pubench import paths
-from pubench.cli._common import FMT, TIER_CHOICES, UsageError, specs
+from pubench.cli._common import FMT, TIER_CHOICES, UsageError, baselines_option, specs
 from pubench.registry.spec import CUSTOM
 from pubench.utils.io import check_writable
 
@@ -33,6 +33,7 @@ def report_parser(sub) -> None:
                    help="also print each report (markdown, or LaTeX with --format latex) on stdout; by default "
                         "`report` writes the files and prints only their paths (on stderr)")
     s.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    baselines_option(s)
     s.set_defaults(fn=cmd_report)
 
 
@@ -45,6 +46,7 @@ def site_parser(sub) -> None:
                                    "the cross-paper page, from the result store. No server, no network.",
                        epilog="examples:\n  pubench site\n  PUBENCH_RESULTS=/tmp/mine pubench site --out /tmp/mine-site")
     s.add_argument("--out", help="output folder (default: $PUBENCH_REPORTS/site, i.e. reports/site); replaced whole")
+    baselines_option(s)
     s.set_defaults(fn=cmd_site)
 
 
@@ -61,6 +63,7 @@ def cmd_report(args) -> int:
     except SpecError as e:  # an unrelated broken spec must not block the reports asked for
         all_specs, broken = None, e
     tiers = args.tier or [*TIER_CHOICES, CUSTOM]
+    check_apart()
     check_writable(paths.reports_root(), "reports ($PUBENCH_REPORTS)")
     written = sum(_report(args, view, tier, store, chosen if all_specs is None else all_specs) for spec in chosen.values() for tier in tiers
                   for view in (variants(spec, store) if tier == CUSTOM else [spec]))
@@ -75,6 +78,17 @@ def cmd_report(args) -> int:
     if args.html:
         print(f"pubench: site {write_site(all_specs, store, paths.reports_root() / 'site')}", file=sys.stderr)
     return 0
+
+
+def check_apart() -> None:
+    """The reports of a store of one's own never overwrite the committed reports/ (tracked files,
+    the index of the committed store): with $PUBENCH_RESULTS elsewhere, $PUBENCH_REPORTS must be too."""
+    committed = paths.project_root() / "reports"
+    if paths.results_root().resolve() != paths.committed_results().resolve() and \
+            paths.reports_root().resolve() == committed.resolve():
+        raise UsageError(f"the result store is {paths.results_root()} ($PUBENCH_RESULTS), not the committed one, "
+                         f"and its reports would overwrite the committed {committed}: point $PUBENCH_REPORTS at a "
+                         "folder of yours as well")
 
 
 def _report(args, spec, tier: str, store, all_specs=None) -> bool:

@@ -11,6 +11,7 @@ from pubench.cli._common import (
     FMT,
     added_row_options,
     added_rows,
+    baselines_option,
     TIER_CHOICES,
     bounded_int,
     ensure_process_env,
@@ -40,7 +41,9 @@ def parser(sub) -> None:
     s.add_argument("--tier", default=DEFAULT_TIER, choices=TIER_CHOICES,
                    help="paper: the paper's config; reduced: runs on a laptop CPU (default); smoke: seconds")
     s.add_argument("--seeds", type=bounded_int("--seeds", 1, 1000),
-                   help="number of seeds (default: the tier's, from the spec)")
+                   help="number of seeds (default: the tier's, from the spec, more where its more_seeds entries say "
+                        "so); records of seeds beyond those the spec registers are listed apart by reports and read "
+                        "by no claim or verdict until a more_seeds entry registers them")
     s.add_argument("--only", action="append", metavar="ROW|COL",
                    help="only cells matching this glob pattern (repeatable)")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
@@ -48,6 +51,7 @@ def parser(sub) -> None:
                         "value is YAML; KEY=~ deletes). The jobs go to the tier 'custom' (results/custom/<id>/) with "
                         "ids that differ from every tier's; `pubench expand ID --set ...` shows the configs")
     added_row_options(s)
+    baselines_option(s)
     s.add_argument("--executor", default="local", choices=sorted(known("executor")),  # the registered executors
                    help="where the jobs run: local (this machine, default) or slurm (a job array through submitit)")
     s.add_argument("--jobs", type=bounded_int("--jobs", 1, 64), default=1,

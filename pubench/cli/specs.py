@@ -40,6 +40,7 @@ def expand_parser(sub) -> None:
         epilog="examples:\n  pubench expand table1-punce --tier reduced\n"
                "  pubench expand table2-pupl --tier paper --only 'puCL*|CIFAR-I' --json\n"
                "  pubench expand fig5-bcl --tier smoke --set data.M=100\n"
+               "  pubench expand table2-punce --tier reduced --diff\n"
                "  pubench expand table2-punce --tier reduced --add-row 'uPU again=pu_method: {name: upu, loss: sigmoid}' "
                "--like 'MLP nnPU'")
     s.add_argument("id", help="table or figure id, e.g. table1-punce")
@@ -48,6 +49,10 @@ def expand_parser(sub) -> None:
                    help="only cells matching this glob (repeatable; as in run and preflight; --cell: the same)")
     s.set_defaults(only_option="--only")
     s.add_argument("--json", action="store_true", help="machine-readable")
+    s.add_argument("--diff", action="store_true",
+                   help="what the tier changes against the paper tier instead of the configs: one line per set of rows "
+                        "that shares its changes (key path, paper value -> this tier's value), each with the written "
+                        "why of the spec's notes, then the tier's written deviations (the lines the reports print)")
     s.add_argument("--set", dest="overrides", action="append", metavar="KEY.PATH=VALUE",
                    help="a variant: set this key of every cell's config at --tier (repeatable; the value is YAML; "
                         "KEY=~ deletes); shown as the tier 'custom', with the job ids `pubench run --set` uses")
@@ -100,7 +105,7 @@ def cmd_expand(args) -> int:
     if added and overrides:
         raise UsageError("--set and --add-row: one at a time (an added row sets its own keys in its YAML)")
     if added:
-        from pubench.registry.added_rows import check_added
+        from pubench.registry.added_checks import check_added
         from pubench.registry.spec import CUSTOM
 
         check_added(one, added)
@@ -110,6 +115,8 @@ def cmd_expand(args) -> int:
     else:
         plan = expand(one, args.tier, 1, only=args.only, numerics=num, overrides=overrides,
                       only_option=args.only_option)
+    if getattr(args, "diff", False):
+        return _print_diff(one.with_variant(args.tier, overrides) if overrides else one, plan.tier, args.only, args.json)
     cells = [{"row": j.row, "col": j.col, "task": j.task, "params": j.params, "seeds": j.seeds, "job_id": j.id}
              | ({"added_row": j.variant["row"]} if added else {}) for j in plan.jobs]
     cells += [{"row": r, "col": c, "unavailable": why} for r, c, why in plan.unavailable]
@@ -152,6 +159,32 @@ def cmd_expand(args) -> int:
         print(f"task: {c['task']}")
         print(yaml.dump({"params": c["params"]}, Dumper=dumper, sort_keys=True, allow_unicode=True,
                         width=110).rstrip())
+    return 0
+
+
+def _print_diff(one, tier: str, only: list[str] | None, as_json: bool) -> int:
+    """``expand --diff``: the tier's changes against the paper tier (:mod:`pubench.registry.changes`)."""
+    from pubench.registry.changes import tier_changes
+
+    lines = tier_changes(one, tier, only)
+    written = list(one.tiers[tier].deviations)
+    if as_json:
+        print(json.dumps({"id": one.id, "version": one.version, "tier": tier, "against": "paper", "changes": [
+            {"rows": list(ln.rows), "text": ln.text,
+             "changes": [{"path": ch.path, "values": [{"paper": a, "tier": b, "cols": list(cols)}
+                                                      for a, b, cols in ch.values]} for ch in ln.changes],
+             "why": [{"key": key, "text": why} for key, why in ln.whys]} for ln in lines],
+            "deviations": written}, indent=1, ensure_ascii=False))
+        return 0
+    print(f"# {one.id} (version {one.version}), tier {tier} against the paper tier: {len(lines)} line(s) of changes, "
+          f"generated from the resolved configs (key path, paper value -> this tier's value), each with its written "
+          f"why; {len(written)} written deviation(s)")
+    for ln in lines:
+        print(f"- {ln.full_text()}")
+    if written:
+        print("\n# written deviations (what no config shows)")
+        for d in written:
+            print(f"- {d}")
     return 0
 
 

@@ -14,7 +14,15 @@ STATUS_KEYS = ["id", "tier", "seeds", "jobs", "done", "failed", "running", "subm
 
 def parser(sub) -> None:
     s = sub.add_parser("status", help="done / failed / running / submitted / pending jobs per table and tier",
-                       formatter_class=FMT, epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper")
+                       formatter_class=FMT,
+                       description="Per table and tier: its plan (seeds: the tier's, or --seeds; jobs: every cell the "
+                                   "tier runs x those seeds), and of those jobs how many are done, failed, running "
+                                   "(claimed by a live runner), submitted (queued on SLURM) and pending (the rest: "
+                                   "not run yet). The plan is the tier's whole one, not the cells and seeds a run "
+                                   "selected with --only or --seeds. Tier custom: what the store holds of variants "
+                                   "and rows added (no plan, nothing pending).",
+                       epilog="examples:\n  pubench status\n  pubench status fig5-bcl --tier paper\n"
+                              "  pubench status table2-punce --tier reduced --seeds 1   # count 1 seed as planned")
     s.add_argument("ids", nargs="*", help="table or figure ids (default: every one with jobs done, failed or in "
                                           "flight)")
     s.add_argument("--tier", action="append", choices=[*TIER_CHOICES, CUSTOM],
@@ -44,6 +52,10 @@ def cmd_status(args) -> int:
         print(json.dumps([dict(zip(STATUS_KEYS, r)) for r in rows], indent=1))
     else:
         print(tabulate(rows, headers=[k.replace("_", " ") for k in STATUS_KEYS]) if rows else "no results yet")
+        if any(r[9] for r in rows):  # pending
+            print("(seeds and jobs: each tier's whole plan, every cell it runs x its seeds (--seeds N counts N), "
+                  "not only the cells and seeds a run selected; pending: those jobs not done, failed, running or "
+                  "submitted yet)")
     return 0
 
 

@@ -4,11 +4,11 @@ A **downstream classifier** (``params.downstream``) is a class registered in
 :data:`DOWNSTREAM` (one module of this package each, found automatically) that subclasses
 :class:`Downstream`; ``run(cfg, encoder, data, seed, ctx) -> Result(metrics, info)``
 (:class:`pubench.utils.result.Result`) trains a classifier on the pre-trained ``encoder``
-from ``data`` (:class:`pubench.train.classifier.DownstreamData`) in the job's context
+from ``data`` (:class:`pubench.pu.data.DownstreamData`) in the job's context
 ``ctx`` (:class:`pubench.train.context.JobContext`: device, checkpoints, ...; pass it to
 every trainer) and evaluates it on the test split. It is a :class:`pubench.utils.registry.Unit` class: ``config_cls``,
 ``check(cfg, where)``, ``test_config`` (a small valid config for
-``tests/unit/test_contracts.py``).
+``tests/project/test_contracts.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from pubench.train.classifier import DownstreamData
-from pubench.train.context import PLAIN, JobContext
+from pubench.pu.data import DownstreamData
+from pubench.train.context import JobContext
 from pubench.utils.registry import Registry, Unit, subclass_check
 from pubench.utils.result import Result
 
@@ -31,7 +31,7 @@ class Downstream(Unit):
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, encoder: nn.Module, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN) -> Result:
+            ctx: JobContext) -> Result:
         ...
 
 

@@ -8,9 +8,10 @@ from torch import nn
 
 from pubench.downstream.base import DOWNSTREAM
 from pubench.downstream.linear_probe import ProbeConfig, RiskClassifier
+from pubench.pu.data import DownstreamData
 from pubench.pu.objective import train_and_evaluate
-from pubench.train.classifier import DownstreamData, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
@@ -25,7 +26,7 @@ class FineTune(RiskClassifier):
             raise ConfigError(f"{where}.standardize is a linear_probe option")
 
     @classmethod
-    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext):
         device = ctx.device
         targets, settings, info = cls.targets_and_risk(cfg, data)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
@@ -33,8 +34,7 @@ class FineTune(RiskClassifier):
         for p in encoder.parameters():
             p.requires_grad_(True)
         model = nn.Sequential(encoder, head)
-        metrics, hist = train_and_evaluate(model, cfg.optimizer, cfg.schedule, cfg.augment, targets, settings,
-                                           cfg.epochs, cfg.batch_size, data, order_seed, aug_seed, ctx,
+        metrics, hist = train_and_evaluate(model, cfg, targets, settings, data, order_seed, aug_seed, ctx,
                                            f"finetune ({cfg.risk})")
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None, augment=cfg.augment)
         return Result(metrics, info)

@@ -23,25 +23,23 @@ for binary tasks, C for multi-class) is trained with the risk:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from pubench.downstream.base import DOWNSTREAM, Downstream
+from pubench.pu.data import DownstreamData, evaluate_head
 from pubench.pu.objective import RiskSettings, Targets, fit_head, make_targets, resolve_prior
 from pubench.pu.risks import RISKS
 from pubench.train.augment import build_augment
-from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import encode, feature_standardizer, seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import check_loop_config
+from pubench.train.optim import OptimizerConfig, ScheduleConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
-
-
-def _adam() -> dict:
-    return {"name": "adam", "lr": 1e-3}
 
 
 @dataclass(frozen=True)
@@ -50,8 +48,8 @@ class ProbeConfig:
     risk: str
     epochs: int
     batch_size: int
-    optimizer: dict = field(default_factory=_adam)
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    optimizer: OptimizerConfig = OptimizerConfig("adam", 1e-3)
+    schedule: ScheduleConfig = ScheduleConfig()
     prior: float | None = None     # default: the run's prior
     loss: str | None = None        # surrogate: logistic for pn, sigmoid for PU risks
     beta: float = 0.0              # nnPU (Kiryo et al. 2017)
@@ -111,7 +109,7 @@ class LinearProbe(RiskClassifier):
         return None
 
     @classmethod
-    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+    def run(cls, cfg: ProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext):
         device = ctx.device
         targets, settings, info = cls.targets_and_risk(cfg, data)
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
@@ -143,8 +141,7 @@ class LinearProbe(RiskClassifier):
             def features(rows):
                 return mix(unmixed(rows), rows)
             state = {**state, **mix.checkpoint_state}
-        hist = fit_head(head, features, cfg.optimizer, cfg.schedule, targets, settings, cfg.epochs, cfg.batch_size,
-                        order_seed, f"linear probe ({cfg.risk})", ctx, state)
+        hist = fit_head(head, features, cfg, targets, settings, order_seed, f"linear probe ({cfg.risk})", ctx, state)
         test_feats = (encode(encoder, data.x_test, data.mean, data.std, ctx) - shift) / scale
         metrics = evaluate_head(head, test_feats, data, device)
         info.update(train_rows=len(targets.rows), final_train_risk=hist[-1] if hist else None,

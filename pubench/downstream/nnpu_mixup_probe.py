@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pubench.downstream.base import DOWNSTREAM
 from pubench.downstream.linear_probe import LinearProbe, ProbeConfig
 from pubench.pu.nnpu_mixup import MIX_MODES, MixupConfig, NNPUMixup
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 
@@ -52,7 +52,7 @@ class NNPUMixupProbe(LinearProbe):
         return NNPUMixup.input_mix(cfg, targets, seed, device)
 
     @classmethod
-    def run(cls, cfg: MixupProbeConfig, encoder, data, seed: int, ctx: JobContext = PLAIN):
+    def run(cls, cfg: MixupProbeConfig, encoder, data, seed: int, ctx: JobContext):
         metrics, info = super().run(cfg, encoder, data, seed, ctx)
         return Result(metrics, info | {"mixup": {"mode": cfg.mixup.mode, "alpha": cfg.mixup.alpha,
                                           "mixes": "standardized features of the frozen encoder"}})

@@ -28,12 +28,13 @@ Orientation (which cluster is positive):
   point, its centre moves to the overall mean, and the other cluster grows from its
   positive seed into the positive blob, leaving the mu_P cluster with the negatives and
   the few pinned labeled positives: every pseudo-label is inverted (15 of those 100 draws,
-  tests/unit/test_pupl.py).
+  tests/downstream/test_pupl.py).
 * ``nearest_positive_mean``: after the same clustering, the positive cluster is the one
-  whose final centre is nearest mu_P (the authors' released code, which runs sklearn
-  k-means on L2-normalized features and names the clusters this way); with
-  ``fix_labeled`` the labeled positives keep pseudo-label 1 whichever cluster they were
-  pinned to.
+  whose final centre is nearest mu_P (the naming of the authors' released code when it runs
+  sklearn k-means from random or k-means++ centres on L2-normalized features; its PU-seeded
+  path, run_lp.py ``--algo PUkMeans``, seeds the negative centre at U's mean and names
+  positive the cluster seeded at mu_P, as ``algorithm2``); with ``fix_labeled`` the labeled
+  positives keep pseudo-label 1 whichever cluster they were pinned to.
 * ``labeled_enrichment``: the positive cluster is the one where the labeled positives are
   over-represented: with ``a(x)`` the final centre nearest ``x`` (the pin ignored), the
   cluster ``c`` with the larger ``P(a = c | P) / P(a = c | U)``. Under SCAR the labeled
@@ -54,17 +55,18 @@ Orientation (which cluster is positive):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from pubench.downstream.base import DOWNSTREAM, Downstream
+from pubench.pu.data import DownstreamData, evaluate_head
 from pubench.pu.objective import RiskSettings, Targets, fit_head
-from pubench.train.classifier import DownstreamData, encode, evaluate_head, feature_standardizer, seeded_head
-from pubench.train.context import PLAIN, JobContext
-from pubench.train.optim import optimizer_config, schedule_config
+from pubench.train.classifier import encode, feature_standardizer, seeded_head
+from pubench.train.context import JobContext
+from pubench.train.optim import OptimizerConfig, ScheduleConfig, check_optimizer, check_schedule
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
@@ -141,8 +143,8 @@ class PuplConfig:
     batch_size: int
     orientation: str              # algorithm2 | nearest_positive_mean | labeled_enrichment
     normalize: bool               # L2-normalize the embeddings (clustering and classifier)
-    optimizer: dict = field(default_factory=lambda: {"name": "adam", "lr": 1e-3})
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    optimizer: OptimizerConfig = OptimizerConfig("adam", 1e-3)
+    schedule: ScheduleConfig = ScheduleConfig()
     max_iter: int = 300
     fix_labeled: bool = True
     standardize: bool = True      # z-score the features for the classifier (as linear_probe); clustering uses them raw
@@ -160,11 +162,11 @@ class PuPL(Downstream):
             raise ConfigError(f"{where}: epochs >= 0, batch_size >= 1 and max_iter >= 1 needed")
         if cfg.orientation not in ORIENTATIONS:
             raise ConfigError(f"{where}.orientation: {cfg.orientation!r} is not one of {', '.join(ORIENTATIONS)}")
-        optimizer_config(cfg.optimizer, f"{where}.optimizer")
-        schedule_config(cfg.schedule, f"{where}.schedule")
+        check_optimizer(cfg.optimizer, f"{where}.optimizer")
+        check_schedule(cfg.schedule, f"{where}.schedule")
 
     @classmethod
-    def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+    def run(cls, cfg: PuplConfig, encoder, data: DownstreamData, seed: int, ctx: JobContext):
         device = ctx.device
         cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:
@@ -180,8 +182,8 @@ class PuPL(Downstream):
         shift, scale = feature_standardizer(feats, cfg.standardize)
         feats_d = ((feats - shift) / scale).to(device)
         targets = Targets("pn", torch.arange(len(pseudo)), target=pseudo)
-        hist = fit_head(head, lambda rows: feats_d[rows.to(device)], cfg.optimizer, cfg.schedule, targets,
-                        RiskSettings("pn"), cfg.epochs, cfg.batch_size, order_seed, "puPL classifier", ctx)
+        hist = fit_head(head, lambda rows: feats_d[rows.to(device)], cfg, targets, RiskSettings("pn"), order_seed,
+                        "puPL classifier", ctx)
         test = encode(encoder, data.x_test, data.mean, data.std, ctx)
         if cfg.normalize:
             test = F.normalize(test, dim=1)

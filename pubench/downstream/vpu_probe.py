@@ -20,19 +20,27 @@ features (as ``nnpu_mixup_probe``), each data-sample feature with a permuted pos
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from pubench.downstream.base import DOWNSTREAM, Downstream
+from pubench.pu.data import DownstreamData
 from pubench.pu.vpu import paired_batches, vpu_objective, vpu_rows, vpu_scores
-from pubench.train.classifier import DownstreamData, encode, feature_standardizer, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import encode, feature_standardizer, seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer
 from pubench.train.metrics import evaluate_scores
-from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
+from pubench.train.optim import (
+    OptimizerConfig,
+    ScheduleConfig,
+    build_optimizer,
+    build_scheduler,
+    check_optimizer,
+    check_schedule,
+)
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -45,8 +53,8 @@ class VPUProbeConfig:
     batch_size: int                 # positives per batch = data-sample examples per batch
     lam: float                      # weight of the MixUp regularizer
     mix_alpha: float                # Beta(a, a) of the MixUp coefficient
-    optimizer: dict = field(default_factory=lambda: {"name": "adam", "lr": 1e-3})
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    optimizer: OptimizerConfig = OptimizerConfig("adam", 1e-3)
+    schedule: ScheduleConfig = ScheduleConfig()
     standardize: bool | None = None  # z-score the features (default true, as linear_probe)
 
 
@@ -62,11 +70,11 @@ class VPUProbe(Downstream):
             raise ConfigError(f"{where}: mix_alpha must be > 0 and lam >= 0")
         if cfg.epochs < 0 or cfg.batch_size < 2:
             raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 2 (vPU)")
-        optimizer_config(cfg.optimizer, f"{where}.optimizer")
-        schedule_config(cfg.schedule, f"{where}.schedule")
+        check_optimizer(cfg.optimizer, f"{where}.optimizer")
+        check_schedule(cfg.schedule, f"{where}.schedule")
 
     @classmethod
-    def run(cls, cfg: VPUProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext = PLAIN):
+    def run(cls, cfg: VPUProbeConfig, encoder: nn.Module, data: DownstreamData, seed: int, ctx: JobContext):
         device = ctx.device
         cls.check(cfg, "downstream")
         if data.split_kind != "pu" or data.n_classes != 2:

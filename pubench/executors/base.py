@@ -23,7 +23,7 @@ found automatically; the registration names it) that subclasses :class:`Executor
 * ``wait()``: block until what ``submit`` handed elsewhere has finished (a no-op for
   executors that run jobs here; tests use it);
 * ``test_config``: the :class:`ExecutorContext` fields the contract tests
-  (``tests/unit/test_contracts.py``) set to run this executor on a machine without its
+  (``tests/project/test_contracts.py``) set to run this executor on a machine without its
   service (e.g. submitit's in-process ``debug`` cluster for SLURM).
 
 Every executor runs jobs through :func:`pubench.executors.worker.execute_job`, which

@@ -3,7 +3,9 @@ in a worker process or on a SLURM node).
 
 Order of events: skip if done -> claim (skip if a live runner holds it; a stop signal
 waits until the claim is taken, so it is always recorded and released) -> check again
-that it is not done -> check the process can deliver the job's numerics -> run (the task
+that it is not done -> check the process can deliver the job's numerics and that every unit the
+job names is registered here (a package of one's own missing from a node's environment fails the
+job at once, with one line: :func:`missing_unit`) -> run (the task
 gets the job's context, :class:`pubench.train.context.JobContext`: its numerics, its
 checkpoint session, the real data) -> check the output -> write the record -> release the
 claim. SIGINT during a job, and SIGTERM /
@@ -24,13 +26,41 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pubench.errors import JobInterrupted, StorageError
+from pubench.errors import JobInterrupted, PubenchError, StorageError
 from pubench.jobs.plan import Job
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import config_hash
 from pubench.utils.result import Result
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+
+
+class UnitNotInstalled(PubenchError):
+    """A job names a unit that nothing installed where it runs registers (its failure record says which)."""
+
+
+def missing_unit(job: Job) -> str | None:
+    """Why ``job`` cannot run in this environment, naming the first unit (task, data set, backbone,
+    loss, framework, downstream classifier, PU method) its config names that no registry here
+    holds, or None. Asked of the registries themselves (what a job would get), so a unit of an
+    installed package counts and one registered by a test inside the process too."""
+    import importlib
+    import socket
+
+    from pubench.registry.units import REGISTRIES, units
+    from pubench.utils.registry import UnknownName
+
+    for kind, name in units(job.task, job.params):
+        module, attr = REGISTRIES[kind].split(":")
+        try:
+            getattr(importlib.import_module(module), attr).get(name)
+        except UnknownName:
+            return (f"{kind} {name!r} is not registered on {socket.gethostname()} (python {sys.executable}): no "
+                    "package installed in the "
+                    "environment this job runs in registers it; install the package whose pyproject.toml names it "
+                    "under [project.entry-points.\"pubench.units\"] there (the same environment as where it was "
+                    "submitted), then run again")
+    return None
 
 
 class DegenerateResult(ValueError):
@@ -150,6 +180,9 @@ def execute_job(job: Job | dict[str, Any], results_root: str | Path, claim: bool
                 numerics.apply(num)
                 machine = numerics.machine()
                 task = TASKS.get(job.task)
+                missing = missing_unit(job)
+            if missing is not None:
+                raise UnitNotInstalled(missing)
             ctx = (context or PLAIN).replace(numerics=num, session=session)
             metrics, info = check_output(task.run(job.params, dict(job.seeds), ctx))
             info["checkpoint"] = session.record()

@@ -14,7 +14,7 @@ draws; ``build_encoder`` / ``build_projector`` let a framework shape the modules
 builds (CMC: one network per colour view).
 
 A framework is a :class:`pubench.utils.registry.Unit` class: ``config_cls``, ``check(cfg,
-where)``, ``test_config`` (a small valid config for ``tests/unit/test_contracts.py``).
+where)``, ``test_config`` (a small valid config for ``tests/project/test_contracts.py``).
 """
 
 from __future__ import annotations

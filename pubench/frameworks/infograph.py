@@ -292,7 +292,7 @@ def pretrain(
     lr: float,
     weight_decay: float,
     seed: int,
-    ctx: JobContext = PLAIN,
+    ctx: JobContext,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` in place (fixed batches, one seeded shuffle) in the job's context

@@ -50,13 +50,15 @@ from pubench.frameworks.base import FRAMEWORKS, Framework
 from pubench.losses import LOSSES, logits_form
 from pubench.train import accel
 from pubench.train.augment import build_augment
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, batches
 from pubench.train.optim import (
+    OptimizerConfig,
+    ScheduleConfig,
     build_optimizer,
     build_scheduler,
-    optimizer_config,
-    schedule_config,
+    check_optimizer,
+    check_schedule,
 )
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -71,8 +73,8 @@ class PretrainConfig:
     loss: dict
     epochs: int
     batch_size: int
-    optimizer: dict
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    optimizer: OptimizerConfig
+    schedule: ScheduleConfig = ScheduleConfig()
     augment: dict = field(default_factory=lambda: {"name": "simclr"})
     eval_at_epoch: int | None = None   # stop after this many epochs (schedule still spans `epochs`)
     precision: str | None = None       # fp32 (absent) or bf16 autocast: pubench.train.accel
@@ -205,8 +207,8 @@ def check_pretrain_config(cfg: PretrainConfig, prior: float | None = None) -> Lo
         raise ConfigError("pretrain: epochs must be >= 0 and batch_size >= 2")
     if cfg.eval_at_epoch is not None and not 0 <= cfg.eval_at_epoch <= cfg.epochs:
         raise ConfigError(f"pretrain.eval_at_epoch must be in [0, epochs = {cfg.epochs}], got {cfg.eval_at_epoch}")
-    optimizer_config(cfg.optimizer, "pretrain.optimizer")
-    schedule_config(cfg.schedule, "pretrain.schedule")
+    check_optimizer(cfg.optimizer, "pretrain.optimizer")
+    check_schedule(cfg.schedule, "pretrain.schedule")
     accel.check_precision(cfg.precision, "pretrain.precision")
     accel.check_compile(cfg.compile, "pretrain.compile")
     build_augment(cfg.augment, [0.0], [1.0], "pretrain.augment")
@@ -240,18 +242,19 @@ def pretrain_step(framework: Framework, loss: LossCall, aug, x: torch.Tensor, ob
 
 
 def pretrain(encoder: nn.Module, projector: nn.Module, x: torch.Tensor, observed: torch.Tensor | None,
-             cfg: PretrainConfig, *, mean, std, prior: float | None, seed: int,
-             ctx: JobContext = PLAIN, prefix_key: str | None = None) -> dict[str, Any]:
+             cfg: PretrainConfig, *, normalization: tuple[list[float], list[float]], prior: float | None, seed: int,
+             ctx: JobContext, prefix_key: str | None = None) -> dict[str, Any]:
     """Train ``encoder`` + ``projector`` in place on uint8 images ``x`` (n, C, H, W), in the
     job's context ``ctx`` (its device; the stage's precision and compile from ``cfg``).
 
     ``observed``: per-image labels the loss may use (1 labeled positive, 0 / -1 as in the
-    Split), or None. ``seed`` drives data order and augmentations. ``prefix_key``: the run's
-    key in the prefix cache (runs with ``eval_at_epoch``). Returns a history dict.
+    Split), or None. ``normalization``: the (mean, std) per channel the views are normalized
+    with. ``seed`` drives data order and augmentations. ``prefix_key``: the run's key in the
+    prefix cache (runs with ``eval_at_epoch``). Returns a history dict.
     """
     loss = check_pretrain_config(cfg, prior)
     framework = build_framework(cfg.framework, encoder, projector)
-    aug = build_augment(cfg.augment, mean, std, "pretrain.augment")
+    aug = build_augment(cfg.augment, *normalization, "pretrain.augment")
     n = x.shape[0]
     if n < 2:
         raise ValueError("pre-training needs at least 2 images")

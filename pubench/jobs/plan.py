@@ -18,8 +18,7 @@ Seeds come from named parts (see :func:`derive_seeds`), in two streams:
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +26,7 @@ from pubench.errors import PubenchError, shorten
 from pubench.registry.overrides import apply_overrides
 from pubench.numerics import Numerics, resolve
 from pubench.registry.spec import CUSTOM, MAX_SEEDS, Spec, match_cell
-from pubench.utils.hashing import canonical_json, config_hash, derive_seed
+from pubench.utils.hashing import canonical_json, canonical_json_of_parts, derive_seed, text_hash
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,9 @@ class Job:
     #: a variant of a cell (``--set``, tier ``custom``): ``{"base_tier": ..., "set": [key.path=value, ...]}``;
     #: a row added to the table (``--add-row``): ``{"base_tier": ..., "row": {name, like, set, inherits, replaces}}``
     variant: dict[str, Any] | None = field(hash=False, default=None)
+    #: ``canonical_json(params)`` where the caller has it (:func:`expand`: once per cell, for
+    #: every seed); computed on first use otherwise. Not a field: no record holds it
+    params_encoded: InitVar[str | None] = None
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -59,12 +61,18 @@ class Job:
 
     @cached_property
     def id(self) -> str:
-        return config_hash(self.identity)
+        """``config_hash(self.identity)``, with ``params`` encoded once (:attr:`params_json`)."""
+        encoded = {k: self.params_json if k == "params" else canonical_json(v) for k, v in self.identity.items()}
+        return text_hash(canonical_json_of_parts(encoded))
 
     @cached_property
     def params_json(self) -> str:
         """The canonical JSON of ``params`` (what a record's config is compared by)."""
         return canonical_json(self.params)
+
+    def __post_init__(self, params_encoded: str | None) -> None:
+        if params_encoded is not None:
+            self.__dict__["params_json"] = params_encoded  # what cached_property stores: computed by the caller
 
     def cell_seed_key(self) -> tuple:
         """:func:`pubench.report.collect.cell_seed_key` of this job, without building its dict."""
@@ -106,7 +114,7 @@ def derive_seeds(spec_id: str, row: str, col: str, params: dict[str, Any], seed_
 def cell_seeds(spec: Spec, row: str, col: str, params: dict[str, Any], seed_index: int) -> dict[str, int]:
     """A cell's seeds: its data seed from ``spec.seed_spec``'s namespace; a cell that is another
     spec's cell (``experiment.seeds_from.cells``) takes that cell's init seed too (that spec
-    derives it from its row and column: tests/unit/test_seeds_from.py holds it to that)."""
+    derives it from its row and column: tests/jobs/test_seeds_from.py holds it to that)."""
     shared = spec.shared_cell(row, col)
     if shared is not None:
         other, srow, scol = shared
@@ -154,7 +162,6 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SEEDS:
         raise PlanError(f"--seeds must be an integer in 1..{MAX_SEEDS}, got {n!r}")
     num = (numerics or resolve()).to_dict()
-    num_json = canonical_json(num)
     jobs, unavailable = [], []
     cells = spec.cells()
     if only:
@@ -186,17 +193,7 @@ def expand(spec: Spec, tier: str, seeds: int | None = None, only: list[str] | No
                 spec_id=spec.id, spec_version=spec.version, tier=CUSTOM if overrides else tier, row=row, col=col,
                 seed_index=k, task=cfg["task"], params=cfg["params"],
                 seeds=cell_seeds(spec, row, col, cfg["params"], k), numerics=num, variant=variant,
+                params_encoded=params_json,
             )
-            job.__dict__["params_json"] = params_json
-            if variant is None:
-                job.__dict__["id"] = _job_id(num_json, params_json, job)
             jobs.append(job)
     return Plan(spec, CUSTOM if overrides else tier, n, jobs, unavailable)
-
-
-def _job_id(numerics_json: str, params_json: str, job: Job) -> str:
-    """``config_hash(job.identity)`` from the canonical JSON of its parts: the canonical JSON of
-    a mapping is its sorted keys' values joined, so the parts a cell shares are encoded once."""
-    text = (f'{{"numerics":{numerics_json},"params":{params_json},"seeds":{canonical_json(job.seeds)},'
-            f'"spec_version":{canonical_json(job.spec_version)},"task":{canonical_json(job.task)}}}')
-    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -15,7 +15,7 @@ found automatically)::
   <a subset of the hyperparameters>)``, for negatives that are not the other views of
   the batch (InfoGraph's graphs, a memory bank, a queue); the graph trainer accepts exactly
   the losses that declare one (:func:`logits_form`);
-* ``test_config``: a value for every hyperparameter, for ``tests/unit/test_contracts.py``.
+* ``test_config``: a value for every hyperparameter, for ``tests/project/test_contracts.py``.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ found automatically)::
   their width, and maps a batch of graphs to ``(graphs, out_dim)``;
 * ``test_config``: ``{"input": [C, H, W] | {"graph_features": F}, "kwargs": {...}}``, a
   small configuration the contract tests build, run forward and backward
-  (``tests/unit/test_contracts.py``). Parameter counts are checked against the papers'
-  printouts on the ``meta`` device (``tests/unit/test_backbones.py``): nothing is allocated.
+  (``tests/project/test_contracts.py``). Parameter counts are checked against the papers'
+  printouts on the ``meta`` device (``tests/models/test_backbones.py``): nothing is allocated.
 """
 
 from __future__ import annotations

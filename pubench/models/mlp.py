@@ -19,7 +19,7 @@ weight and bias; running statistics are buffers):
 
 This module is the ``backbone`` (out_dim 50, the representation the linear probe reads);
 the projector is ``heads.projection_head(50, 300, 50)`` and the online head
-``heads.linear_head(50, 1)``; ``tests/unit/test_backbones.py`` checks the three add up to
+``heads.linear_head(50, 1)``; ``tests/models/test_backbones.py`` checks the three add up to
 the printed total.
 
 Kwargs (the printed architecture is the default):

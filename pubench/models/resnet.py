@@ -4,7 +4,7 @@ All four are He et al. (2016) ResNets, written here layer for layer as torchvisi
 them (same module names ``conv1, bn1, layer1..layer4``, same block structure -- ResNet-50
 is torchvision's "v1.5" with the stride on the 3x3 convolution --, same initialisation:
 Kaiming-normal fan_out convolutions, BN weight 1 / bias 0), minus the final ``fc``; the
-output is the global-average-pooled feature vector. ``tests/unit/test_backbones.py`` loads
+output is the global-average-pooled feature vector. ``tests/models/test_backbones.py`` loads
 torchvision's weights into these modules and checks identical outputs, so torchvision
 checkpoints load with ``strict=False`` (only ``fc`` is unused). They are reimplemented
 rather than wrapped only to allow the ``width`` multiplier of the reduced tiers

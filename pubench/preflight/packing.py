@@ -10,7 +10,11 @@ executor's ``jobs_per_gpu`` saves (``run --dry-run``, docs/gpu.md).
 Between measured counts R is interpolated linearly from R(1) = 1; past the largest measured
 count it stays at that count's value (no gain is assumed that was not seen). Without a
 measurement for the device, :data:`ASSUMED_GAIN` gives R(N) = 1 + gain x (N - 1), said as
-assumed wherever it is used.
+assumed wherever it is used (:func:`packing`: the cost estimates of ``run --dry-run`` and
+docs/gpu.md). A campaign runs by :func:`campaign_packing` instead: on CUDA only a ratio
+measured on a GPU of the same name, else **conservative** R(N) = 1 (no gain that was not
+measured: packing then only slows each job), until the window's first minutes measure it
+(:mod:`pubench.campaign.calibrate`).
 """
 
 from __future__ import annotations
@@ -33,14 +37,23 @@ class Packing:
     """R(N) on one device: measured points (N -> ratio) or the assumed line."""
 
     device: str
-    points: tuple[tuple[int, float], ...]  # (N, R(N)), N ascending; empty: assumed
+    points: tuple[tuple[int, float], ...]  # (N, R(N)), N ascending; empty: assumed (or conservative)
     source: str
+    conservative: bool = False             # no points: R(N) = 1 rather than the assumed line
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.points)
+
+    @property
+    def basis(self) -> str:
+        return "measured" if self.points else "conservative" if self.conservative else "assumed"
 
     def ratio(self, n: int) -> float:
         if n <= 1:
             return 1.0
         if not self.points:
-            return 1.0 + ASSUMED_GAIN.get(self.device, 0.5) * (n - 1)
+            return 1.0 if self.conservative else 1.0 + ASSUMED_GAIN.get(self.device, 0.5) * (n - 1)
         lo_n, lo_r = 1, 1.0
         for p_n, p_r in self.points:
             if n <= p_n:
@@ -84,3 +97,24 @@ def packing(device: str, device_name: str | None = None, folder: Path | None = N
                        + (f"; {m['conditions']}" if m.get("conditions") else ""))
     return Packing(device, (), f"assumed: R(N) = 1 + {ASSUMED_GAIN.get(device, 0.5):g} (N - 1), no packing measured "
                                f"on {device} yet (benchmarks/packing.py)")
+
+
+def from_measurement(m: dict, file: str = "") -> Packing:
+    """The :class:`Packing` of one measurement (a ``packing-*.json``'s content)."""
+    points = tuple(sorted((int(n), float(r)) for n, r in m["ratios"].items() if int(n) > 1))
+    return Packing(m.get("device") or "cuda", points, f"measured on {m.get('device_name')}, {m.get('date')}"
+                   + (f", {file}" if file else "") + (f"; {m['conditions']}" if m.get("conditions") else ""))
+
+
+def campaign_packing(device: str, device_name: str, folder: Path | None = None) -> Packing:
+    """R(N) a campaign runs by: on the CPU as :func:`packing`; on CUDA the newest measurement on a
+    GPU named ``device_name``, else conservative R(N) = 1 (module docstring)."""
+    if device != "cuda":
+        return packing(device, device_name, folder)
+    named = [m for m in measurements(folder) if m.get("device") == device and m.get("device_name") == device_name]
+    if named:
+        return from_measurement(named[-1], named[-1]["file"])
+    other = sorted({str(m.get("device_name")) for m in measurements(folder) if m.get("device") == device})
+    return Packing(device, (), f"conservative: R(N) = 1, no packing measured on {device_name}"
+                   + (f" (only on {', '.join(other)})" if other else "")
+                   + "; the window's first minutes measure it", conservative=True)

@@ -16,7 +16,7 @@ found automatically; the registration sets its ``name``) that subclasses :class:
   query encoder): the task builds it from ``params.model.projector`` and passes it to
   ``run`` as ``projector=``;
 * ``run(cfg, backbone, train, data, seed, ctx, classifier) -> Result(metrics, info)``:
-  train on ``data`` (:class:`pubench.train.classifier.DownstreamData`, a binary PU split)
+  train on ``data`` (:class:`pubench.pu.data.DownstreamData`, a binary PU split)
   from the task's freshly built ``backbone`` (``out_dim`` features) in the job's context
   ``ctx`` (:class:`pubench.train.context.JobContext`: its device, checkpoints, step cap;
   pass it to every :class:`pubench.train.loop.Trainer` and ``predict``) and evaluate on
@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from pubench.train.classifier import DownstreamData
-from pubench.train.context import PLAIN, JobContext
+from pubench.pu.data import DownstreamData
+from pubench.train.context import JobContext
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.registry import Registry, Unit, subclass_check
@@ -92,7 +92,7 @@ class PUMethod(Unit):
     @classmethod
     @abstractmethod
     def run(cls, cfg: Any, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier: Any = None) -> Result:
+            ctx: JobContext, classifier: Any = None) -> Result:
         ...
 
 

@@ -37,7 +37,7 @@ accuracy over the epochs; that number selects on the test set and is never produ
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 
 import numpy as np
 import torch
@@ -45,12 +45,13 @@ from torch import nn
 
 from pubench.pu import risks as R
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.objective import resolve_prior
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
-from pubench.train.optim import build_optimizer, cosine_factor, schedule_config
+from pubench.train.optim import OptimizerConfig, ScheduleConfig, build_optimizer, cosine_factor, optimizer_config
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -80,10 +81,21 @@ def mixup_entropy_ramp(epoch: int, epochs: int, weight: float) -> float:
     return (1.0 - math.cos(epoch / epochs * math.pi / 2)) * weight if epochs else 0.0
 
 
-def stage_scheduler(schedule: dict, optimizer, steps_per_epoch: int, epochs: int, floor: float):
+def mixup_optimizer(train: OptimizerConfig, overrides: dict) -> OptimizerConfig:
+    """Stage 2's optimizer: ``train.optimizer`` with ``pu_method.mixup_optimizer``'s settings."""
+    return optimizer_config({**asdict(train), **overrides})
+
+
+def written(c: OptimizerConfig) -> dict:
+    """``c`` as a spec writes it, its defaults left out: what a record's ``mixup_optimizer`` holds
+    (the spec's ``train.optimizer`` with the overrides, as records have always read)."""
+    return {f.name: getattr(c, f.name) for f in fields(c)
+            if f.default is MISSING or getattr(c, f.name) != f.default}
+
+
+def stage_scheduler(c: ScheduleConfig, optimizer, steps_per_epoch: int, epochs: int, floor: float):
     """Per-step scheduler of one stage: constant, or cosine (with the schedule's warm-up)
     from the optimizer's lr to ``floor`` times it over the stage."""
-    c = schedule_config(schedule)
     if c.name == "constant":
         return None
     total = max(1, steps_per_epoch * epochs)
@@ -131,13 +143,13 @@ class DistPU(PUMethod):
         if cfg.warmup_epochs > train.epochs:
             raise ConfigError(f"{where}: pu_method.warmup_epochs ({cfg.warmup_epochs}) exceeds train.epochs "
                               f"({train.epochs}); the MixUp stage runs the remaining epochs")
-        if cfg.mixup_lr_floor and schedule_config(train.schedule).name != "cosine":
+        if cfg.mixup_lr_floor and train.schedule.name != "cosine":
             raise ConfigError(f"{where}: pu_method.mixup_lr_floor is a floor of the cosine schedule; "
                               "train.schedule must be cosine")
 
     @classmethod
     def run(cls, cfg: DistPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"dist_pu needs a class prior in (0, 1), got {prior}")
@@ -216,7 +228,7 @@ class _DistPUTraining:
         self.soft["pseudo"] = torch.sigmoid(predict(lambda k: model(to_float(data.x_train[k].to(self.device),
                                                                              data.mean, data.std)), self.n,
                                                       self.ctx).reshape(-1))
-        opt = build_optimizer(dict(train.optimizer, **cfg.mixup_optimizer), model)
+        opt = build_optimizer(mixup_optimizer(train.optimizer, cfg.mixup_optimizer), model)
         stage = Trainer([model], opt, stage_scheduler(train.schedule, opt, self.steps, self.mix_epochs,
                                                       cfg.mixup_lr_floor),
                         "dist_pu mixup", state={**self.state, "pseudo_labels": self.soft}, ctx=self.ctx)
@@ -246,7 +258,8 @@ class _DistPUTraining:
             "risk": "Dist-PU: label distribution alignment + entropy minimization, then MixUp",
             "prior_used": self.prior, "prior_source": source, "loss_scale": cfg.loss_scale,
             "warmup_epochs": cfg.warmup_epochs, "mixup_epochs": self.mix_epochs,
-            "mixup_optimizer": dict(self.train_cfg.optimizer, **cfg.mixup_optimizer), "lr_per_epoch": hist["lr"],
+            "mixup_optimizer": written(mixup_optimizer(self.train_cfg.optimizer, cfg.mixup_optimizer)),
+            "lr_per_epoch": hist["lr"],
             "loss_per_epoch": hist["loss"], "dist_loss_per_epoch": hist["dist_loss"],
             "mixup_loss_per_epoch": hist["mixup_loss"],
             "final_train_loss": hist["loss"][-1] if hist["loss"] else None,

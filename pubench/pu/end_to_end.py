@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_network
 from pubench.pu.risks import SURROGATES
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import TrainConfig
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
@@ -67,7 +68,7 @@ class RiskMethod(PUMethod):
 
     @classmethod
     def run(cls, cfg: RiskMethodConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         device = ctx.device
         prior, source = resolve_prior(cfg.prior, data.prior, cls.risk != "pn", "pu_method")
         settings = cls.risk_settings(cfg, prior if cls.risk != "pn" else None)
@@ -75,9 +76,7 @@ class RiskMethod(PUMethod):
         init_seed, order_seed, aug_seed = sub_seeds(seed, 3)
         model = nn.Sequential(backbone, seeded_head(backbone.out_dim, 1, init_seed)).to(device)
         mix = cls.input_mix(cfg, targets, sub_seeds(seed, 4)[3], device)
-        hist = train_network(model, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
-                             train.batch_size, data, order_seed, aug_seed, ctx, f"{cfg.name}", mix=mix,
-                             state=getattr(mix, "checkpoint_state", None))
+        hist = train_network(model, train, targets, settings, data, order_seed, aug_seed, ctx, f"{cfg.name}", mix=mix)
         metrics, extra = cls.evaluate(cfg, model, data, settings.prior, ctx)
         info = {"risk": cls.risk, "surrogate_loss": settings.surrogate(), "prior_used": settings.prior,
                 "prior_source": source if cls.risk != "pn" else "not used",

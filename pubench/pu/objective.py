@@ -1,8 +1,9 @@
 """Classifiers trained with a risk of :mod:`pubench.pu.risks` (``pn``, ``upu``, ``nnpu``,
 ``pvu``): the targets a split gives each risk, the step objective, and the training of a
-head or a whole network through :class:`pubench.train.loop.Trainer`. Used by the
-downstream units (linear probe, fine-tuning, puPL's classifier) and the end-to-end
-risk-based PU methods."""
+head or a whole network through :class:`pubench.train.loop.Trainer`, from the loop config
+passed whole (:class:`pubench.train.loop.LoopConfig`: a row's ``train`` block, a probe's
+config; its optimizer and schedule parsed once, with it). Used by the downstream units
+(linear probe, fine-tuning, puPL's classifier) and the end-to-end risk-based PU methods."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import torch
 from torch import nn
 
 from pubench.pu import risks as R
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.risks import RISKS
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network
 from pubench.train.context import JobContext
-from pubench.train.loop import Step, Trainer, batches, has_batchnorm
+from pubench.train.loop import LoopConfig, NetworkLoopConfig, Step, Trainer, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.seeding import torch_generator
@@ -118,45 +119,43 @@ def risk_step(out: torch.Tensor, t: Targets, pos: torch.Tensor, s: RiskSettings)
     return obj, obj.detach()
 
 
-def fit(forward: Callable[[torch.Tensor], torch.Tensor], modules: list[nn.Module], optimizer, scheduler,
-        t: Targets, s: RiskSettings, epochs: int, batch_size: int, gen: torch.Generator, desc: str,
-        ctx: JobContext, state: dict | None = None) -> list[float]:
-    """Train for ``epochs`` over ``t.rows`` in shuffled mini-batches, in the job's context
-    ``ctx``; ``forward(rows)`` returns the outputs for those training examples. Returns the
-    mean reported risk per epoch. ``state``: what ``forward`` draws from (e.g. an
-    augmentation's generator), for checkpoints."""
-    min_size = 2 if any(has_batchnorm(m) for m in modules) else 1
+def fit(forward: Callable[[torch.Tensor], torch.Tensor], module: nn.Module, train: LoopConfig, targets: Targets,
+        settings: RiskSettings, order_seed: int, desc: str, ctx: JobContext, state: dict | None = None) -> list[float]:
+    """Train ``module`` for ``train.epochs`` over ``targets.rows`` in shuffled mini-batches (its
+    optimizer and per-step schedule from ``train``), in the job's context ``ctx``;
+    ``forward(rows)`` returns the outputs for those training examples. Returns the mean
+    reported risk per epoch. ``state``: what ``forward`` draws from (e.g. an augmentation's
+    generator), for checkpoints."""
+    gen = torch_generator(order_seed)
+    min_size = 2 if has_batchnorm(module) else 1
+    opt = build_optimizer(train.optimizer, module)
+    sched = build_scheduler(train.schedule, opt, max(1, -(-len(targets.rows) // train.batch_size)), train.epochs)
 
     def step(pos: torch.Tensor, epoch: int) -> Step:
-        obj, value = risk_step(forward(t.rows[pos]), t, pos, s)
+        obj, value = risk_step(forward(targets.rows[pos]), targets, pos, settings)
         return Step(obj, value=value, weight=len(pos))
 
-    history = Trainer(modules, optimizer, scheduler, desc, state={"order": gen, **(state or {})}, ctx=ctx).run(
-        epochs, lambda epoch: batches(len(t.rows), batch_size, gen, min_size=min_size), step)
+    history = Trainer([module], opt, sched, desc, state={"order": gen, **(state or {})}, ctx=ctx).run(
+        train.epochs, lambda epoch: batches(len(targets.rows), train.batch_size, gen, min_size=min_size), step)
     return [e.mean for e in history]
 
 
-def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], optimizer: dict, schedule: dict,
-             targets: Targets, settings: RiskSettings, epochs: int, batch_size: int, order_seed: int,
-             desc: str, ctx: JobContext, state: dict | None = None) -> list[float]:
+def fit_head(head: nn.Module, features: Callable[[torch.Tensor], torch.Tensor], train: LoopConfig,
+             targets: Targets, settings: RiskSettings, order_seed: int, desc: str, ctx: JobContext,
+             state: dict | None = None) -> list[float]:
     """Train ``head`` on ``features(rows)`` (fixed or recomputed per batch) with a risk."""
-    opt = build_optimizer(optimizer, head)
-    steps = max(1, -(-len(targets.rows) // batch_size))
-    sched = build_scheduler(schedule, opt, steps, epochs)
-    return fit(lambda rows: head(features(rows)), [head], opt, sched, targets, settings, epochs, batch_size,
-               torch_generator(order_seed), desc, ctx, state)
+    return fit(lambda rows: head(features(rows)), head, train, targets, settings, order_seed, desc, ctx, state)
 
 
-def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
-                  settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                  order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
-                  mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
-                  state: dict | None = None) -> list[float]:
-    """Train a whole network (images -> score) with a risk; returns the mean risk per epoch.
+def train_network(model: nn.Module, train: NetworkLoopConfig, targets: Targets, settings: RiskSettings,
+                  data: DownstreamData, order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
+                  mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> list[float]:
+    """Train a whole network (images -> score) with a risk, on the training views of
+    ``train.augment`` (None: the images as they are); returns the mean risk per epoch.
     ``mix(x, rows)``, when given, transforms each training batch of (augmented, normalized)
-    inputs before the forward pass (nnPU with MixUp); ``state``: the other stateful parts
-    the steps use (e.g. ``mix``'s generator), for checkpoints."""
-    aug = build_augment(augment, data.mean, data.std, "augment") if augment is not None else None
+    inputs before the forward pass (nnPU with MixUp); its random generators, if any, in its
+    ``checkpoint_state`` attribute (name -> generator), for checkpoints."""
+    aug = build_augment(train.augment, data.mean, data.std, "augment") if train.augment is not None else None
     aug_gen = torch_generator(aug_seed)
     device = ctx.device
     x_train = accel.data_on_device(data.x_train, device)
@@ -166,20 +165,15 @@ def train_network(model: nn.Module, optimizer: dict, schedule: dict, augment: di
         x = aug(xb, aug_gen) if aug is not None else to_float(xb, data.mean, data.std)
         return model(accel.input_format(x if mix is None else mix(x, rows)))
 
-    opt = build_optimizer(optimizer, model)
-    steps = max(1, -(-len(targets.rows) // batch_size))
-    sched = build_scheduler(schedule, opt, steps, epochs)
-    return fit(forward, [model], opt, sched, targets, settings, epochs, batch_size, torch_generator(order_seed), desc,
-               ctx, state={"augment": aug_gen, **(state or {})})
+    return fit(forward, model, train, targets, settings, order_seed, desc, ctx,
+               state={"augment": aug_gen, **getattr(mix, "checkpoint_state", {})})
 
 
-def train_and_evaluate(model: nn.Module, optimizer: dict, schedule: dict, augment: dict | None, targets: Targets,
-                       settings: RiskSettings, epochs: int, batch_size: int, data: DownstreamData,
-                       order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
+def train_and_evaluate(model: nn.Module, train: NetworkLoopConfig, targets: Targets, settings: RiskSettings,
+                       data: DownstreamData, order_seed: int, aug_seed: int, ctx: JobContext, desc: str,
                        mix: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
                        ) -> tuple[dict[str, float], list[float]]:
     """:func:`train_network`, then the test metrics of the network (score > 0: positive).
     Shared by ``finetune`` and the end-to-end risk-based PU methods."""
-    hist = train_network(model, optimizer, schedule, augment, targets, settings, epochs, batch_size, data,
-                         order_seed, aug_seed, ctx, desc, mix)
+    hist = train_network(model, train, targets, settings, data, order_seed, aug_seed, ctx, desc, mix)
     return evaluate_network(model, data, ctx), hist

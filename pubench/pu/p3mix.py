@@ -50,9 +50,10 @@ import torch
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm
 from pubench.train.momentum import momentum_update_
 from pubench.train.optim import build_optimizer, build_scheduler
@@ -225,7 +226,7 @@ class P3Mix(PUMethod):
 
     @classmethod
     def run(cls, cfg: P3MixConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         fit = _P3MixTraining(cls, cfg, backbone, train, data, seed, ctx)
         fit.train()
         return Result(evaluate_network(fit.model, data, ctx), fit.info())

@@ -61,10 +61,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -192,7 +193,7 @@ class PAN(PUMethod):
 
     @classmethod
     def run(cls, cfg: PANConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         device = ctx.device
         c_head_seed, d_seed, d_head_seed, order_seed, aug_seed = sub_seeds(seed, 5)
         discriminator = nn.Sequential(fresh_copy(backbone, d_seed), seeded_head(backbone.out_dim, 1, d_head_seed))

@@ -50,11 +50,12 @@ from torch import nn
 
 from pubench.pu import wconpu_terms as W
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData
 from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -182,7 +183,7 @@ class PiCO(PUMethod):
 
     @classmethod
     def run(cls, cfg: PiCOConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext, classifier=None, projector: nn.Module | None = None):
         device = ctx.device
         use_dis = cfg.dist_loss["name"] == "dist_pu"
         prior, source = resolve_prior(cfg.prior, data.prior, use_dis, "pu_method")

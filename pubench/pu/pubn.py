@@ -35,11 +35,12 @@ from torch import nn
 
 from pubench.pu import risks as R
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.objective import RiskSettings, make_targets, resolve_prior, train_network
 from pubench.pu.risks import SURROGATES
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -79,7 +80,7 @@ class PUbN(PUMethod):
 
     @classmethod
     def run(cls, cfg: PUbNConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         device = ctx.device
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         sigma_head_seed, head_seed, order_seed, aug_seed, sigma_order_seed, sigma_aug_seed = sub_seeds(seed, 6)
@@ -89,8 +90,7 @@ class PUbN(PUMethod):
         # 1. sigma(x) = p(y = +1 | x) by nnPU
         targets = make_targets("nnpu", "pu", data.observed, data.y_true, 2)
         settings = RiskSettings("nnpu", prior, cfg.sigma_loss, cfg.beta, cfg.gamma)
-        sigma_hist = train_network(sigma_model, train.optimizer, train.schedule, train.augment, targets, settings,
-                                   train.epochs, train.batch_size, data, sigma_order_seed, sigma_aug_seed, ctx,
+        sigma_hist = train_network(sigma_model, train, targets, settings, data, sigma_order_seed, sigma_aug_seed, ctx,
                                    "pubn sigma")
         sigma_model.eval()
         sigma = torch.sigmoid(predict(

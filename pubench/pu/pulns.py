@@ -41,7 +41,7 @@ reading of them, written down in docs/tasks.md and the spec; what we chose:
   > 1/2`` on the positives (SCAR), so the intermediate reward favours picking negatives;
   with the plain (count-weighted) BCE every unlabeled logit is negative after the warm-up
   and the policy learns to pick every unlabeled example (seen on the toy data of
-  tests/unit/test_pulns.py). The last epoch's classifier predicts (positive iff logit > 0).
+  tests/pu/test_pulns.py). The last epoch's classifier predicts (positive iff logit > 0).
   Prior-free.
 """
 
@@ -54,11 +54,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.vpu import vpu_rows
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -183,7 +184,7 @@ class PULNS(PUMethod):
 
     @classmethod
     def run(cls, cfg: PULNSConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         fit = _PULNSTraining(cfg, backbone, train, data, seed, ctx)
         hist = fit.train()
         return Result(evaluate_network(fit.model, data, ctx), fit.info(hist))

@@ -10,8 +10,8 @@ from typing import Callable
 
 from torch import nn
 
+from pubench.pu.data import DownstreamData
 from pubench.train.augment import build_augment
-from pubench.train.classifier import DownstreamData
 
 
 def query_key_encoders(backbone: nn.Module, projector: nn.Module, head: nn.Module, augment: dict,

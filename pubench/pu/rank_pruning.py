@@ -33,10 +33,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.objective import RiskSettings, Targets, train_network
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, has_batchnorm, predict
 from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
@@ -129,7 +130,7 @@ class RankPruning(PUMethod):
 
     @classmethod
     def run(cls, cfg: RankPruningConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         device = ctx.device
         s = data.observed == 1
         if int(s.sum()) < cfg.cv_folds or int((~s).sum()) < cfg.cv_folds:
@@ -146,8 +147,7 @@ class RankPruning(PUMethod):
             rows = torch.cat([folds[j] for j in range(cfg.cv_folds) if j != f]).sort().values
             net = nn.Sequential(copy.deepcopy(initial), seeded_head(backbone.out_dim, 1, f_head)).to(device)
             targets = Targets("pn", rows, target=s[rows].long())
-            train_network(net, train.optimizer, train.schedule, train.augment, targets, settings, train.epochs,
-                          train.batch_size, data, f_order, f_aug, ctx, f"rank_pruning fold {f + 1}")
+            train_network(net, train, targets, settings, data, f_order, f_aug, ctx, f"rank_pruning fold {f + 1}")
             net.eval()
             g = torch.sigmoid(predict(lambda k: net(to_float(data.x_train[held[k]].to(device), data.mean, data.std)),
                                       len(held), ctx).reshape(-1)).double()

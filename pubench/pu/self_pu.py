@@ -40,14 +40,15 @@ from torch import nn
 
 from pubench.pu import self_pu_terms as T
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData, evaluate_network
 from pubench.pu.objective import resolve_prior
 from pubench.pu.risks import SURROGATES
 from pubench.train import accel
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, evaluate_network, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, has_batchnorm, predict
-from pubench.train.optim import build_optimizer, cosine_factor, linear_factor, schedule_config
+from pubench.train.optim import build_optimizer, cosine_factor, linear_factor
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -160,7 +161,7 @@ class SelfPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: SelfPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         if not 0.0 < prior < 1.0:
             raise ConfigError(f"self_pu needs a class prior in (0, 1), got {prior}")
@@ -200,7 +201,7 @@ class _SelfPUTraining:
         # the optimizers skip parameters without a gradient, so it equals one optimizer each
         self.optimizer = build_optimizer(train.optimizer, nn.ModuleList(self.students))
         self.base_lrs = [g["lr"] for g in self.optimizer.param_groups]
-        self.schedule = schedule_config(train.schedule)
+        self.schedule = train.schedule
         # confident sets (rows, pseudo label 1/0) of each network; the mean-teacher step count
         self.sets: dict[str, torch.Tensor] = {}
         self.ema = {"steps": 0}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -20,12 +20,13 @@ from torch import nn
 
 from pubench.pu import risks as R
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import EpochStats, Step, Trainer, TrainConfig, predict
 from pubench.train.metrics import evaluate_scores
-from pubench.train.optim import build_optimizer, build_scheduler, schedule_config
+from pubench.train.optim import build_optimizer, build_scheduler
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -196,14 +197,14 @@ class VPU(PUMethod):
 
     @classmethod
     def check_train(cls, cfg: VPUConfig, train: TrainConfig, where: str = "params") -> None:
-        if cfg.lr_halving_every and schedule_config(train.schedule).name != "constant":
+        if cfg.lr_halving_every and train.schedule.name != "constant":
             raise ConfigError(f"{where}: pu_method.lr_halving_every is vPU's schedule; train.schedule must be constant")
         if train.batch_size < 2:
             raise ConfigError(f"{where}.train.batch_size must be >= 2 for vPU")
 
     @classmethod
     def run(cls, cfg: VPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None):
+            ctx: JobContext, classifier=None):
         fit = _VPUTraining(cfg, backbone, train, data, seed, ctx)
         fit.train()
         return fit.result()
@@ -231,7 +232,7 @@ class _VPUTraining:
         opt = build_optimizer(train.optimizer, self.model)
         self.base_lrs = [g["lr"] for g in opt.param_groups]
         sched = (build_scheduler(train.schedule, opt, self.iters, train.epochs)
-                 if schedule_config(train.schedule).name != "constant" else None)
+                 if train.schedule.name != "constant" else None)
         self.validate = cfg.model_selection == "validation_loss"
         self.hist: dict[str, list] = {"loss": [], "var_loss": [], "reg_loss": [], "lr": [], "val_loss": []}
         self.best = {"val": math.inf, "epoch": None, "state": None}
@@ -261,8 +262,7 @@ class _VPUTraining:
         factor = halving_factor(epoch, cfg.lr_halving_every)
         if epoch > 0 and factor != halving_factor(epoch - 1, cfg.lr_halving_every):
             if cfg.restart_optimizer_at_halving:
-                trainer.optimizer = build_optimizer(dict(train.optimizer, lr=train.optimizer["lr"] * factor),
-                                                    self.model)
+                trainer.optimizer = build_optimizer(replace(train.optimizer, lr=train.optimizer.lr * factor), self.model)
             else:
                 for g, lr in zip(trainer.optimizer.param_groups, self.base_lrs):
                     g["lr"] = lr * factor
@@ -310,7 +310,7 @@ class _VPUTraining:
             "risk": "variational (vPU) + MixUp", "mix_alpha": cfg.mix_alpha, "lam": cfg.lam,
             "iterations_per_epoch": iters, "steps": iters * train.epochs, "batch_size": bs,
             "lr_halving_every": cfg.lr_halving_every, "restart_optimizer_at_halving": cfg.restart_optimizer_at_halving,
-            "lr_per_epoch": hist["lr"], "optimizer": {"name": train.optimizer["name"],
+            "lr_per_epoch": hist["lr"], "optimizer": {"name": train.optimizer.name,
                                                       "betas": list(opt.param_groups[0].get("betas", ())) or None},
             "data_sample": ("every training example (single training set; labeled positives included)" if single
                             else "the unlabeled sample (case-control)"),

@@ -40,11 +40,12 @@ from torch import nn
 
 from pubench.pu import wconpu_terms as W
 from pubench.pu.base import PU_METHODS, PUMethod
+from pubench.pu.data import DownstreamData
 from pubench.pu.objective import resolve_prior
 from pubench.pu.query_key import query_key_encoders
 from pubench.train.augment import build_augment, to_float
-from pubench.train.classifier import DownstreamData, seeded_head
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.classifier import seeded_head
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, TrainConfig, batches, predict
 from pubench.train.metrics import evaluate_scores
 from pubench.train.momentum import momentum_update_
@@ -183,13 +184,12 @@ class WConPU(PUMethod):
 
     @classmethod
     def run(cls, cfg: WConPUConfig, backbone: nn.Module, train: TrainConfig, data: DownstreamData, seed: int,
-            ctx: JobContext = PLAIN, classifier=None, projector: nn.Module | None = None):
+            ctx: JobContext, classifier=None, projector: nn.Module | None = None):
         prior, source = resolve_prior(cfg.prior, data.prior, True, "pu_method")
         head_seed, order_seed, aug_seed, holdout_seed = sub_seeds(seed, 4)
         head = seeded_head(backbone.out_dim, 2, head_seed)
         initial = {"backbone": copy.deepcopy(backbone.state_dict()), "projector": copy.deepcopy(projector.state_dict()),
                    "head": copy.deepcopy(head.state_dict())}
-        con = cfg.con_loss["name"] != "none"
         grid = cfg.tuning["grid"]
         names = [g for g in GAMMAS if g in grid]
         points = [dict(zip(names, map(float, vals))) for vals in itertools.product(*(grid[g] for g in names))]
@@ -206,8 +206,8 @@ class WConPU(PUMethod):
             projector.load_state_dict(initial["projector"])
             head.load_state_dict(initial["head"])
             gammas = {"gamma0": point.get("gamma0", 0.0), "gamma1": point["gamma1"]}
-            out = _WConPUTraining(cfg, backbone, projector, head, train, data, prior, gammas, con, order_seed,
-                                  aug_seed, ctx).train()
+            out = _WConPUTraining(cfg, backbone, projector, head, train, data, prior, gammas, (order_seed, aug_seed),
+                                  ctx).train()
             net = nn.Sequential(backbone, head).eval()
             val_acc = None
             if val_rows is not None:
@@ -268,10 +268,12 @@ class _WConPUTraining:
     thresholds and pseudo labels), ``hist`` and the generators. Trains the modules in place."""
 
     def __init__(self, cfg: WConPUConfig, backbone: nn.Module, projector: nn.Module, head: nn.Module,
-                 train: TrainConfig, data: DownstreamData, prior: float, gammas: dict, con: bool, order_seed: int,
-                 aug_seed: int, ctx: JobContext):
+                 train: TrainConfig, data: DownstreamData, prior: float, gammas: dict, seeds: tuple[int, int],
+                 ctx: JobContext):
+        """``seeds``: the data order's and the augmentations' (the same for every gamma point)."""
         self.cfg, self.train_cfg, self.data, self.prior, self.ctx = cfg, train, data, prior, ctx
-        self.gammas, self.con = gammas, con
+        self.gammas, self.con = gammas, cfg.con_loss["name"] != "none"
+        order_seed, aug_seed = seeds
         self.device = device = ctx.device
         self.backbone, self.projector, self.head = backbone, projector, head
         (self.query_net, self.key_backbone, self.key_projector, self.q_params, self.k_params, self.aug_q,

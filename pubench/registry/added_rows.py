@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pubench.errors import UsageError, shorten
+from pubench.errors import SpecError, UsageError, shorten
 
 #: the param keys whose mapping is one unit's config: a new ``name`` there replaces the block
 UNIT_BLOCKS = ("dataset", "backbone", "loss", "framework", "downstream", "pu_method")
@@ -45,6 +45,8 @@ class AddedRow:
     name: str
     like: str
     set_json: str
+    #: where the row was given: "" for ``--add-row``, else the overlay file (its problems name its lines)
+    source: str = field(default="", compare=False)
 
     @property
     def sets(self) -> dict[str, Any]:
@@ -102,7 +104,6 @@ def parse_add_row(text: str, like: str | None) -> AddedRow:
 
 def read_overlay(path: str | Path) -> list[AddedRow]:
     """The rows an overlay file adds (``rows: {NAME: {like: ROW, set: {...}}}``)."""
-    from pubench.errors import SpecError
     from pubench.utils.yamlio import read_yaml
 
     file = str(path)
@@ -111,37 +112,31 @@ def read_overlay(path: str | Path) -> list[AddedRow]:
     data = read_yaml(Path(path))
     unknown = sorted(set(data) - {"rows"})
     if unknown or not isinstance(data.get("rows"), dict) or not data["rows"]:
-        raise SpecError(file, unknown[0] if unknown else "rows", "an overlay holds `rows: {NAME: {like: ROW, set: "
-                                                                 "{...}}}` and nothing else")
+        raise OverlayError(file, unknown[0] if unknown else "rows", "an overlay holds `rows: {NAME: {like: ROW, "
+                                                                    "set: {...}}}` and nothing else")
     out = []
     for name, entry in data["rows"].items():
         where = f"rows.{name}"
         if not isinstance(entry, dict) or set(entry) - {"like", "set"} or not isinstance(entry.get("like"), str):
-            raise SpecError(file, where, "expected {like: ROW, set: {params it sets}}")
+            raise OverlayError(file, where, "expected {like: ROW, set: {params it sets}}")
         if not isinstance(entry.get("set", {}), dict):
-            raise SpecError(file, f"{where}.set", "expected a mapping of params")
-        out.append(AddedRow(str(name), entry["like"], canonical(entry.get("set") or {})))
+            raise OverlayError(file, f"{where}.set", "expected a mapping of params")
+        out.append(AddedRow(str(name), entry["like"], canonical(entry.get("set") or {}), source=file))
     return out
 
 
-def check_added(spec, rows: list[AddedRow]) -> None:
-    """Names new and unique, each ``like`` a method of the table (a row, or a column where its
-    methods are columns): :class:`UsageError` otherwise."""
-    methods = spec.cols if spec.methods_in == "cols" else spec.rows
-    axis = "column" if spec.methods_in == "cols" else "row"
-    seen: set[str] = set()
-    for r in rows:
-        if r.name in spec.rows or r.name in spec.cols or r.name in seen:
-            raise UsageError(f"--add-row {r.name!r}: {spec.id} already has a row or column of that name")
-        seen.add(r.name)
-        if "|" in r.name or "*" in r.name:
-            raise UsageError(f"--add-row {r.name!r}: a name without '|' or '*' (they select cells)")
-        if r.like not in methods or r.like in spec.derived_cols:
-            import difflib
+class OverlayError(SpecError):
+    """A problem of a row of an overlay file: printed ``file:line: rows.NAME.key: problem``."""
 
-            close = difflib.get_close_matches(r.like, methods, n=1)
-            raise UsageError(f"--like {r.like!r} is not a {axis} of {spec.id}"
-                             + (f"; did you mean {close[0]!r}?" if close else f" ({axis}s: {', '.join(methods)})"))
+    def __str__(self) -> str:
+        from pubench.utils.yamlio import key_line
+
+        try:
+            line, exact = key_line(Path(self.file).read_text(encoding="utf-8"), self.key)
+        except (OSError, UnicodeDecodeError):
+            line, exact = None, False
+        where = f"{self.file}:{line}" if line is not None else self.file
+        return f"{where}: {self.key}: {self.problem}" + ("" if exact or line is None else f" (near line {line})")
 
 
 def overlay(base: dict[str, Any], sets: dict[str, Any], replaced: list[str] | None = None,

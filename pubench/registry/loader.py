@@ -10,7 +10,6 @@ rows exist, a tier that changes something lists its deviations, ...). Every prob
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 from dataclasses import is_dataclass, replace
@@ -39,6 +38,7 @@ from pubench.registry.spec import (
     Tier,
     UnknownSpec,
     match_cell,
+    match_name,
 )
 from pubench.utils.yamlio import parse_mapping, read_text
 
@@ -82,7 +82,6 @@ def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | Non
     spec = cache.get("specs", key, Spec)
     if spec is None:
         spec = _parse_file(path, text, notes_text)
-        spec.precompute()
         spec._reasons.clear()  # reason sentences read the other spec files: never cached with this one
         # the resolved cells apart, one entry per tier: most commands read one tier, `list` none
         cache.put("specs", key, replace(spec, designed=None, _resolved={}))
@@ -101,8 +100,13 @@ def load_spec(path: str | Path, check_unit_names: bool = True, inputs: str | Non
 def _parse_file(path: Path, text: str, notes_text: str | None) -> Spec:
     """The spec of the file ``path`` (its ``text``) with its notes (``notes_text``) merged in; a
     problem of a key the notes hold is named in the notes file."""
+    from pubench.registry.changes import check_whys
+
     try:
-        return parse_spec(notes.read_raw(path, text, notes_text), str(path))
+        spec = parse_spec(notes.read_raw(path, text, notes_text), str(path))
+        spec.precompute()  # every cell resolved once: the whys are checked against the tiers' changes
+        check_whys(spec)
+        return spec
     except SpecError as e:
         raise notes.locate(e, path, notes_text) from None
 
@@ -126,18 +130,56 @@ def expand_layer(layer: dict[str, Any], file: str, where: str) -> dict[str, Any]
 
 
 def parse_spec(raw: dict[str, Any], file: str) -> Spec:
-    """Validate ``raw`` (a spec file's content) and build its :class:`Spec`."""
+    """Validate ``raw`` (a spec file's content) and build its :class:`Spec`, section by section
+    in the order its problems are reported: the structure, the id, the rows and columns, the
+    experiment, each tier, the derived columns, the curves, the reported texts, cells and
+    claims, the regime blocks, then (for a spec with prior tokens) every cell's resolution."""
+    model = _validated(raw, file)
+    _check_ids(model, file)
+    _check_axes(model, file)
+    experiment = _experiment(model, raw, file)
+    tiers = {name: _tier(name, model, raw, file) for name in TIERS}
+    _check_derived_cols(model, file)
+    curves = _curves(model, file)
+    decisions = expand_shared_list(model.decisions, file, "decisions")
+    pm = expand_shared(model.reported.pm, file, "reported.pm")
+    reported_notes = expand_shared_list(model.reported.notes, file, "reported.notes")
+    expanded = {**raw, **({"decisions": decisions} if "decisions" in raw else {}),
+                "reported": {**raw["reported"], "pm": pm,
+                             **({"notes": reported_notes} if "notes" in raw["reported"] else {})},
+                "experiment": experiment, "tiers": {n: {**raw["tiers"][n], **tiers[n].layer} for n in TIERS}}
+    reported, claims = _reported_cells(model, file), _claims(model, file, curves)
+    counts = class_counts(datasets_named([experiment, *(t.layer for t in tiers.values())]))
+    spec = Spec(
+        id=model.id, paper=model.paper, kind=model.kind, title=model.title, caption=model.caption,
+        version=model.version, source=model.source,
+        metrics={n: Metric(n, m.label, m.higher_is_better, m.format) for n, m in model.metrics.items()},
+        rows=list(model.rows), cols=list(model.cols), row_groups=model.row_groups, col_groups=model.col_groups,
+        reported_seeds=model.reported.seeds, pm=pm, reported=reported, reported_notes=reported_notes, decisions=decisions,
+        claims=claims, experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
+        path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
+        curves=curves, regime=_regime(model, file), designed=designed_tiers, class_counts=counts,
+    )
+    _check_priors(spec, file)
+    return spec
+
+
+def _validated(raw: dict[str, Any], file: str) -> SpecFile:
+    """``raw`` as the schema's model (:class:`pubench.registry.schema.SpecFile`)."""
     from pydantic import ValidationError
 
     from pubench.registry.schema import SpecFile
     from pubench.utils.validation import first_problem
 
     try:
-        model = SpecFile.model_validate(raw)
+        return SpecFile.model_validate(raw)
     except ValidationError as e:
         raise SpecError(file, *first_problem(e, SpecFile)) from None
-    _check_ids(model, file)
-    rows, cols, metrics = model.rows, model.cols, model.metrics
+
+
+def _check_axes(model: SpecFile, file: str) -> None:
+    """Rows and columns named once each; every group member a row (column) of the spec."""
+    rows, cols = model.rows, model.cols
     for key, items in (("rows", rows), ("cols", cols)):
         dup = {x for x in items if items.count(x) > 1}
         if dup:
@@ -148,6 +190,11 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                 if x not in items:
                     raise SpecError(file, f"{key}.{g}", f"{x!r} is not one of the {key.split('_')[0]}s")
 
+
+def _experiment(model: SpecFile, raw: dict[str, Any], file: str) -> dict[str, Any]:
+    """The ``experiment`` block: its task, its layer expanded, its seed axes and the cells it
+    shares with another spec (``seeds_from``), checked against the rows and columns."""
+    rows, cols = model.rows, model.cols
     experiment = {"task": model.experiment.task, **expand_layer(raw["experiment"], file, "experiment")}
     if "init_seed_from" in raw["experiment"]:
         experiment["init_seed_from"] = list(model.experiment.init_seed_from)
@@ -167,34 +214,44 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
                     raise SpecError(file, f"{where}.{key}.{name}", f"name the {key[:-1]} of {src.spec}")
         experiment["seeds_from"] = {"spec": src.spec, "rows": dict(src.rows), "cols": dict(src.cols)}
     _check_layer(experiment, file, "experiment", rows, cols)
-    tiers = {}
-    for name in TIERS:
-        t = getattr(model.tiers, name)
-        where = f"tiers.{name}"
-        layer = expand_layer(raw["tiers"][name], file, where)
-        _check_layer(layer, file, where, rows, cols)
-        if name != "paper" and any(layer.get(k) for k in LAYER_KEYS) and not t.deviations:
-            raise SpecError(file, f"{where}.deviations", "this tier changes the paper's setup: list the deviations "
-                                                         "in words")
-        for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why)):
-            for pattern, why in reasons.items():
-                if "|" not in pattern:
-                    raise SpecError(file, f"{where}.{key}.{pattern}", "pattern must read 'row|col' (globs allowed)")
-                if not why.strip():
-                    raise SpecError(file, f"{where}.{key}.{pattern}", "give the reason")
-                if not any(match_cell(pattern, r, c) for r in rows for c in cols):
-                    raise SpecError(file, f"{where}.{key}.{pattern}", "matches no cell")
-        for i, m in enumerate(t.more_seeds):
-            if not any(match_cell(m.cells, r, c) for r in rows for c in cols):
-                raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
-        tiers[name] = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
-                           unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why),
-                           more_seeds=tuple(m.model_dump() for m in t.more_seeds), inherits=dict(t.inherits))
-        running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
-                                                                                 *t.unavailable))
-                                          for c in cols if c not in model.derived_cols)]
-        _check_rows_named(tiers[name], file, where, rows, running)
+    return experiment
 
+
+def _tier(name: str, model: SpecFile, raw: dict[str, Any], file: str) -> Tier:
+    """The tier ``name``: its layer expanded and checked, its cell patterns each matching a cell,
+    its pre-registered seeds checked, every row it runs named by its overrides."""
+    rows, cols = model.rows, model.cols
+    t = getattr(model.tiers, name)
+    where = f"tiers.{name}"
+    layer = expand_layer(raw["tiers"][name], file, where)
+    _check_layer(layer, file, where, rows, cols)
+    for key, reasons in (("unavailable", t.unavailable), ("one_class_why", t.one_class_why),
+                         ("cell_why", t.cell_why)):
+        for pattern, why in reasons.items():
+            if "|" not in pattern:
+                raise SpecError(file, f"{where}.{key}.{pattern}", "pattern must read 'row|col' (globs allowed)")
+            if not why.strip():
+                raise SpecError(file, f"{where}.{key}.{pattern}", "give the reason")
+            if not any(match_cell(pattern, r, c) for r in rows for c in cols):
+                raise SpecError(file, f"{where}.{key}.{pattern}", "matches no cell")
+    for i, m in enumerate(t.more_seeds):
+        if not any(match_cell(m.cells, r, c) for r in rows for c in cols):
+            raise SpecError(file, f"{where}.more_seeds.{i}.cells", f"{m.cells!r} matches no cell")
+        _check_seen_before(m, model.experiment.seeds_from, file, f"{where}.more_seeds.{i}")
+    tier = Tier(name=name, seeds=t.seeds, deviations=list(t.deviations), layer=layer,
+                unavailable=dict(t.unavailable), one_class_why=dict(t.one_class_why), cell_why=dict(t.cell_why),
+                more_seeds=tuple(m.model_dump(exclude_none=True) for m in t.more_seeds), inherits=dict(t.inherits),
+                why=dict(t.why), tier_wide=_tier_wide(t.tier_wide, model, file, f"{where}.tier_wide"))
+    running = [r for r in rows if any(not any(match_cell(p, r, c) for p in (*model.experiment.exclude,
+                                                                             *t.unavailable))
+                                      for c in cols if c not in model.derived_cols)]
+    _check_rows_named(tier, file, where, rows, running)
+    return tier
+
+
+def _check_derived_cols(model: SpecFile, file: str) -> None:
+    """Each derived column is a column, averaging columns that are not derived themselves."""
+    cols = model.cols
     for name, d in model.derived_cols.items():
         where = f"derived_cols.{name}"
         if name not in cols:
@@ -203,34 +260,18 @@ def parse_spec(raw: dict[str, Any], file: str) -> Spec:
             if c not in cols or c in model.derived_cols:
                 raise SpecError(file, f"{where}.mean_of", f"{c!r} is not a (non-derived) col")
 
-    curves = _curves(model, file)
-    decisions = expand_shared_list(model.decisions, file, "decisions")
-    pm = expand_shared(model.reported.pm, file, "reported.pm")
-    notes = expand_shared_list(model.reported.notes, file, "reported.notes")
-    expanded = {**raw, **({"decisions": decisions} if "decisions" in raw else {}),
-                "reported": {**raw["reported"], "pm": pm, **({"notes": notes} if "notes" in raw["reported"] else {})},
-                "experiment": experiment, "tiers": {n: {**raw["tiers"][n], **tiers[n].layer} for n in TIERS}}
-    spec = Spec(
-        id=model.id, paper=model.paper, kind=model.kind, title=model.title, caption=model.caption,
-        version=model.version, source=model.source,
-        metrics={n: Metric(n, m.label, m.higher_is_better, m.format) for n, m in metrics.items()},
-        rows=list(rows), cols=list(cols), row_groups=model.row_groups, col_groups=model.col_groups,
-        reported_seeds=model.reported.seeds, pm=pm, reported=_reported_cells(model, file),
-        reported_notes=notes, decisions=decisions,
-        claims=_claims(model, file, curves), experiment=experiment, exclude=list(model.experiment.exclude), tiers=tiers,
-        path=file, raw=expanded, derived_cols={k: list(v.mean_of) for k, v in model.derived_cols.items()},
-        curves=curves, designed=designed_tiers,
-        class_counts=class_counts(datasets_named([experiment, *(t.layer for t in tiers.values())])),
-    )
-    spec.regime = _regime(model, spec, file)
-    if has_prior_tokens(experiment) or any(has_prior_tokens(t.layer) for t in tiers.values()):
-        for tier in TIERS:  # fail at load, not when a job starts
-            for row, col in spec.cells():
-                try:
-                    spec.resolve(tier, row, col)
-                except PriorError as e:
-                    raise SpecError(file, f"cell {row}|{col} at tier {tier}", str(e)) from None
-    return spec
+
+def _check_priors(spec: Spec, file: str) -> None:
+    """A spec with prior tokens (``prior: exact``, ...) resolves every cell at every tier: a
+    token that cannot be resolved fails at load, not when a job starts."""
+    if not (has_prior_tokens(spec.experiment) or any(has_prior_tokens(t.layer) for t in spec.tiers.values())):
+        return
+    for tier in TIERS:
+        for row, col in spec.cells():
+            try:
+                spec.resolve(tier, row, col)
+            except PriorError as e:
+                raise SpecError(file, f"cell {row}|{col} at tier {tier}", str(e)) from None
 
 
 def _check_ids(model, file: str) -> None:
@@ -263,7 +304,7 @@ def row_naming_overrides(layer: dict[str, Any], rows: list[str]) -> list[str]:
     out = [f"rows.{r}" for r in layer.get("rows") or {}]
     for pattern in layer.get("cells") or {}:
         row_part = pattern.partition("|")[0]
-        if not all(fnmatch.fnmatchcase(r, row_part) for r in rows):
+        if not all(match_name(r, row_part) for r in rows):
             out.append(pattern)
     return out
 
@@ -279,10 +320,23 @@ def rows_not_named(tier: Tier, rows: list[str], running: list[str]) -> list[str]
 
     def named(row: str) -> bool:
         name = tier.matched_as(row)
-        return any(name == n[len("rows."):] if n.startswith("rows.") else
-                   fnmatch.fnmatchcase(name, n.partition("|")[0]) for n in naming)
+        return name in tier.tier_wide or any(name == n[len("rows."):] if n.startswith("rows.") else
+                                             match_name(name, n.partition("|")[0]) for n in naming)
 
     return [r for r in running if not named(r)]
+
+
+def _check_seen_before(entry, seeds_from, file: str, where: str) -> None:
+    """A ``more_seeds`` entry that extends cells shared with another spec (``experiment.seeds_from``)
+    takes that spec's seeds as they are, some perhaps already run and seen: it must say what they
+    show (``seen_before``), so the extension's foreseeable outcome is on record beside its reason."""
+    if seeds_from is None or (entry.seen_before or "").strip():
+        return
+    shared = [f"{r}|{c}" for r in seeds_from.rows for c in seeds_from.cols if match_cell(entry.cells, r, c)]
+    if shared:
+        raise SpecError(file, f"{where}.seen_before", f"missing: {shared[0]} is {seeds_from.spec}'s cell "
+                                                      "(experiment.seeds_from); say what its seeds already in the "
+                                                      "store show (or that there are none)")
 
 
 def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], running: list[str]) -> None:
@@ -294,15 +348,32 @@ def _check_rows_named(tier: Tier, file: str, where: str, rows: list[str], runnin
             raise SpecError(file, key, f"{other!r} inherits itself or another row: name a row with its own overrides")
         if row in (tier.layer.get("rows") or {}):
             raise SpecError(file, key, f"{row!r} takes {other!r}'s overrides: give it no `rows` entry of its own")
+    for row in tier.tier_wide:
+        own = [n for n in row_naming_overrides(tier.layer, rows) if (n == f"rows.{row}" if n.startswith("rows.") else
+                                                                     match_name(row, n.partition("|")[0]))]
+        if own or row in tier.inherits:
+            raise SpecError(file, f"{where}.tier_wide", f"{row!r} is not at the tier-wide params alone: "
+                                                        + (f"{own[0]!r} names it" if own else "it inherits a row"))
     lacking = rows_not_named(tier, rows, running)
     if lacking:
         naming = row_naming_overrides(tier.layer, rows)
         shown = ", ".join(repr(n) for n in naming[:4]) + (f" and {len(naming) - 4} more" if len(naming) > 4 else "")
         raise SpecError(file, where, f"row(s) {', '.join(map(repr, lacking[:5]))} are named by none of this tier's "
                                      f"row overrides ({shown}), so they would run with the settings the tier changes "
-                                     f"for the other rows: name each in an override (`rows: {{{lacking[0]}: {{}}}}` "
-                                     f"when the tier-wide overrides are its budget) or take another row's with "
-                                     f"`inherits: {{{lacking[0]}: ROW}}`")
+                                     f"for the other rows: list it in `tier_wide: [{lacking[0]}]` when "
+                                     f"the tier-wide params are its budget, give it an override, or take another "
+                                     f"row's with `inherits: {{{lacking[0]}: ROW}}`")
+
+
+def _tier_wide(names: list[str], model: SpecFile, file: str, where: str) -> tuple[str, ...]:
+    """A tier's ``tier_wide`` list (row and row-group names) as rows."""
+    out: list[str] = []
+    for name in names:
+        members = model.row_groups.get(name, [name] if name in model.rows else None)
+        if members is None:
+            raise SpecError(file, where, f"{name!r} is neither a row nor a row group")
+        out += [r for r in members if r not in out]
+    return tuple(out)
 
 
 def _table_cells(model, file: str) -> list[tuple[str, ReportedCellModel]]:
@@ -405,9 +476,12 @@ def _claims(model: SpecFile, file: str, curves: list[Curve] = ()) -> list[Claim]
         where = f"claims[{i}]"
         revised = tuple(
             Revision(r.date, None if r.was is None else _claim(r.was, f"{where}.revised[{j}].was", file, model, titles),
-                     r.why)
+                     _revision_why(r, "claim", f"{where}.revised[{j}]", file, model.version), r.commit)
             for j, r in enumerate(c.revised))
-        out.append(replace(_claim(c, where, file, model, titles), revised=revised))
+        counted_now = tuple(r.counted == "revised" for r in c.revised)
+        out.append(replace(_claim(c, where, file, model, titles),
+                           revised=tuple(r for r, now in zip(revised, counted_now) if not now),
+                           history=tuple(r for r, now in zip(revised, counted_now) if now)))
     return out
 
 
@@ -461,7 +535,7 @@ def _curve_claim(c, where: str, file: str, rows: list[str], curves: dict[str, Cu
     return Claim(c.kind, c.text, metric, tuple(c.rows), tuple(c.cols or curve.cols), curve=c.curve)
 
 
-def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
+def _regime(model: SpecFile, file: str) -> list[RegimeBlock]:
     """The ``regime:`` blocks, with their rows (a group's or listed), their columns (listed, or
     every non-derived column where the reference and baseline rows run) and metric resolved;
     every name checked against the spec."""
@@ -485,25 +559,43 @@ def _regime(model: SpecFile, spec: Spec, file: str) -> list[RegimeBlock]:
                     raise SpecError(file, wpath, str(e.errors()[0]["msg"])) from None
                 if old.revised:
                     raise SpecError(file, f"{wpath}.revised", "a block as it was has no revisions of its own")
-                was = _block(old, wpath, file, model, spec)
-            revised.append(Revision(r.date, was, r.why))
-        out.append(replace(_block(b, where, file, model, spec), revised=tuple(revised)))
+                was = _block(old, wpath, file, model)
+            revised.append(Revision(r.date, was, _revision_why(r, "block", f"{where}.revised[{j}]", file, model.version),
+                                    r.commit))
+        out.append(replace(_block(b, where, file, model), revised=tuple(revised)))
     return out
 
 
-def _block(b, where: str, file: str, model: SpecFile, spec: Spec) -> RegimeBlock:
+def _revision_why(entry, kind: str, where: str, file: str, version: int) -> str:
+    """The sentence of a ``revised`` entry (:func:`pubench.registry.revisions.revision_text`)."""
+    from pubench.registry.revisions import revision_text
+
+    if getattr(entry, "counted", "first") == "revised" and (entry.version is None or entry.version >= version):
+        raise SpecError(file, f"{where}.counted", f"the revised form counts only where the revision came with a "
+                                                  f"version bump: give `version`, the earlier version (below "
+                                                  f"{version}) whose records it followed")
+    text = revision_text(entry, kind)
+    if text is None:
+        where_why = " or in the spec's notes file (regime.BLOCK.revised.DATE)" if kind == "block" else ""
+        raise SpecError(file, f"{where}.why", f"missing: give the `commit` that made the change (its sentence is "
+                                              f"rendered from the entry's facts) or say why here{where_why}")
+    return text
+
+
+def _block(b, where: str, file: str, model: SpecFile) -> RegimeBlock:
     """One regime block (or a revised block's earlier form), with its rows, columns and metric
     resolved and every name checked against the spec."""
     metrics = list(model.metrics)
     # A spec whose methods are its columns (methods_in: cols) lists a block's methods in `rows`
     # / `group` (a col group) and the settings it is checked in in `cols` (rows of the table).
-    transposed = spec.methods_in == "cols"
-    methods, settings = (spec.cols, spec.rows) if transposed else (spec.rows, spec.cols)
-    groups, group_key = (spec.col_groups, "col_groups") if transposed else (spec.row_groups, "row_groups")
-    derived = {} if transposed else spec.derived_cols
+    transposed = model.methods_in == "cols"
+    methods, settings = (model.cols, model.rows) if transposed else (model.rows, model.cols)
+    groups, group_key = (model.col_groups, "col_groups") if transposed else (model.row_groups, "row_groups")
+    derived = {} if transposed else model.derived_cols
 
     def excluded(method: str, setting: str) -> bool:
-        return spec.is_excluded(setting, method) if transposed else spec.is_excluded(method, setting)
+        row, col = (setting, method) if transposed else (method, setting)
+        return any(match_cell(p, row, col) for p in model.experiment.exclude)
 
     if (b.group is None) == (b.rows is None):
         raise SpecError(file, where, "give the block's rows as `group` (a row group) or `rows`, one of them")
@@ -562,7 +654,7 @@ def _block(b, where: str, file: str, model: SpecFile, spec: Spec) -> RegimeBlock
     return RegimeBlock(
         name=b.block, check=b.check, rows=tuple(rows), cols=tuple(cols), reference=tuple(reference),
         group=b.group, baseline=b.baseline, margin=float(b.margin or 0.0), metric=metric,
-        max_share=float(b.max_share or 0.0), why=tuple(b.why.items()),
+        max_share=None if b.max_share is None else float(b.max_share), why=tuple(b.why.items()),
         auc_margin=5.0 if b.auc_margin is None else float(b.auc_margin))
 
 

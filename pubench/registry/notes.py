@@ -1,33 +1,37 @@
 """A spec's notes: ``<id>.notes.yaml`` beside ``<id>.yaml``, the prose the spec does not need to run.
 
-The spec keeps what runs and what is judged: its layout, the experiment, the tiers (one short
-line per deviation), the reported numbers, the claims and the regime blocks' config. Its notes
-file holds the decisions, the paper's table notes, the measured evidence (``one_class_why``,
-a regime block's ``why`` and the ``why`` of its revisions) and the long half of a deviation
-(why, how it was measured, its history)::
+The spec keeps what runs and what is judged: its layout, the experiment, the tiers, the reported
+numbers, the claims and the regime blocks with their dated revisions (whose sentences the loader
+renders from their facts: :mod:`pubench.registry.revisions`). A spec loads and validates without
+its notes. The notes file holds the decisions, the paper's table notes and the prose of the
+reasons, each keyed by what it explains, never by a sentence: a tier's ``why`` by the key path or
+cell pattern of the config change it explains (the changes themselves are generated from the
+configs: :mod:`pubench.registry.changes`), ``one_class_why`` by cell pattern, a regime block's
+``why`` by block and tier, and what a revision's facts do not say by block and date::
 
-    # experiments/punce/table1-punce.notes.yaml
+    # experiments/punce/table2-punce.notes.yaml
     decisions:
-      - "Positive class, CIFAR-10: vehicles ..."
+      - "Positive class: CIFAR-10 vehicles ..."
       - {shared: punce_puNCE_variant}
     reported:
-      notes: ["Bold is recoverable ..."]
+      notes: ["Bold recoverable ..."]
     tiers:
       reduced:
-        deviations:   # a deviation line of the spec's tier, word for word -> the rest of its text
-          "LARS learning rate 1.0 instead of 0.01:": "with 20 (MNIST) or 6 (CIFAR) epochs ..."
-        one_class_why: {"nnPU|*": "..."}
+        why:   # a key path (globs allowed) or a "row|col" pattern -> why the tier changes it
+          train.optimizer.lr: "the paper's rate does not move a network in 5 epochs."
+          "*vPU|*": "60 steps instead of 1,500; ..."
+        one_class_why: {"* PN|*": "..."}
     regime:
       MLP on PU MNIST:
         why: {reduced: "..."}
-        revised: {"2026-11-27": "Added after ..."}   # the date of one of the block's `revised` entries -> why
+        revised: {"2026-11-27": "It reads the reference column ..."}   # a `revised` entry's date -> more why
 
 The loader merges the notes into the spec's mapping before it validates it (:func:`merge`), so
 a parsed :class:`~pubench.registry.spec.Spec`, its job ids and its reports read the same as one
-file holding everything (a deviation reads ``line + " " + rest``). Every key of a notes file is
-checked: an unknown key, a deviation line or a regime block the spec does not have, a key the
-spec sets too, each stops the load with one line naming the notes file and the key. A spec
-without a notes file needs none (it may hold its prose itself).
+file holding everything. Every key of a notes file is checked: an unknown key, a regime block or
+revision the spec does not have, a key the spec sets too, each stops the load with one line
+naming the notes file and the key; a ``why`` key that names no change of its tier's config stops
+it too (:func:`pubench.registry.changes.check_whys`). A spec without a notes file needs none.
 """
 
 from __future__ import annotations
@@ -100,8 +104,9 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
         if not isinstance(tier, dict):
             raise SpecError(file, f"tiers.{name}", f"the spec has no tier {name!r} to add to")
         tier_notes = tier_notes or {}  # `reduced:` with nothing under it: the schema allows an empty tier
-        _deviations(tier, tier_notes.get("deviations") or {}, file, f"tiers.{name}.deviations")
+        _add_keys(tier, "why", tier_notes.get("why") or {}, file, f"tiers.{name}.why")
         _add_keys(tier, "one_class_why", tier_notes.get("one_class_why") or {}, file, f"tiers.{name}.one_class_why")
+        _add_keys(tier, "cell_why", tier_notes.get("cell_why") or {}, file, f"tiers.{name}.cell_why")
     # A malformed spec (a block name that is not a string, a regime that is not a list) is left for the
     # spec's own validation to name: the notes only ever address blocks by string name.
     regime = out.get("regime") if isinstance(out.get("regime"), list) else []
@@ -126,23 +131,6 @@ def merge(raw: dict[str, Any], notes: dict[str, Any], file: str) -> dict[str, An
 def _only_here(mapping: dict[str, Any], key: str, file: str, where: str) -> None:
     if key in mapping:
         raise SpecError(file, where, "the spec has them too: keep them in one place (the notes)")
-
-
-def _deviations(tier: dict[str, Any], rest: dict[str, str], file: str, where: str) -> None:
-    """Each deviation line of ``tier`` that ``rest`` names gets the rest of its text."""
-    if not rest:
-        return
-    lines = tier.get("deviations")
-    if not isinstance(lines, list):
-        raise SpecError(file, where, "the spec's tier lists no deviations")
-    for line, more in rest.items():
-        hits = [i for i, d in enumerate(lines) if d == line]
-        if len(hits) != 1:
-            raise SpecError(file, f"{where}.{line}", "matches no deviation line of the spec's tier word for word"
-                            if not hits else "matches several deviation lines")
-        if not more.strip():
-            raise SpecError(file, f"{where}.{line}", "empty: give the rest of the deviation, or no entry")
-        lines[hits[0]] = f"{line} {more}"
 
 
 def _add_keys(mapping: dict[str, Any], key: str, add: dict[str, str], file: str, where: str) -> None:

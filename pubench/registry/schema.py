@@ -124,10 +124,27 @@ class ClaimWasModel(_Model):
     text: str
 
 
-class ClaimRevisionModel(_Model):
-    date: str = Field(pattern=_DATE, description="when the claim was changed")
+class _RevisionFacts(_Model):
+    """What a ``revised`` entry records: the loader renders its sentence from these facts
+    (:mod:`pubench.registry.revisions`); ``why`` adds what they do not say."""
+
+    date: str = Field(pattern=_DATE, description="when it changed (or was added)")
+    commit: str | None = Field(None, pattern=r"^[0-9a-f]{7,40}$", description="the commit that made the change")
+    issue: int | None = Field(None, ge=1, description="the issue the change belongs to")
+    after: list[Literal["paper", "reduced", "smoke"]] | None = Field(
+        None, description="the tiers whose records existed when it changed")
+    version: int | None = Field(None, ge=1, description="the spec version of those records (where an earlier one)")
+    first_records: str | None = Field(None, pattern=_DATE, description="the date of the first of those records")
+    why: str | None = Field(None, min_length=1, description="why it changed, where the facts do not say (a "
+                                                            "regime block's may be in the notes file)")
+
+
+class ClaimRevisionModel(_RevisionFacts):
     was: ClaimWasModel | None = Field(description="the claim as it was (null: the claim did not exist then)")
-    why: str = Field(min_length=1, description="why it changed")
+    counted: Literal["first", "revised"] = Field(
+        "first", description="which form the reports count: the claim as first registered (default), or as "
+                             "revised where the revision came with a version bump before any record of that "
+                             "version (give `version`, the earlier one)")
 
 
 class ClaimModel(_Model):
@@ -181,15 +198,9 @@ class RegimeBlockModel(_Model):
                         "judge): date, the block as it was (null: it did not exist), why")
 
 
-class BlockRevisionModel(_Model):
-    missing_hints: ClassVar[dict[str, str]] = {
-        "why": "missing: say why the block changed, here or in the spec's notes file (<id>.notes.yaml, "
-               "regime.BLOCK.revised.DATE)"}
-
-    date: str = Field(pattern=_DATE, description="when the block was changed (or added)")
+class BlockRevisionModel(_RevisionFacts):
     was: dict[str, Any] | None = Field(description="the block as it was, its keys as a block's (null: the block did "
                                                    "not exist then)")
-    why: str = Field(min_length=1, description="why it changed")
 
 
 RegimeBlockModel.model_rebuild()
@@ -237,7 +248,7 @@ class SeedsFromModel(_Model):
     cols: dict[str, str] = Field({}, description="column of this spec -> column of that spec: a cell whose row and "
                                                  "column are both mapped is that spec's cell and takes its init seed "
                                                  "too; their resolved configs must be equal wherever both run "
-                                                 "(tests/unit/test_seeds_from.py)")
+                                                 "(tests/jobs/test_seeds_from.py)")
 
 
 class ExperimentModel(LayerModel):
@@ -258,6 +269,12 @@ class MoreSeedsModel(_Model):
     seeds: int = Field(ge=2, le=MAX_SEEDS, description="seeds those cells run (more than the tier's)")
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="when this was decided, before the seeds ran")
     why: str = Field(min_length=1, description="what the seeds are for: the claim or regime check they decide")
+    seen_before: str | None = Field(
+        None, min_length=1, description="what the added seeds that had already run showed when this was decided "
+                                        "(their outcomes, near-one-class seeds; or that none had run): required where "
+                                        "the cells are another spec's (experiment.seeds_from), whose seeds the entry "
+                                        "takes as they are, and where some of its seeds ran before a commit held the "
+                                        "entry (tests/registry/test_claims_fixed.py)")
 
 
 class TierModel(LayerModel):
@@ -265,7 +282,15 @@ class TierModel(LayerModel):
     more_seeds: list[MoreSeedsModel] = Field(
         [], description="cells that run more seeds than the tier's, each decided (dated, with why) before they ran; "
                         "`run` without --seeds runs them")
-    deviations: list[str] = Field([], description="every change to the paper's setup, in words")
+    deviations: list[str] = Field(
+        [], description="what the tier changes that no config shows (a data copy's provenance, a method's recipe), "
+                        "each a whole sentence; the config's changes are generated (pubench expand --diff)")
+    why: dict[str, str] = Field(
+        {}, description="key path (train.optimizer.lr; globs allowed) or 'row|col' pattern -> why the tier changes "
+                        "it, printed with the first generated change line it concerns (usually in the notes file)")
+    tier_wide: list[str] = Field(
+        [], description="rows (or row groups) that run at the tier-wide params alone, at a tier whose overrides name "
+                        "rows (docs/specs.md, 'Every row at its tier's budget')")
     unavailable: dict[str, str] = Field(
         {}, description="'row|col' glob -> why the tier does not run those cells: a sentence, or a reason key "
                         "(not_designed: no config designed for this tier yet; 'offline: NAME': NAME is not available "
@@ -274,6 +299,10 @@ class TierModel(LayerModel):
         {}, description="'row|col' glob -> why those cells' near-one-class seeds (test recall or specificity under "
                         "5%) are what the method does at this tier, with the measurement that shows it (a method "
                         "that collapses where its block's reference rows work is a result, written here)")
+    cell_why: dict[str, str] = Field(
+        {}, description="'row|col' glob -> a measured reason for what those cells show at this tier (e.g. why a "
+                        "method is at chance there), printed beside the claims their pairs decide on the reports and "
+                        "the verdict pages, with the cells' figures measured at render time")
     inherits: dict[str, str] = Field(
         {}, description="row -> another row whose overrides at this tier it takes (its `rows` entry and the `cells` "
                         "patterns matched as that row): at a tier that names rows in its overrides, a row none of "
@@ -330,10 +359,10 @@ class SpecFile(_Model):
 
 # ------------------------------------------------------------------ a spec's notes file
 class NotesTierModel(_Model):
-    deviations: dict[str, str] = Field(
-        {}, description="a deviation line of the spec's tier, word for word -> the rest of its text (why, how it was "
-                        "measured, its history); the tier's deviation reads `line rest`")
+    why: dict[str, str] = Field({}, description="as a tier's why: key path or 'row|col' pattern -> why the tier "
+                                                "changes it (the spec sets none of the same)")
     one_class_why: dict[str, str] = Field({}, description="as a tier's one_class_why (the spec sets none of the same)")
+    cell_why: dict[str, str] = Field({}, description="as a tier's cell_why (the spec sets none of the same)")
 
 
 class NotesTiersModel(_Model):
@@ -347,7 +376,7 @@ class NotesTiersModel(_Model):
 class NotesRegimeModel(_Model):
     why: dict[str, str] = Field({}, description="as a regime block's why: tier -> the written reason")
     revised: dict[str, str] = Field({}, description="the date of one of the block's `revised` entries (which gives "
-                                                    "no why itself) -> why the block changed")
+                                                    "no why itself) -> what its facts do not say")
 
 
 class NotesReportedModel(_Model):

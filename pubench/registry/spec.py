@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -72,11 +73,13 @@ class ReportedCell:
 @dataclass(frozen=True)
 class Revision:
     """A change to a claim or a regime block after the spec had records: when, what it was
-    (``None``: it did not exist; else a :class:`Claim` or :class:`RegimeBlock`), and why."""
+    (``None``: it did not exist; else a :class:`Claim` or :class:`RegimeBlock`), and why (the
+    sentence the loader renders from the entry's facts, :mod:`pubench.registry.revisions`)."""
 
     date: str
     was: Any
     why: str
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class Claim:
     cols: tuple[str, ...]
     curve: str | None = None  # curve_rises: the title of the spec's curve (its last point beats its first)
     revised: tuple[Revision, ...] = ()
+    #: revisions that re-registered the claim with a version bump before that version's records
+    #: (``counted: revised``): the claim as it is now is the one counted; kept as its history
+    history: tuple[Revision, ...] = ()
 
     @property
     def original(self) -> "Claim | None":
@@ -113,7 +119,8 @@ class RegimeBlock:
     """A block of rows whose methods mean something only once its reference works (``regime:``
     in a spec; checked by :mod:`pubench.report.regime`). ``check``: ``trained`` (the one
     ``reference`` row beats ``baseline`` by at least ``margin`` in ``metric``) or
-    ``two_classes`` (at most ``max_share`` of the reference rows' seeds are near-one-class).
+    ``two_classes`` (the reference rows' seeds are not near-one-class at a rate above ``max_share``,
+    None: the regime rule's default bound; :mod:`pubench.report.regime`).
     ``cols`` are the columns checked (never derived ones); ``why``: tier -> written reason."""
 
     name: str
@@ -125,7 +132,7 @@ class RegimeBlock:
     baseline: str | None = None
     margin: float = 0.0
     metric: str | None = None
-    max_share: float = 0.0
+    max_share: float | None = None
     why: tuple[tuple[str, str], ...] = ()
     auc_margin: float = 5.0  # two_classes: the reference rows' test AUC must beat chance (50) by this much
     revised: tuple[Revision, ...] = ()
@@ -142,10 +149,17 @@ class Tier:
     layer: dict[str, Any]  # params / rows / cols / cells overrides
     unavailable: dict[str, str]  # "row|col" glob pattern -> reason
     one_class_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> why its seeds are near-one-class
+    cell_why: dict[str, str] = field(default_factory=dict)  # "row|col" glob -> a measured reason for what the cells show
     #: pre-registered cells that run more seeds: ({cells, seeds, date, why}, ...)
     more_seeds: tuple[dict[str, Any], ...] = ()
     #: row -> the row whose overrides at this tier it takes (``inherits:``; :meth:`Spec.resolve`)
     inherits: dict[str, str] = field(default_factory=dict)
+    #: key path or "row|col" pattern -> why the tier changes that (printed with the generated
+    #: change lines, :mod:`pubench.registry.changes`)
+    why: dict[str, str] = field(default_factory=dict)
+    #: rows the tier runs at its tier-wide params alone (``tier_wide:``, row or row-group names
+    #: resolved to rows): named for the rule that every row is at its tier's budget
+    tier_wide: tuple[str, ...] = ()
 
     def matched_as(self, row: str) -> str:
         """The row name this tier's ``rows`` and ``cells`` overrides are matched against for ``row``."""
@@ -243,11 +257,16 @@ class Spec:
         base, sets = self.tiers[base_tier], tuple(overrides)
         said = f"A custom variant of the `{base_tier}` tier, not a committed config: `pubench run --tier {base_tier}" \
                + "".join(f" --set {o}" for o in sets) + "`."
-        # no one_class_why carries over: it explains the base tier's measured seeds, not a variant's
+        # no one_class_why or cell_why carries over: they explain the base tier's measured seeds, not a variant's
         from pubench.registry.overrides import overridden_deviations
 
+        from pubench.registry.overrides import parse_override
+
+        paths = [".".join(parse_override(o)[0]) for o in sets]
+        # a why of a key the variant sets no longer explains its value
+        whys = {k: v for k, v in base.why.items() if "|" in k or not any(path_matches(k, p) for p in paths)}
         custom = Tier(CUSTOM, base.seeds, [*overridden_deviations(base.deviations, sets), said], base.layer,
-                      dict(base.unavailable), inherits=dict(base.inherits))
+                      dict(base.unavailable), inherits=dict(base.inherits), why=whys, tier_wide=base.tier_wide)
         return replace(self, tiers={**self.tiers, CUSTOM: custom}, variant=(base_tier, sets), _reasons={}, _resolved={})
 
     def with_added_rows(self, base_tier: str, rows: tuple) -> Spec:
@@ -264,7 +283,8 @@ class Spec:
                 + "; ".join(f"`{r.describe()}`" for r in rows) + ". Each runs its baseline's config at this tier "
                 "(every override the tier gives that row) with its own keys on top; it has no reported number.")
         custom = Tier(CUSTOM, base.seeds, [*base.deviations, said], base.layer, dict(base.unavailable),
-                      more_seeds=base.more_seeds, inherits=dict(base.inherits))
+                      more_seeds=base.more_seeds, inherits=dict(base.inherits), why=dict(base.why),
+                      tier_wide=base.tier_wide)
         methods = list(self.cols if self.methods_in == "cols" else self.rows)
         groups = {g: list(m) for g, m in (self.col_groups if self.methods_in == "cols" else self.row_groups).items()}
         for r in rows:
@@ -339,8 +359,15 @@ class Spec:
 
     def one_class_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
         """(pattern, reason) of the tier's ``one_class_why`` entry covering the cell, or None."""
+        return self._tier_reason("one_class_why", tier, row, col)
+
+    def cell_reason(self, tier: str, row: str, col: str) -> tuple[str, str] | None:
+        """(pattern, reason) of the tier's ``cell_why`` entry covering the cell, or None."""
+        return self._tier_reason("cell_why", tier, row, col)
+
+    def _tier_reason(self, key: str, tier: str, row: str, col: str) -> tuple[str, str] | None:
         t = self.tiers.get(tier)
-        for pattern, why in (t.one_class_why.items() if t else ()):
+        for pattern, why in (getattr(t, key).items() if t else ()):
             if match_cell(pattern, row, col):
                 return pattern, why
         return None
@@ -481,9 +508,33 @@ def _ranges(items: list[tuple[int, str]]) -> str:
 
 
 def match_cell(pattern: str, row: str, col: str) -> bool:
-    """``"row|col"`` glob pattern (``*`` wildcards on either side) against a cell."""
+    """``"row|col"`` glob pattern (``*`` wildcards on either side, ``{A,B}`` a list of names:
+    ``"ResNet18 {PN,PvU}|*"``) against a cell."""
     prow, _, pcol = pattern.partition("|")
-    return fnmatch.fnmatchcase(row, prow) and fnmatch.fnmatchcase(col, pcol or "*")
+    return match_name(row, prow) and match_name(col, pcol or "*")
+
+
+def path_matches(key: str, path: str) -> bool:
+    """A ``why`` key path names ``path``: the same, or a key above it (globs and ``{a,b}`` lists
+    allowed: ``*.prior``, ``pretrain.framework.{negatives,queue}``)."""
+    return match_name(path, key) or match_name(path, key + ".*")
+
+
+def match_name(name: str, pattern: str) -> bool:
+    """``name`` against one side of a cell pattern: a glob whose ``{A,B,...}`` parts list the
+    names allowed there, so that rows are named rather than picked by the case of a letter."""
+    return any(fnmatch.fnmatchcase(name, p) for p in alternatives(pattern))
+
+
+@functools.lru_cache(maxsize=4096)
+def alternatives(pattern: str) -> tuple[str, ...]:
+    """``"A {x,y} B"`` -> ``("A x B", "A y B")`` (every ``{...}`` expanded, left to right)."""
+    start = pattern.find("{")
+    end = pattern.find("}", start + 1)
+    if start < 0 or end < 0:
+        return (pattern,)
+    head, options, tail = pattern[:start], pattern[start + 1:end].split(","), pattern[end + 1:]
+    return tuple(head + o.strip() + rest for o in options for rest in alternatives(tail))
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any], keep_nulls: bool = False) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def rejected_path(message: str) -> list[str]:
     return [p for p in m.group(1).split(".") if p] + ([m.group(2)] if m.group(2) else [])
 
 
-def _holds(node: Any, path: list[str]) -> int:
+def held_depth(node: Any, path: list[str]) -> int:
     """How many leading parts of ``path`` the mapping ``node`` holds."""
     for i, key in enumerate(path):
         if not isinstance(node, dict) or key not in node:
@@ -58,7 +58,7 @@ def setting_key(spec: Spec, tier: str, row: str, col: str, path: list[str]) -> s
     in), else the row's experiment entry (where a row's own keys go)."""
     best, depth = f"experiment.rows.{row}", 0
     for where, params in layers_of(spec, tier, row, col):
-        held = _holds(params, path)
+        held = held_depth(params, path)
         if held == len(path) and path:
             return ".".join([where, *path])
         if held > depth:

@@ -8,7 +8,7 @@ coverage`` lists them, ``pubench run`` skips their cells).
 
 The names come from an index, not from importing the units (which imports torch): the
 committed ``unit_index.json`` (names per kind and the fingerprint of the unit packages'
-source it was made from; ``PUBENCH_REGEN_GOLDEN=1 pytest tests/unit/test_unit_index.py``
+source it was made from; ``PUBENCH_REGEN_GOLDEN=1 pytest tests/registry/test_unit_index.py``
 rewrites it, and that test checks it against the registries). When the source has changed
 since (a new unit, any edit), the registries are imported once and the names cached under
 that source's fingerprint (:mod:`pubench.registry.cache`); where torch cannot be imported at

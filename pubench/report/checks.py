@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pubench.registry.spec import Claim, Revision
 from pubench.report.collect import TableResult
 from pubench.report.power import PairPower, pair_power
-from pubench.report.regime import OUT, PAPER, POWER, RegimeMap, RegimeVerdict
+from pubench.report.regime import CURRENT, FIRST, OUT, PAPER, POWER, UNTESTED, RegimeMap, RegimeVerdict
 from pubench.report.stats import (FAILS, kendall_tau, HOLDS, HOLDS_NS, NOT_TESTABLE, TIE, WEAKNESS, PairTest, compare_cells,
                                   outcome_text, weakest)
 
-NOT_IN_REGIME, UNDERPOWERED = "not in regime", "underpowered"
+NOT_IN_REGIME, UNDERPOWERED, REGIME_UNKNOWN = "not in regime", "underpowered", "regime unknown"
 
 
 @dataclass
@@ -54,7 +54,7 @@ class ColumnCheck:
 
 _COUNTED = {HOLDS: "hold", HOLDS_NS: "hold (n.s.)", NOT_TESTABLE: "not testable", TIE: "tie", FAILS: "fail"}
 #: Every status a claim can read, from the most to the least supportive (reports count them in this order).
-STATUSES = (HOLDS, HOLDS_NS, TIE, FAILS, UNDERPOWERED, NOT_IN_REGIME, NOT_TESTABLE)
+STATUSES = (HOLDS, HOLDS_NS, TIE, FAILS, UNDERPOWERED, REGIME_UNKNOWN, NOT_IN_REGIME, NOT_TESTABLE)
 
 
 @dataclass
@@ -71,7 +71,8 @@ class ClaimCheck:
     paper_status: str  # what the reported means say: holds | tie | fails | n/a
     powers: list[PairPower] = field(default_factory=list)
     out_of_regime: list[list[RegimeVerdict]] = field(default_factory=list)
-    #: per pair, the verdicts of its blocks that are over the margin without significance (they relabel nothing)
+    #: per pair, the verdicts of its blocks whose regime is not established (over the margin without significance, or
+    #: not testable): under the current rule the claim reads ``regime unknown`` there (empty at the paper tier)
     power_limited: list[list[RegimeVerdict]] = field(default_factory=list)
     #: per pair, at the paper tier, the verdicts of its blocks not in regime: findings about the paper's setup
     findings: list[list[RegimeVerdict]] = field(default_factory=list)
@@ -79,6 +80,8 @@ class ClaimCheck:
     revision: Revision | None = None
     #: whether the check counts in a report's tallies: a claim revised after results does not (its original does)
     counted: bool = True
+    #: per pair, the out-of-regime verdicts under the regime rule as first registered (``regime.FIRST``)
+    first_rule_out: list[list[RegimeVerdict]] | None = None
 
     @property
     def weakest_link(self) -> PairTest | None:
@@ -91,8 +94,21 @@ class ClaimCheck:
 
     @property
     def status(self) -> str:
-        """The plain outcome, or ``not in regime`` / ``underpowered`` where those explain it (:func:`qualify`)."""
+        """The plain outcome, or ``not in regime`` / ``regime unknown`` / ``underpowered`` where those explain it
+        (:func:`qualify`), under the current regime rule."""
         return qualify(self)[0]
+
+    @property
+    def first_rule_status(self) -> str:
+        """The status under the regime rule as first registered (out-of-regime pairs set aside, blocks short of
+        power read as in regime); equal to :attr:`status` where the rule revision changes nothing for the claim."""
+        if self.first_rule_out is None:
+            return self.status
+        return qualify(self, self.first_rule_out, [])[0]
+
+    @property
+    def rule_changed(self) -> bool:
+        return self.first_rule_status != self.status
 
     @property
     def decisive(self) -> int | None:
@@ -139,10 +155,8 @@ class ClaimCheck:
 
     @property
     def significant_out_of_regime(self) -> list[PairTest]:
-        """Pairs out of regime that fail significantly (printed beside a ``not in regime`` label)."""
-        return [t for i, t in enumerate(self.tests)
-                if i < len(self.out_of_regime) and self.out_of_regime[i] and t.outcome == FAILS
-                and t.opposite_significant]
+        """Pairs set aside (out of regime, or regime unknown) that fail significantly (printed beside the label)."""
+        return _significant_aside(self, self.out_of_regime, self.power_limited)
 
     @property
     def detail(self) -> str:
@@ -161,7 +175,8 @@ class ClaimCheck:
             n_out = sum(bool(v) for v in self.out_of_regime)
             text += f"; {n_out} pair(s) out of regime ({'; '.join(blocks)})"
         if self.power_limited and any(self.power_limited):
-            text += f"; regime not established (power) in {'; '.join(self.power_blocks)} (read as in regime)"
+            n_unknown = sum(bool(v) for v in self.power_limited)
+            text += f"; {n_unknown} pair(s) where the regime is not established ({'; '.join(self.power_blocks)})"
         if self.findings and any(self.findings):
             text += (f"; finding at the paper's own configuration, the reference does not beat its baseline in "
                      f"{'; '.join(self.finding_blocks)}")
@@ -179,28 +194,41 @@ def _blocks(verdicts: list[list[RegimeVerdict]]) -> list[str]:
     return [f"{b}: {', '.join(cols)}" for b, cols in by.items()]
 
 
-def qualify(check: ClaimCheck) -> tuple[str, int | None]:
-    """A claim's status and the index of its deciding pair.
+def _significant_aside(check: ClaimCheck, out: list[list], unknown: list[list]) -> list[PairTest]:
+    return [t for i, t in enumerate(check.tests)
+            if ((i < len(out) and out[i]) or (i < len(unknown) and unknown[i])) and t.outcome == FAILS
+            and t.opposite_significant]
 
-    * Pairs whose cells lie in a block (column) not in regime are *out*; the others *in*. A
-      block over its margin without significance (``regime not established (power)``) puts no
-      pair out, and at the paper tier no block does (its verdict is a finding, not a label).
-    * A pair that fails significantly anywhere, in regime or out, can never leave the claim
-      reading ``underpowered``; one that fails significantly in regime makes it ``fails``.
-    * If some pair is out: an in-regime pair that fails makes the claim ``fails`` (or
-      ``underpowered``, below) where the methods work; otherwise the claim reads
-      ``not in regime`` (a significant failure out of regime is printed beside it), unless no
-      pair was testable at all (``not testable``).
-    * A claim that fails (over the in-regime pairs when some are out) reads ``underpowered``
-      only when every failing pair, in regime or out, is not significant either way and each
-      in-regime failing pair's paper gap is positive but below our minimum detectable
-      difference.
+
+def qualify(check: ClaimCheck, out_lists: list[list] | None = None,
+            unknown_lists: list[list] | None = None) -> tuple[str, int | None]:
+    """A claim's status and the index of its deciding pair, from the per-pair verdicts of the blocks
+    not in regime (``out_lists``, default the check's) and of those whose regime is not established
+    (``unknown_lists``, default the check's ``power_limited``; pass ``[]`` for the regime rule as first
+    registered, under which such a block relabelled nothing).
+
+    * Pairs whose cells lie in a block (column) not in regime are *out*, those in a block whose regime is
+      not established (over its margin without significance, or not testable) *unknown*; the others *in*.
+      At the paper tier no block sets a pair aside (its verdict is a finding, not a label).
+    * A pair that fails significantly anywhere can never leave the claim reading ``underpowered``; one that
+      fails significantly in regime makes it ``fails``.
+    * If some pair is set aside: an in-regime pair that fails makes the claim ``fails`` (or ``underpowered``,
+      below) where the methods work; otherwise the claim reads ``not in regime`` (some pair out) or
+      ``regime unknown`` (pairs unknown only), a significant failure there printed beside it, unless no pair
+      was testable at all (``not testable``).
+    * A claim that fails (over the in-regime pairs when some are set aside) reads ``underpowered``
+      only when every failing pair, anywhere, is not significant either way and each in-regime failing
+      pair's paper gap is positive but below our minimum detectable difference.
     """
+    out_lists = check.out_of_regime if out_lists is None else out_lists
+    unknown_lists = check.power_limited if unknown_lists is None else unknown_lists
     if not check.tests:
         return NOT_TESTABLE, None
     idx = range(len(check.tests))
-    out = [i for i in idx if i < len(check.out_of_regime) and check.out_of_regime[i]]
-    considered = [i for i in idx if i not in out] if out else list(idx)
+    out = [i for i in idx if i < len(out_lists) and out_lists[i]]
+    unknown = [i for i in idx if i not in out and i < len(unknown_lists) and unknown_lists[i]]
+    aside = out + unknown
+    considered = [i for i in idx if i not in aside] if aside else list(idx)
 
     def weakest_of(ids):
         return max(ids, key=lambda i: (WEAKNESS[check.tests[i].outcome],
@@ -209,13 +237,13 @@ def qualify(check: ClaimCheck) -> tuple[str, int | None]:
     overall = weakest_of(idx)
     if all(t.outcome == NOT_TESTABLE for t in check.tests):
         return NOT_TESTABLE, overall
-    if out and not (considered and check.tests[weakest_of(considered)].outcome == FAILS):
-        return NOT_IN_REGIME, overall
+    if aside and not (considered and check.tests[weakest_of(considered)].outcome == FAILS):
+        return (NOT_IN_REGIME if out else REGIME_UNKNOWN), overall
     w = weakest_of(considered)
     status = check.tests[w].outcome
     if status == FAILS:
         failing = [i for i in considered if check.tests[i].outcome == FAILS]
-        if not check.significant_out_of_regime and all(
+        if not _significant_aside(check, out_lists, unknown_lists) and all(
                 not check.tests[i].opposite_significant and i < len(check.powers) and check.powers[i].underpowered
                 for i in failing):
             return UNDERPOWERED, w
@@ -338,7 +366,7 @@ def claim_checks(res: TableResult) -> list[ClaimCheck]:
 
 def _claim_checks(res: TableResult) -> list[ClaimCheck]:
     spec = res.spec
-    regime = RegimeMap(res)
+    regime, regime_first = RegimeMap(res, rule=CURRENT), RegimeMap(res, rule=FIRST)
 
     def group_rows(row: str) -> list[str]:
         g = spec.group_of_row(row)
@@ -354,7 +382,7 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
         m = spec.metrics[claim.metric]
         links = _links(claim, group_rows)
         is_col_claim = claim.kind in ("best_col", "col_order")
-        tests, powers, out_of_regime, power_limited, findings = [], [], [], [], []
+        tests, powers, out_of_regime, power_limited, findings, first_out = [], [], [], [], [], []
 
         def reported(cell, metric=claim.metric):
             r = res.reported(*cell, metric)
@@ -373,10 +401,13 @@ def _claim_checks(res: TableResult) -> list[ClaimCheck]:
                 outside = [v for v in covering if v.verdict == OUT]
                 out_of_regime.append([] if at_paper else outside)
                 findings.append(outside if at_paper else [])
-                power_limited.append([v for v in covering if v.verdict == POWER])
+                power_limited.append([] if at_paper else [v for v in covering if v.verdict in (POWER, UNTESTED)])
+                first_out.append([] if at_paper else
+                                 [v for v in regime_first.of(*x) + regime_first.of(*y) if v.verdict == OUT])
 
         return ClaimCheck(claim, tests, _paper_status(links, reported, m.higher_is_better, m.fmt), powers,
-                          out_of_regime, power_limited, findings, revision=revision, counted=counted)
+                          out_of_regime, power_limited, findings, revision=revision, counted=counted,
+                          first_rule_out=first_out)
 
     out = [check(claim, counted=not claim.revised) for claim in spec.claims]
     # each claim as first registered, once (a claim split in two has one original), after its last revision

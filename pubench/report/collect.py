@@ -1,7 +1,11 @@
 """Collectors: join the result store with a spec's reported cells.
 
 Only records whose params equal the cell's current resolved config (and whose spec
-version matches) are aggregated; older ones are counted as stale and left out. Corrupt
+version matches) are aggregated; older ones are counted as stale and left out. So are the
+records of seeds nobody registered (a seed index beyond the cell's registered seeds at the
+tier: its ``seeds`` and ``more_seeds``, :func:`registered_seeds`; e.g. ``run --seeds 10``
+at a tier of 3): they are listed apart (:attr:`TableResult.unregistered`) and no claim,
+regime check or verdict reads them until a ``more_seeds`` entry registers them. Corrupt
 records never reach a report (``ResultStore.scan``). Values are kept per seed index, with
 the data split each seed ran on, so claim checks can pair the seeds of two cells that saw
 the same split (:mod:`pubench.report.stats`).
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pubench.numerics import is_fast
-from pubench.registry.spec import ReportedCell, Spec
+from pubench.registry.spec import CUSTOM, ReportedCell, Spec
 from pubench.report.compute import Compute, of_records
 from pubench.report.oneclass import class_rates, near_one_class, separation
 from pubench.report.oneclass import one_class as degenerate_classifier  # noqa: F401 (the exact case, for callers)
@@ -144,6 +148,11 @@ class TableResult:
     #: (row, col, metric) -> every run of the cell's config at the tier, in every spec that runs it
     #: (:func:`pubench.report.pooled.pooled_spreads`; filled where a store is at hand: write_report, the site)
     pooled: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    #: cell -> the seed indices of its records at the current config that no registration covers
+    #: (:func:`registered_seeds`): left out of everything above, listed apart until registered
+    unregistered: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    #: where the rows of a table with rows added were read (:func:`baselines_text`); None otherwise
+    baselines: str | None = None
 
     def curve(self, title: str, row: str, col: str) -> CurveSeries | None:
         return self.curves.get((title, row, col))
@@ -191,6 +200,30 @@ class TableResult:
         return len(self.seeds_done)
 
 
+def unregistered_line(res: TableResult, cells: int = 10) -> str | None:
+    """The one line a report lists the unregistered seeds' records in (None: there are none),
+    at most ``cells`` cells named."""
+    if not res.unregistered:
+        return None
+    n = sum(len(seeds) for seeds in res.unregistered.values())
+    named = [f"{r}|{c} seed{'s' if len(seeds) > 1 else ''} {seed_ranges(seeds)}"
+             for (r, c), seeds in list(res.unregistered.items())[:cells]]
+    more = f" and {len(res.unregistered) - cells} more cell(s)" if len(res.unregistered) > cells else ""
+    return (f"{n} record(s) of seeds no registration covers (beyond the tier's seeds and its more_seeds entries) are "
+            f"listed apart, read by no claim, regime check or verdict until registered: {'; '.join(named)}{more}")
+
+
+def seed_ranges(seeds) -> str:
+    """``(2, 3, 4, 7)`` -> ``"2-4, 7"``."""
+    runs: list[list[int]] = []
+    for k in sorted(seeds):
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
 PIPELINE_CHECK_TIERS = frozenset({"smoke"})  # tiers whose numbers are never compared with the paper
 
@@ -227,34 +260,49 @@ def numerics_label(num: dict[str, Any] | None) -> str:
 
 def select_records(spec: Spec, tier: str, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The records a report aggregates, and how many are stale (config or spec version
-    changed, or no numerics recorded). One record per (cell, seed): when the same job was
-    run under several numerics profiles, the canonical CPU one wins, else the latest. Records
-    of the opt-in fast profile are never among them (:func:`classify_records`)."""
+    changed, or no numerics recorded). One record per (cell, seed) of a registered seed
+    (:func:`registered_seeds`): when the same job was run under several numerics profiles,
+    the canonical CPU one wins, else the latest. Records of the opt-in fast profile are never
+    among them (:func:`classify_records`)."""
     chosen, left_out = classify_records(spec, tier, records)
     return chosen, sum(why == STALE for _, why in left_out)
 
 
-STALE, SUPERSEDED, FAST_PROFILE = "stale", "superseded", "fast profile"
+STALE, SUPERSEDED, UNREGISTERED, FAST_PROFILE = "stale", "superseded", "unregistered", "fast profile"
+
+
+def registered_seeds(spec: Spec, tier: str, row: str, col: str) -> int:
+    """How many seeds (indices ``0..n-1``) of the cell are registered at ``tier``: the tier's
+    ``seeds``, or a ``more_seeds`` entry's; a variant's (tier ``custom``) are its base tier's,
+    as ``pubench run --set`` runs them; a row added to the table runs its baseline cell's."""
+    base = spec.variant[0] if spec.variant is not None and tier == CUSTOM else tier
+    return spec.tiers[base].seeds_of(*spec.baseline_cell(row, col))
 
 
 def classify_records(spec: Spec, tier: str, records: list[dict[str, Any]]
                      ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
     """:func:`select_records` with the records it leaves out and why: ``stale`` (config or spec
-    version changed, or no numerics recorded), ``superseded`` (the same cell and seed under
-    a preferred numerics profile) or ``fast profile`` (``pubench run --fast-numerics``:
+    version changed, or no numerics recorded), ``fast profile`` (``pubench run --fast-numerics``:
     channels_last and torch.compile give other numbers, and a table, its claims and every
-    comparison read one profile's records, never that one's beside the canonical ones)."""
+    comparison read one profile's records, never that one's beside the canonical ones),
+    ``unregistered`` (a current record of a seed index beyond the cell's registered seeds,
+    :func:`registered_seeds`) or ``superseded`` (the same cell and seed under a preferred
+    numerics profile)."""
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}
+    registered = {cell: registered_seeds(spec, tier, *cell) for cell in current}
     chosen: dict[tuple, dict[str, Any]] = {}
     left_out: list[tuple[dict[str, Any], str]] = []
     for rec in records:
         job = rec["job"]
-        if (job["spec_version"] != spec.version or current.get((job["row"], job["col"])) != job["params"]
-                or "numerics" not in job):
+        cell = (job["row"], job["col"])
+        if job["spec_version"] != spec.version or current.get(cell) != job["params"] or "numerics" not in job:
             left_out.append((rec, STALE))
             continue
         if is_fast(job["numerics"]):
             left_out.append((rec, FAST_PROFILE))
+            continue
+        if job["seed_index"] >= registered[cell]:
+            left_out.append((rec, UNREGISTERED))
             continue
         key = (job["row"], job["col"], job["seed_index"])
         if key not in chosen:
@@ -361,17 +409,104 @@ def scan_of(spec: Spec, tier: str, store: ResultStore):
     if spec.added:
         from dataclasses import replace
 
-        base = store.scan(spec.variant[0], spec.id, fields=report_fields(spec))
+        base, _ = base_records(spec, store)
         mine = {(spec.variant[0], r.name) for r in spec.added}
 
         def ours(rec):
             found = added_row_of(rec["job"])
             return found is not None and (found[0], found[1].name) in mine
 
-        return replace(base, records=base.records + [r for r in scan.records if ours(r)],
-                       failures=base.failures + [r for r in scan.failures if ours(r)],
-                       corrupt=base.corrupt + scan.corrupt)
+        added = [r for r in scan.records if ours(r)]
+        return replace(base, records=base.records + added, failures=base.failures + [r for r in scan.failures if ours(r)],
+                       corrupt=base.corrupt + scan.corrupt,
+                       done={**base.done, **{r["job"]["id"]: scan.done[r["job"]["id"]] for r in added
+                                             if r["job"]["id"] in scan.done}})
     return scan if spec.variant is None else of_variant(scan, spec.variant)
+
+
+def baselines_store(store: ResultStore) -> ResultStore | None:
+    """The store the rows of a table with rows added are read from where ``store`` lacks them
+    (:func:`pubench.paths.baselines_root`: ``--baselines DIR``, else the committed store), or None
+    when it is ``store`` itself or does not exist."""
+    from pubench import paths
+
+    root = paths.baselines_root()
+    if not root.is_dir() or root.resolve() == store.root.resolve():
+        return None
+    found = getattr(store, "_baselines", None)  # one per store object: its memo of scans is the store's
+    if found is None or found.root != root:
+        found = ResultStore(root, memo=store._memo is not None)
+        store._baselines = found
+    return found
+
+
+def store_label(root) -> str:
+    """A store as a report names it: the committed one as such, another by its folder."""
+    from pathlib import Path
+
+    from pubench import paths
+
+    root = Path(root)
+    if root.resolve() == paths.committed_results().resolve():
+        return "the committed store (results/ of the checkout)"
+    return f"{root}"
+
+
+def own_label(store: ResultStore) -> str:
+    """The store a report reads, as it names it beside the baselines store."""
+    from pubench import paths
+
+    if store.root.resolve() == paths.committed_results().resolve():
+        return store_label(store.root)
+    return "this store ($PUBENCH_RESULTS)" if store.root.resolve() == paths.results_root().resolve() else \
+        f"this store ({store.root})"
+
+
+def base_records(spec: Spec, store: ResultStore):
+    """The base tier's scan a table with rows added (:meth:`Spec.with_added_rows`) reads its own rows
+    from: ``store``'s records, and for each (cell, seed) it holds no record of at the spec's
+    version, the baselines store's (:func:`baselines_store`); and ``{store label: (cells, records)}``
+    taken from each."""
+    from dataclasses import replace
+
+    tier, fields = spec.variant[0], report_fields(spec)
+    own = store.scan(tier, spec.id, fields=fields)
+
+    def key(rec):
+        job = rec["job"]
+        return job["row"], job["col"], job["seed_index"]
+
+    def counts(records):
+        current = [key(r) for r in records if r["job"].get("spec_version") == spec.version]
+        return len({k[:2] for k in current}), len(current)
+
+    mine = {key(r) for r in own.records if r["job"].get("spec_version") == spec.version}
+    sources = {own_label(store): counts(own.records)}
+    other = baselines_store(store)
+    if other is None:
+        return own, sources
+    theirs = other.scan(tier, spec.id, fields=fields)
+    taken = [r for r in theirs.records if key(r) not in mine]
+    sources[store_label(other.root)] = counts(taken)
+    failures = [r for r in theirs.failures if key(r) not in mine]
+    done = {**{r["job"]["id"]: theirs.done[r["job"]["id"]] for r in taken if r["job"]["id"] in theirs.done}, **own.done}
+    return replace(own, records=own.records + taken, failures=own.failures + failures, done=done), sources
+
+
+def baselines_text(spec: Spec, store: ResultStore) -> str | None:
+    """Where the rows a table's added rows are compared with were read, in one sentence (None for a
+    table without added rows)."""
+    if not spec.added:
+        return None
+    from pubench import paths
+
+    _, sources = base_records(spec, store)
+    found = [f"{records} record(s) of {cells} cell(s) from {label}" for label, (cells, records) in sources.items()
+             if records]
+    return (f"The paper's rows at tier `{spec.variant[0]}`, the added rows' baselines: "
+            + ("; ".join(found) if found else "no record in this store nor in the baselines store")
+            + f". A seed of a cell is read from this store where it has it, else from the baselines store, "
+            f"{store_label(paths.baselines_root())} (`--baselines DIR` names another).")
 
 
 def variants(spec: Spec, store: ResultStore) -> list[Spec]:
@@ -380,8 +515,6 @@ def variants(spec: Spec, store: ResultStore) -> list[Spec]:
     (:meth:`Spec.with_variant`), then one per base tier with rows added (``--add-row``,
     :meth:`Spec.with_added_rows`) holding every added row run there (a name defined twice: the
     definition of its latest record)."""
-    from pubench.registry.spec import CUSTOM
-
     records = [r for r in store.scan(CUSTOM, spec.id, fields=("job", "timing")).records
                if r["job"].get("spec_version") == spec.version]
     keys = {variant_key(r["job"]) for r in records}
@@ -411,6 +544,10 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     records, left_out = classify_records(spec, tier, scan.records)
     stale = sum(why == STALE for _, why in left_out)
     fast = sum(why == FAST_PROFILE for _, why in left_out)
+    unregistered: dict[tuple[str, str], set[int]] = {}
+    for rec, why in left_out:
+        if why == UNREGISTERED:
+            unregistered.setdefault((rec["job"]["row"], rec["job"]["col"]), set()).add(rec["job"]["seed_index"])
     current = {cell: spec.resolve(tier, *cell)["params"] for cell in spec.cells()}  # failures of the current config
     profiles: dict[str, int] = {}
     dirty = 0
@@ -450,4 +587,6 @@ def _collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     return TableResult(spec, tier, stats, {c: len(s) for c, s in splits.items()}, failed, stale,
                        corrupt=len(scan.corrupt), dirty=dirty, numerics=profiles, compute=of_records(records),
                        compute_all=of_records(scan.records, failure_records), degenerate=degenerate, curves=curves,
-                       discrimination=discrimination, rates=rates_, fast_profile=fast)
+                       discrimination=discrimination, rates=rates_, fast_profile=fast,
+                       unregistered={cell: tuple(sorted(seeds)) for cell, seeds in sorted(unregistered.items())},
+                       baselines=baselines_text(spec, store))

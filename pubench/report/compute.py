@@ -136,12 +136,17 @@ def fmt_hours(h: float) -> str:
 
 
 def fmt_duration(s: float) -> str:
-    """A wall time for people: 42 s, 3.5 min, 2.1 h."""
+    """A wall time for people: 42 s, 3.5 min, 2.1 h, 340 h (14 days), 22000 h (2.5 years): hours
+    to :func:`fmt_hours`' two significant digits, as the core-hours beside them."""
     if s < 90:
         return f"{s:.0f} s"
     if s < 5400:
         return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
+    hours = s / 3600
+    if hours < 72:
+        return f"{fmt_hours(hours)} h"
+    days = hours / 24
+    return f"{fmt_hours(hours)} h ({f'{days:.0f} days' if days < 365 else f'{days / 365.25:.1f} years'})"
 
 
 def describe(c: Compute) -> str:
@@ -190,6 +195,9 @@ class Estimate:
     from_preflight: int = 0  # of ``known``: estimated from preflight figures (no past record)
     preflight_sources: Counter = field(default_factory=Counter)  # where those figures come from -> jobs
     longest_s: float = 0.0  # the longest known job
+    #: of ``known``: jobs of rows added with ``--add-row`` estimated from the records of the row they run
+    #: like (no record, no preflight figure of their own), per that row (``"MLP nnPU at tier reduced"``)
+    from_like: Counter = field(default_factory=Counter)
 
     @property
     def unknown(self) -> int:
@@ -230,6 +238,7 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
     when given."""
     jobs = list(jobs)
     known = other = from_preflight = 0
+    like: Counter = Counter()
     used: dict[tuple, int] = {}  # cell key -> records its estimate rests on
     sources: Counter = Counter()
     job_s = core_s = gpu_s = longest = 0.0
@@ -246,36 +255,44 @@ def estimate(jobs: Iterable[Any], walls: dict[tuple, list[tuple[tuple, float]]],
             if entry is None:
                 continue
             wall = float(entry["job_s"])
-            from_preflight += 1
-            where = f"{entry.get('device_name') or '?'}, {entry.get('date') or '?'}"
-            sources[entry.get("basis") or f"from this machine's preflight cache ({where})"] += 1
+            if entry.get("like"):
+                like[entry["like"]] += 1
+            else:
+                from_preflight += 1
+                where = f"{entry.get('device_name') or '?'}, {entry.get('date') or '?'}"
+                sources[entry.get("basis") or f"from this machine's preflight cache ({where})"] += 1
         known += 1
         longest = max(longest, wall)
         job_s += wall
         core_s += wall * int(j.numerics.get("threads") or 1)
         gpu_s += wall if j.numerics.get("device") == "cuda" else 0.0
     return Estimate(len(jobs), known, job_s, core_s, gpu_s, sum(used.values()), other, from_preflight,
-                    sources, longest)
+                    sources, longest, like)
 
 
-def render_estimate(e: Estimate, parallel: "int | Parallelism | None") -> str:
+def render_estimate(e: Estimate, parallel: "int | Parallelism | None", measure: str | None = None) -> str:
     """What ``run --dry-run`` prints. ``parallel``: local workers, or a :class:`Parallelism`
     (None: unknown, no wall time). GPU-hours count a device's time once however many jobs
-    share it (packed jobs: their time alone x slowdown / jobs per device)."""
+    share it (packed jobs: their time alone x slowdown / jobs per device). ``measure``: what would
+    give an estimate where there is none (default: ``pubench preflight ID --tier TIER --device DEVICE``)."""
     if not e.jobs:
         return "  estimate: nothing to run"
     if not e.known:
         return (f"  estimate: cannot estimate: no past record of these cells with the same config in the store "
-                f"and no preflight figure for them on this device ({e.jobs} job(s); `pubench preflight ID --tier "
-                f"TIER --device DEVICE` measures them)")
+                f"and no preflight figure for them on this device ({e.jobs} job(s); "
+                f"{measure or '`pubench preflight ID --tier TIER --device DEVICE` measures them'})")
     par = Parallelism(parallel, how=f"{parallel} worker(s)") if isinstance(parallel, int) else parallel
     scale = e.jobs / e.known
-    records = e.known - e.from_preflight
-    if records:
-        where = (f"whose cell and config have past records (median wall per cell, {e.records_used} record(s))"
-                 + (f" or preflight figures ({e.from_preflight})" if e.from_preflight else ""))
-    else:
-        where = "from preflight figures"
+    liked = sum(e.from_like.values())
+    records = e.known - e.from_preflight - liked
+    parts = ([f"whose cell and config have past records (median wall per cell, {e.records_used} record(s))"]
+             if records else []) + ([f"from preflight figures ({e.from_preflight})" if records or liked else
+                                     "from preflight figures"] if e.from_preflight else [])
+    if liked:
+        parts.append(f"of added rows from the records of the rows they run like ({liked}; "
+                     + ", ".join(f"{n} like {row}" for row, n in e.from_like.items())
+                     + ", median wall per cell: their budget, a method of their own may cost more or less)")
+    where = " or ".join(parts)
     text = (f"  estimate: {fmt_duration(e.job_s)} of job time for the {e.known} of {e.jobs} job(s) {where}; "
             f"{fmt_hours(e.core_s / 3600)} CPU core-hours")
     packed = par is not None and par.per_device > 1

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, ClaimCheck
+from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, UNDERPOWERED, ClaimCheck
 from pubench.report.collect import TableResult
 from pubench.report.oneclass import CHANCE, NEAR_ONE_CLASS
 from pubench.report.power import MAX_SEEDS, POWER, fmt_seeds
-from pubench.report.regime import IN, UNTESTED, RegimeVerdict, original_verdicts, regime_verdicts
+from pubench.report.regime import (DEFAULT_BOUND, FIRST, IN, UNTESTED, RegimeVerdict, original_verdicts, regime_verdicts,
+                                   RULE_REVISION, rule_changed, share_bound)
 from pubench.report.stats import ALPHA, fmt_p, pair_text
 
 DASH = "—"
@@ -19,10 +20,13 @@ CLAIM_STATUS_LEGEND = (
     f"ours: the claim's outcome read against the evidence around it: `{NOT_IN_REGIME}` = some of its pairs lie in "
     "a block (column) whose reference rows do not work at this tier (see Regime), so a result there says nothing "
     "about the paper's methods (a pair that fails where the block is in regime still makes the claim fail); "
+    f"`{REGIME_UNKNOWN}` = the same where the block's regime is not established (short of power, or not testable): "
+    "the claim counts as open; "
     f"`{UNDERPOWERED}` = it fails only by pairs that are not significant either way (in regime or out) and whose "
     "paper gap is below the difference our seeds can detect; a pair that fails significantly where its block is in "
-    "regime or only short of power makes the claim fail, and one that fails significantly out of regime is printed "
-    "beside the label. At the paper tier no block relabels a claim: a reference below its baseline there is a "
+    "regime makes the claim fail, and one that fails significantly out of regime or where the regime is unknown is "
+    "printed beside the label. Where the regime rule's revision of 2026-12-07 changes a claim's outcome, the outcome "
+    "under the rule as first registered is printed beside it. At the paper tier no block relabels a claim: a reference below its baseline there is a "
     "finding about the paper's setup, printed beside the outcome. A claim revised after results is shown as first "
     "registered too, and that original is the one counted. test: the plain result of the pair that decides the claim (its weakest pair; "
     "where some pairs are out of regime and an in-regime pair fails, the weakest in-regime one), never hidden by "
@@ -35,12 +39,17 @@ CLAIM_STATUS_LEGEND = (
 REGIME_LEGEND = (
     "Each block's methods modify one base that must work before their differences mean anything. trained: the "
     "reference row beats the baseline row (e.g. an untrained encoder) by more than the margin, a one-sided t-test "
-    f"over seeds at {ALPHA:g} (paired when the splits match); two_classes: at most the stated share of the reference "
-    f"rows' seeds is near-one-class (test recall or specificity under {NEAR_ONE_CLASS:.0%}) and their test AUC (else "
-    f"balanced accuracy) beats chance, {CHANCE:g}, by more than the block's margin (one-sided one-sample t-test). "
-    "regime not established (power): the mean is over the margin but the test is not significant; such a block "
-    "relabels no claim. Decided from those rows and the seeds' spread only, never from a claim; checked the same way "
-    "at every tier, and at the paper tier a block out of regime is a finding about the paper's own setup."
+    f"over seeds at {ALPHA:g} (paired when the splits match); two_classes: the reference rows' seeds are not "
+    f"near-one-class (test recall or specificity under {NEAR_ONE_CLASS:.0%}) at a rate significantly above the "
+    f"block's bound ({float(DEFAULT_BOUND):.0%} unless it says: an exact one-sided binomial test at {ALPHA:g}; over the "
+    "bound without significance: not established) and their test AUC (else balanced accuracy) beats chance, "
+    f"{CHANCE:g}, by more than the block's margin (one-sided one-sample t-test). Regime rule revised 2026-12-07 "
+    "(experiments/_verdicts.yaml): as first registered, any near-one-class reference seed put a block out, so more "
+    "seeds could only push a block out of regime; its verdict is printed beside the current one where they differ. "
+    "regime not established (power): the mean is over the margin (or the share over the bound) without significance; "
+    "the claims there read regime unknown. Decided from those rows and the seeds' spread only, never from a claim; "
+    "checked the same way at every tier, and at the paper tier a block out of regime is a finding about the paper's "
+    "own setup."
 )
 
 AGREEMENT_LEGEND = (
@@ -57,8 +66,11 @@ def check_text(v: RegimeVerdict) -> str:
     b = v.block
     if b.check == "trained":
         return f"trained: {b.reference[0]} beats {b.baseline} by > {b.margin:g}"
-    return (f"two_classes: {', '.join(b.reference)}, at most {b.max_share:.0%} near-one-class, "
-            f"AUC > {CHANCE:g} + {b.auc_margin:g}")
+    if v.rule == FIRST:
+        share = f"at most {share_bound(b, FIRST):.0%} near-one-class"
+    else:
+        share = f"near-one-class rate not > {share_bound(b):.0%}"
+    return f"two_classes: {', '.join(b.reference)}, {share}, AUC > {CHANCE:g} + {b.auc_margin:g}"
 
 
 def verdict_text(v: RegimeVerdict) -> str:
@@ -72,10 +84,14 @@ def regime_rows(res: TableResult, verdicts: list[RegimeVerdict] | None = None) -
     if verdicts is None:
         verdicts = regime_verdicts(res)
         originals = original_verdicts(res)
+        changed = {(now.block.name, now.col): first for first, now in rule_changed(res)}
         verdicts = [v for b in res.spec.regime for v in
-                    [*(x for x in verdicts if x.block.name == b.name), *(x for x in originals if x.block.name == b.name)]]
-    return [[v.block.name + (" (as first registered)" if v.original else ""), check_text(v), v.col, verdict_text(v),
-             v.numbers] for v in verdicts]
+                    [*(y for x in verdicts if x.block.name == b.name
+                       for y in (x, changed.get((x.block.name, x.col))) if y is not None),
+                     *(x for x in originals if x.block.name == b.name)]]
+    return [[v.block.name + (" (as first registered)" if v.original else "")
+             + (" (regime rule as first registered)" if v.rule == FIRST else ""), check_text(v), v.col,
+             verdict_text(v), v.numbers] for v in verdicts]
 
 
 def regime_whys(res: TableResult) -> list[str]:
@@ -90,6 +106,8 @@ def regime_revisions(res: TableResult) -> list[str]:
         for r in b.revised:
             how = "added after results" if r.was is None else "revised after results (its first form is shown too)"
             out.append(f"{b.name}: {how}, {r.date}: {r.why}")
+    if rule_changed(res):
+        out.append(RULE_REVISION)
     return out
 
 
@@ -139,11 +157,14 @@ def claim_title(c: ClaimCheck) -> str:
 def claim_row(c: ClaimCheck, fmt: str) -> ClaimRow:
     w, pw = c.decisive_link, c.decisive_power
     status = c.status
-    if status == NOT_IN_REGIME and c.regime_blocks:
-        status += f" ({'; '.join(c.regime_blocks)})"
+    blocks = c.regime_blocks if status == NOT_IN_REGIME else c.power_blocks if status == REGIME_UNKNOWN else []
+    if blocks:
+        status += f" ({'; '.join(blocks)})"
         sig = c.significant_out_of_regime
         if sig:
             status += "; fails significantly there: " + ", ".join(f"{t.where} ({fmt_p(t.p_opposite)})" for t in sig)
+    if c.rule_changed:
+        status += f" [regime rule as first registered: {c.first_rule_status}]"
     if c.finding_blocks:
         status += f"; finding: reference not above its baseline at the paper's config in {'; '.join(c.finding_blocks)}"
     if c.revision is not None:

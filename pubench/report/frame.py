@@ -7,7 +7,8 @@ parquet, json) and what an analysis starts from.
   ``split`` (the data seed: equal values, same data split), ``numerics`` (device, threads,
   CPU code path, torch), ``git_dirty``, ``wall_s``, ``aggregated`` (whether the report
   aggregates it) and ``left_out`` (why not: ``stale``, a changed config or spec version;
-  ``superseded``, the same cell and seed under a preferred numerics profile).
+  ``unregistered``, a seed beyond the cell's registered seeds; ``superseded``, the same cell
+  and seed under a preferred numerics profile).
 * :func:`cells_frame`: one row per cell and metric, as the report prints it: ours ``mean``,
   ``std``, ``n``, the paper's ``reported`` / ``reported_std``, ``delta`` (> 0 better than
   reported), the ``regime`` verdict covering the cell, the near-one-class seeds, and the

@@ -6,12 +6,17 @@ shows, collected from a report; the templates (``report.html.j2``, ``spec.html.j
 Self-contained pages: inline CSS, no script, no font or stylesheet from elsewhere, links
 relative to the page, so the site opens from disk, offline. Every text from a spec or a
 record is escaped (jinja2's autoescaping). A cell shows our mean ± std (n), the paper's
-number and the delta, coloured by the delta's sign (better / worse than reported, in the
-metric's direction) and its significance (a one-sample t-test of our seeds against the
-printed mean, :func:`pubench.report.stats.delta_test`).
+number and the delta, coloured at the paper tier by the delta's sign (better / worse than
+reported, in the metric's direction) and its significance (a one-sample t-test of our seeds
+against the printed mean, :func:`pubench.report.stats.delta_test`). At the reduced tier, whose
+numbers are on another scale than the paper's (the pages tell readers to read rankings there),
+a cell is coloured by its ordering against the other rows of its block as the paper orders
+them (:func:`rank_class`), not by its gap to the paper's number.
 """
 
 from __future__ import annotations
+
+import re
 
 from html import escape
 from typing import Any
@@ -24,8 +29,8 @@ from pubench.report.added import LEGEND as ADDED_LEGEND
 from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
-from pubench.report.checks import NOT_IN_REGIME, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
-from pubench.report.collect import TableResult
+from pubench.report.checks import NOT_IN_REGIME, REGIME_UNKNOWN, UNDERPOWERED, claim_checks, claim_fmt, column_checks, describe
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_revisions, regime_rows, regime_whys)
@@ -63,6 +68,7 @@ from pubench.report.templating import html_env
 
 OUTCOME_CLASS = {HOLDS: "o-holds", HOLDS_NS: "o-holds-ns", TIE: "o-tie", FAILS: "o-fails",
                  NOT_TESTABLE: "o-not-testable", NOT_IN_REGIME: "o-not-in-regime", UNDERPOWERED: "o-underpowered",
+                 REGIME_UNKNOWN: "o-underpowered",
                  IN: "o-holds-ns", OUT: "o-not-in-regime", POWER: "o-underpowered"}
 
 
@@ -81,8 +87,40 @@ def outcome_class(outcome: str) -> str:
 
 def render(template: str, **context: Any) -> str:
     """A whole page from ``template`` (context: ``title``, ``nav`` as (href, label) pairs relative
-    to the page, ``footer`` (markup), and the page kind's own)."""
-    return html_env().get_template(template).render(**context)
+    to the page, ``footer`` (markup), and the page kind's own), without the project's issue
+    numbers and commit hashes (:func:`plain_refs`)."""
+    return plain_refs(html_env().get_template(template).render(**context))
+
+
+_ITEM = r"(?:,? items? [\d.]+(?: and [\d.]+)?)?"
+_ISSUE = rf"issues? \d+{_ITEM}"
+_HASH = r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}"
+#: (pattern, replacement), in order: the notes of specs cite the project's issues and commits ("in commit
+#: 6a8e70f (issue 36's two_classes blocks ...)"), which a reader of the site cannot follow; the markdown
+#: reports keep them for the maintainers
+_REFS = [(re.compile(p), r) for p, r in (
+    (rf"\s*\((?:{_ISSUE}(?:[,;] )?)+\)", ""),                        # (issue 36), (issue 36, item 6)
+    (rf"\(\s*{_ISSUE},\s*(\d{{4}}-\d\d-\d\d)\)", r"(\1)"),            # (issue 50 item 7, 2026-11-29)
+    (rf"[,;]\s*{_ISSUE}(?=\s*[:;)])", ""),                            # (written 2026-11-29, issue 50 item 7: ...
+    (rf"\(\s*{_ISSUE}[,;:]\s*", "("),                                 # (issue 17; no numbers before ...
+    (rf"\b{_ISSUE}(?:&#39;|')s\b", "the"),                            # issue 36's regime checks
+    (rf"\s+(?:of|in|for|by) {_ISSUE}(?:\s*\(items? [\d.]+\))?", ""),  # the rule of issue 36; corrected for issue 36 (item 6)
+    (rf"\s*,?\s*\bin commits? {_HASH}(?: and {_HASH})?\b", ""),       # in commit 6a8e70f
+    (rf"\bcommits? {_HASH}\b", "a commit"),
+    (rf"\b(commit),\s*{_HASH},", r"\1,"),                               # the first commit, e79c871, the only one
+    (rf"\b(at|from|since) {_HASH} and {_HASH}\b", r"\1 two commits"),  # from clean trees at 3eebaa6 and d007ade
+    (rf"\b(at|from|since|before|after) {_HASH}\b", r"\1 a commit"),
+    (rf",\s*{_HASH}\)", ")"),                                          # (branch t3cifar, bde1262)
+    (rf"\b{_ISSUE}\b", "an earlier review"),
+)]
+
+
+def plain_refs(html: str) -> str:
+    """``html`` with the project's issue numbers and commit hashes rendered out (or, where a sentence
+    needs them, as plain words: "a commit", "the")."""
+    for pattern, replacement in _REFS:
+        html = pattern.sub(replacement, html)
+    return html
 
 
 def render_body(template: str, **context: Any) -> str:
@@ -118,10 +156,43 @@ def delta_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str,
     return f"d-{t.direction}{'-sig' if t.significant else ''}", f"{t.direction} than reported; {test}"
 
 
+#: The tier whose cells are coloured by their ordering against the block's rows (rank_class), not by the gap.
+RANKED_TIERS = ("reduced",)
+
+
+def rank_class(res: TableResult, row: str, col: str, metric: str) -> tuple[str, str]:
+    """(css class, tooltip) of a cell at a tier read for its rankings: of the other rows of its
+    block (its row group in the column; in a table whose methods are its columns, the other method
+    columns of its row) that both the paper and we have, the share our means order against this cell
+    as the paper's numbers do. ``r-agree``: all, ``r-against``: none, ``r-mixed``: some; ``d-none``
+    where no pair has both numbers."""
+    spec = res.spec
+    s, r = res.get(row, col, metric), res.reported(row, col, metric)
+    if s is None or r is None or r.mean is None:
+        return "d-none", ""
+    if spec.methods_in == "cols":
+        others = [(row, c) for c in spec.cols if c != col and c not in spec.derived_cols]
+    else:
+        group = spec.group_of_row(row)
+        others = [(o, col) for o in (spec.row_groups[group] if group else spec.rows) if o != row]
+    sign = 1.0 if spec.metrics[metric].higher_is_better else -1.0
+    agree = n = 0
+    for cell in others:
+        so, ro = res.get(*cell, metric), res.reported(*cell, metric)
+        if so is None or ro is None or ro.mean is None or ro.mean == r.mean or so.mean == s.mean:
+            continue
+        n += 1
+        agree += (sign * (s.mean - so.mean) > 0) == (sign * (r.mean - ro.mean) > 0)
+    if not n:
+        return "d-none", ""
+    cls = "r-agree" if agree == n else "r-against" if agree == 0 else "r-mixed"
+    return cls, f"ordered as the paper against {agree} of {n} other row(s) of its block (tier {res.tier}: read rankings)"
+
+
 def _cell(res: TableResult, row: str, col: str, metric: str) -> dict:
     f = res.spec.metrics[metric].fmt
     s, r, d = res.get(row, col, metric), res.reported(row, col, metric), res.delta(row, col, metric)
-    cls, tip = delta_class(res, row, col, metric)
+    cls, tip = (rank_class if res.tier in RANKED_TIERS else delta_class)(res, row, col, metric)
     ours = DASH if s is None else fmt_ours(s.mean, s.std, s.n, f)
     cell = {"cls": cls, "ours": " ".join([ours, *cell_marks(res, row, col, metric)]), "paper": None,
             "paper_label": "paper ", "delta": None, "star": ""}
@@ -247,6 +318,8 @@ def coverage_lines(res: TableResult) -> list[str]:
     lines += [f"Not runnable at this tier ({len(cells)} cells): {why}" for why, cells in reasons.items()]
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(unregistered)
     if one_class := degenerate_summary(res):
         lines.append(one_class)
         lines += [f"Why, at tier {res.tier}: {why}" for why in one_class_whys(res)]
@@ -280,21 +353,24 @@ def report_context(res: TableResult, plot: str | None, other_tiers: list[tuple[s
     """What ``report.html.j2`` shows of one report (``plot``: the PNG's file name beside the page),
     in its order: the plot and the tables, the regime, claim and order checks, coverage and
     compute, then (collapsed) the tier's deviations and the spec's decisions, and the notes."""
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
     spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
     return {
         "spec": spec, "tier": tier, "meta": spec_meta(spec), "tier_text": tier_line(spec, tier),
         "other_tiers": other_tiers, "spec_href": spec_href, "alpha": f"{ALPHA:g}",
+        "ranked": tier in RANKED_TIERS,
         "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": result_tables(res),
         "curves": {"headers": CURVES_HEADERS, "rows": curve_summary(res)} if spec.curves else None,
         "plot": {"src": plot, "alt": plot_alt(res), "coinciding": coinciding_text(res)} if plot else None,
         "pooled": {"legend": POOLED_LEGEND, "headers": POOLED_HEADERS, "rows": pooled_rows(res)} if res.pooled else None,
-        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res)} if spec.added
-        else None,
+        "added": {"legend": ADDED_LEGEND, "headers": ADDED_HEADERS, "rows": added_rows_table(res),
+                  "baselines": res.baselines} if spec.added else None,
         "regime": regime_view(res), "claims": claims_view(res), "columns": columns_view(res),
-        "agreement": agreement_view(res), "deviations": t.deviations, "decisions": spec.decisions,
+        "agreement": agreement_view(res), "deviations": deviation_lines(spec, tier),
+        "deviations_lead": deviations_lead(spec, tier), "decisions": spec.decisions,
         "coverage": {"lines": coverage_lines(res), "dirty": res.dirty}, "compute": compute_lines(res),
         "notes": note_lines(spec),
     }
@@ -335,9 +411,12 @@ def reported_view(spec: Spec) -> dict:
 
 def spec_context(spec: Spec, reports: list[tuple[str, str]]) -> dict:
     """What ``spec.html.j2`` shows: the reported table, claims, decisions, each tier's deviations."""
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
     return {"spec": spec, "meta": spec_meta(spec), "reports": reports, "reported": reported_view(spec),
             "claims": [f"{c.text} ({describe(c, spec)})" for c in spec.claims],
-            "tier_deviations": [(name, tier.deviations) for name, tier in spec.tiers.items() if tier.deviations]}
+            "tier_deviations": [(name, deviations_lead(spec, name), lines) for name in spec.tiers
+                                if (lines := deviation_lines(spec, name))]}
 
 
 def spec_body(spec: Spec, reports: list[tuple[str, str]]) -> str:

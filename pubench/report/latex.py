@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import textwrap
 
+from pubench.registry.changes import deviation_lines, deviations_lead
 from pubench.registry.spec import PAPERS
 from pubench.report.added import added_rows_table
 from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.checks import claim_checks, claim_fmt, describe
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_LEGEND, claim_row, regime_rows,
                                      regime_revisions, regime_whys)
@@ -143,6 +144,8 @@ def _coverage(res: TableResult) -> list[Tex]:
         lines.append(f"Cells whose jobs failed: {len(res.failed)}")
     if res.stale:
         lines.append(f"{res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(escape_tex(unregistered))
     if one_class := degenerate_summary(res):
         lines.append(escape_tex(one_class))
         lines += [escape_tex(f"Why, at tier {res.tier}: {why}") for why in one_class_whys(res)]
@@ -171,7 +174,6 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
     escaped by the template, :class:`~pubench.report.templating.Tex` values are LaTeX already.
     ``plot``: the figure's PNG beside the ``.tex`` (default ``<id>.png`` for a figure; None: none)."""
     spec, tier = res.spec, res.tier
-    t = spec.tiers[tier]
     notes = list(spec.reported_notes) + [f"({c.row}, {c.col}): {c.note}" for c in spec.reported if c.note]
     if plot == "":
         plot = f"{spec.id}.png" if spec.kind == "figure" else None
@@ -181,13 +183,15 @@ def latex_context(res: TableResult, plot: str | None = "") -> dict:
                        "do not edit."),
         "cell_legend": Tex(CELL_LEGEND), "cell_legend_comment": Tex(CELL_LEGEND.replace("$", "")),
         "seeds": spec.reported_seeds if spec.reported_seeds is not None else "unstated",
-        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": t.deviations,
+        "pm": spec.pm or "not stated", "tier_line": tier_line(spec, tier), "deviations": deviation_lines(spec, tier),
+        "deviations_lead": deviations_lead(spec, tier),
         "decisions": spec.decisions, "pipeline_check": SMOKE_TEXT if res.pipeline_check else None,
         "plot": plot, "plot_alt": plot_alt(res) if plot else None, "coinciding": coinciding_text(res) if plot else None,
         "degenerate_legend": DEGENERATE_LEGEND if res.marks_degenerate else None,
         "tables": _tables(res, TEXT_WIDTH_PT), "regime": _regime(res), "claims": _claims(res),
-        "added": [f"{r[0]}, {r[1]}: {r[2]}, rank {r[3]}; vs {r[4]}: {r[5]}, {r[6]}; regime: {r[7]}"
-                  for r in added_rows_table(res)],
+        "added": [*([res.baselines.replace("`", "")] if res.baselines and spec.added else []),
+                  *(f"{r[0]}, {r[1]}: {r[2]}, rank {r[3]}; vs {r[4]}: {r[5]}, {r[6]}; regime: {r[7]}"
+                    for r in added_rows_table(res))],
         "claim_status_legend": CLAIM_STATUS_LEGEND, "agreement": _agreement(res),
         "coverage": _coverage(res), "notes": notes,
     }

@@ -254,7 +254,9 @@ def coinciding_text(res) -> str | None:
 
 def tier_line(spec: Spec, tier: str) -> str:
     """One line on what the tier is and how many deviations it lists (they follow the results)."""
-    n = len(spec.tiers[tier].deviations)
+    from pubench.registry.changes import deviation_lines
+
+    n = len(deviation_lines(spec, tier))
     listed = f"{n} deviation{'s' if n != 1 else ''} from the paper, listed below the results"
     if spec.variant is not None and tier == CUSTOM:
         base, sets = spec.variant

@@ -12,7 +12,7 @@ from pubench.report.agreement import HEADERS as AGREEMENT_HEADERS
 from pubench.report.agreement import agreement
 from pubench.report.pooled import POOLED_HEADERS, POOLED_LEGEND, pooled_rows
 from pubench.report.checks import claim_checks, claim_fmt, column_checks, describe
-from pubench.report.collect import TableResult
+from pubench.report.collect import TableResult, unregistered_line
 from pubench.report.compute import describe as describe_compute
 from pubench.report.evidence import (AGREEMENT_LEGEND, CLAIM_STATUS_LEGEND, REGIME_HEADERS, REGIME_LEGEND, claim_row, claim_title,
                                      regime_revisions, regime_rows, regime_whys)
@@ -61,10 +61,13 @@ def _header(spec: Spec, tier: str) -> list[str]:
 
 def _setup(spec: Spec, tier: str) -> list[str]:
     """The tier's deviations and the spec's decisions: after the results and their checks."""
-    t = spec.tiers[tier]
+    from pubench.registry.changes import deviation_lines, deviations_lead
+
+    deviations, lead = deviation_lines(spec, tier), deviations_lead(spec, tier)
     lines = []
-    if t.deviations:
-        lines += ["", f"## Deviations of tier `{tier}` from the paper", ""] + [f"- {d}" for d in t.deviations]
+    if deviations:
+        lines += ["", f"## Deviations of tier `{tier}` from the paper", ""] + ([lead, ""] if lead else []) + \
+            [f"- {d}" for d in deviations]
     if spec.decisions:
         lines += ["", "## Choices the paper leaves open, made here", ""] + [f"- {d}" for d in spec.decisions]
     return lines
@@ -110,7 +113,7 @@ def render_markdown(res: TableResult, plot: str | None = "") -> str:
         lines.append(tabulate(body, headers=[""] + b.cols, tablefmt="github", disable_numparse=True))
     added = added_rows_table(res)
     if added:
-        lines += ["", "## Rows added to the paper's", "", ADDED_LEGEND, "",
+        lines += ["", "## Rows added to the paper's", "", ADDED_LEGEND, "", *([res.baselines, ""] if res.baselines else []),
                   tabulate(added, headers=ADDED_HEADERS, tablefmt="github", disable_numparse=True)]
     if spec.curves:
         curves = curve_summary(res)
@@ -212,6 +215,8 @@ def _status_md(res: TableResult) -> str:
             lines.append(f"- Not runnable at this tier ({len(cells)} cells): {why}")
     if res.stale:
         lines.append(f"- {res.stale} older record(s) from a changed config were left out")
+    if unregistered := unregistered_line(res):
+        lines.append(f"- {unregistered}")
     if one_class := degenerate_summary(res):
         lines.append(f"- {one_class}")
         lines += [f"  - Why, at tier `{res.tier}`: {why}" for why in one_class_whys(res)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pubench.registry.spec import Spec
-from pubench.report.collect import REPORT_FIELDS, Spread, TableResult
+from pubench.report.collect import REPORT_FIELDS, Spread, TableResult, registered_seeds
 from pubench.store.store import ResultStore
 
 _FIELDS = REPORT_FIELDS  # the fields a report scans: the folders a report of every table reads anyway
@@ -36,7 +36,8 @@ def _tier_index(store: ResultStore, tier: str, specs: dict[str, Spec] | None = N
                 ) -> dict[tuple[str, str], dict[tuple, tuple[set[str], dict]]]:
     """(task, canonical params) -> run (its seeds) -> (the specs holding its record, metrics), over
     every spec folder of the tier whose spec is registered, each record under its cell's current
-    config (a stale record, made under another config, is left out, as reports leave it out);
+    config (a stale record, made under another config, is left out, as reports leave it out, and so
+    is a record of a seed its spec has not registered);
     once per store that memoizes: ``report`` of every table reads it once. ``specs``: the registry
     (default: :func:`~pubench.registry.load_all`; a caller that has it saves parsing it again)."""
     from pubench.registry import load_all
@@ -52,17 +53,20 @@ def _tier_index(store: ResultStore, tier: str, specs: dict[str, Spec] | None = N
         spec = specs.get(spec_dir.name)
         if spec is None or tier not in spec.tiers:
             continue
-        current: dict[tuple[str, str], tuple | None] = {}
+        current: dict[tuple[str, str], tuple | None] = {}  # cell -> (task, params, JSON, registered seeds)
         runnable = set(spec.cells())
         for rec in store.scan(tier, spec_dir.name, fields=_FIELDS).records:
             job = rec["job"]
             cell = (job["row"], job["col"])
             if cell not in current:
                 cfg, params_json = spec.resolve_with_json(tier, *cell) if cell in runnable else (None, None)
-                current[cell] = None if cfg is None else (cfg["task"], cfg["params"], params_json)
+                current[cell] = None if cfg is None else (cfg["task"], cfg["params"], params_json,
+                                                          registered_seeds(spec, tier, *cell))
             config = current[cell]
             if config is None or job["task"] != config[0] or job["params"] != config[1]:
                 continue
+            if job["seed_index"] >= config[3]:
+                continue  # a seed nobody registered: listed apart by its own report, pooled nowhere
             run = tuple(sorted((job.get("seeds") or {}).items()))
             index.setdefault((config[0], config[2]), {}).setdefault(run, (set(), rec["metrics"]))[0].add(spec.id)
     if memo is not None:

@@ -15,14 +15,28 @@ baseline rows and the seeds' spread only, never from the claims under test:
   mean gain is over the margin but p >= 0.05 (too few seeds to tell, not a base that does not
   work: such a block relabels no claim); ``not in regime`` when the gain is not over the
   margin; ``not testable`` without 2 seeds in both cells.
-* ``two_classes``: among the reference rows' seeds with binary metrics in the column, the
-  share that is near-one-class (test recall or specificity under 5%,
-  :mod:`pubench.report.oneclass`) is at most ``max_share``, **and** the reference rows
-  discriminate: their test AUC (else balanced accuracy; :func:`pubench.report.oneclass.separation`)
-  beats chance, 50, by more than ``auc_margin`` (default 5 points), a one-sided one-sample
-  t-test over their seeds at p < 0.05 (over the margin but p >= 0.05: not established
-  (power)). A classifier that calls both classes at random is not in regime. ``not testable``
-  when no seed has binary metrics.
+* ``two_classes``: the reference rows' seeds with binary metrics in the column must not be
+  near-one-class (test recall or specificity under 5%, :mod:`pubench.report.oneclass`) at a rate
+  above the block's bound, **and** the reference rows must discriminate: their test AUC (else
+  balanced accuracy; :func:`pubench.report.oneclass.separation`) beats chance, 50, by more than
+  ``auc_margin`` (default 5 points), a one-sided one-sample t-test over their seeds at p < 0.05.
+  ``not testable`` when no seed has binary metrics.
+
+  How the near-one-class seeds are read is the **regime rule**, versioned (``RULES``; dated in
+  ``experiments/_verdicts.yaml``, ``rule_revisions``). As first registered (``first``): at most
+  ``max_share`` of the seeds (0 unless the block says) may be near-one-class, so with any seed
+  collapsing at rate q > 0 a block stays in regime with probability (1 - q)^n: more seeds could only
+  push it out. Since 2026-12-07 (``current``): the near-one-class share is tested against a bound
+  (the block's ``max_share``, else ``DEFAULT_BOUND`` = 1/5, one of the paper's usual five trials),
+  an exact one-sided binomial test of "rate > bound": ``not in regime`` when it is significant
+  (p < 0.05); ``regime not established (power)`` when the share is over the bound without
+  significance; within the bound the seeds' collapses do not decide, the AUC test does. At a rate
+  below the bound more seeds never push a block out; above it they do, given enough seeds.
+
+Under the current rule a claim whose pairs lie in a block whose regime is not established
+(over a margin without significance, or not testable) reads ``regime unknown`` and counts as
+open (:func:`pubench.report.checks.qualify`); as first registered such a block relabelled no
+claim. Reports print the first rule's outcome beside the current one where they differ.
 
 At the paper tier no block relabels a claim: the paper's own configuration is what the paper
 claims about, so a reference that loses to its baseline there is a finding about that setup,
@@ -42,6 +56,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from pubench.registry.spec import RegimeBlock
 from pubench.report.collect import TableResult, sample_std
@@ -53,6 +68,36 @@ IN, OUT, UNTESTED = "in regime", "not in regime", "not testable"
 POWER = "regime not established (power)"
 #: The tier whose blocks never relabel a claim (its config is the paper's own).
 PAPER = "paper"
+#: The regime rule's versions: ``first`` as registered with the blocks, ``current`` since its dated revision.
+FIRST, CURRENT = "first", "current"
+RULES = (FIRST, CURRENT)
+#: The current rule's bound on a two_classes reference's near-one-class rate, where a block sets none: one seed in
+#: five, one of the paper's usual five trials.
+DEFAULT_BOUND = Fraction(1, 5)
+#: The dated revision of the rule (in full, with the old rule and its reason: experiments/_verdicts.yaml).
+RULE_REVISION = ("regime rule revised 2026-12-07, after results (applied to every block): a two_classes "
+                 "reference's near-one-class share is tested against a bound (1/5 unless the block says; exact "
+                 "one-sided binomial test) instead of allowing none, and a claim in a block whose regime is not "
+                 "established reads regime unknown (open) instead of counting as in regime; the outcome under the "
+                 "rule as first registered is printed beside each claim it changes")
+
+
+def share_bound(block: RegimeBlock, rule: str = CURRENT) -> float:
+    """The near-one-class rate a two_classes block allows under ``rule``."""
+    if rule == FIRST:
+        return block.max_share or 0.0
+    return float(DEFAULT_BOUND) if block.max_share is None else block.max_share
+
+
+def binomial_sf(k: int, n: int, q: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, q): the exact one-sided p of "rate > q" after k of n."""
+    if k <= 0:
+        return 1.0
+    if q <= 0.0:
+        return 0.0
+    if q >= 1.0:
+        return 1.0
+    return min(1.0, sum(math.comb(n, i) * q ** i * (1.0 - q) ** (n - i) for i in range(k, n + 1)))
 
 
 @dataclass(frozen=True)
@@ -76,6 +121,8 @@ class RegimeVerdict:
     separation: float | None = None  # two_classes: the reference rows' mean AUC (or balanced accuracy), in %
     separation_kind: str = ""        # which of the two
     original: bool = False           # the verdict of a block as first registered (a revision changed it since)
+    rule: str = CURRENT              # the regime rule it was checked under (RULES)
+    share_p: float | None = None     # two_classes, current rule: the binomial p of "near-one-class rate > bound"
 
     @property
     def finding(self) -> bool:
@@ -91,8 +138,12 @@ class RegimeVerdict:
         if self.verdict == UNTESTED:
             return self.reason
         if b.check == "two_classes":
-            text = (f"{self.near} of {self.seeds} seed(s) of {', '.join(b.reference)} near-one-class "
-                    f"(at most {b.max_share:.0%} allowed)")
+            bound = share_bound(b, self.rule)
+            if self.rule == FIRST:
+                allowed = f"at most {bound:.0%} allowed"
+            else:
+                allowed = f"bound {bound:.0%}" + ("" if self.share_p is None else f", binomial {fmt_p(self.share_p)}")
+            text = f"{self.near} of {self.seeds} seed(s) of {', '.join(b.reference)} near-one-class ({allowed})"
             if self.separation is not None:
                 # The AUC test's own outcome: a block out for its near-one-class seeds can still
                 # separate the classes significantly, and the sentence must not say otherwise.
@@ -117,26 +168,26 @@ def _cell(res: TableResult, method: str, setting: str) -> tuple[str, str]:
     return (setting, method) if res.spec.methods_in == "cols" else (method, setting)
 
 
-def _trained(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
+def _trained(res: TableResult, b: RegimeBlock, col: str, rule: str = CURRENT) -> RegimeVerdict:
     m = res.spec.metrics[b.metric]
     ref, base = res.get(*_cell(res, b.reference[0], col), b.metric), res.get(*_cell(res, b.baseline, col), b.metric)
     if ref is None or base is None:
         missing = [r for r, s in ((b.reference[0], ref), (b.baseline, base)) if s is None]
-        return RegimeVerdict(b, res.tier, col, UNTESTED, reason=f"no results for {', '.join(missing)}")
+        return RegimeVerdict(b, res.tier, col, UNTESTED, reason=f"no results for {', '.join(missing)}", rule=rule)
     a, c, paired = paired_values(ref, base)
     n = len(a) if paired else min(len(a), len(c))
     if n < 2:
         return RegimeVerdict(b, res.tier, col, UNTESTED, n=n, paired=paired,
-                             reason="fewer than 2 seeds" + (" in common" if paired else " in a cell"))
+                             reason="fewer than 2 seeds" + (" in common" if paired else " in a cell"), rule=rule)
     sign = 1.0 if m.higher_is_better else -1.0
     gain = sign * (statistics.fmean(a) - statistics.fmean(c))
     shifted = [x - sign * b.margin for x in a]  # H0: gain <= margin  <=>  (ref - margin) not better than base
     p = _one_sided_p(shifted, c, paired, m.higher_is_better, gain - b.margin)
     verdict = (IN if p < ALPHA else POWER) if gain > b.margin else OUT
-    return RegimeVerdict(b, res.tier, col, verdict, gain=gain, p=p, n=n, paired=paired)
+    return RegimeVerdict(b, res.tier, col, verdict, gain=gain, p=p, n=n, paired=paired, rule=rule)
 
 
-def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
+def _two_classes(res: TableResult, b: RegimeBlock, col: str, rule: str = CURRENT) -> RegimeVerdict:
     seeds = near = 0
     separations: list[tuple[float | None, float]] = []
     for row in b.reference:
@@ -148,7 +199,7 @@ def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     if not seeds:
         why = "no results" if not any(_cell(res, r, col) in res.seeds_done for r in b.reference) \
             else "the records carry no binary metrics (acc, precision, recall)"
-        return RegimeVerdict(b, res.tier, col, UNTESTED, reason=why)
+        return RegimeVerdict(b, res.tier, col, UNTESTED, reason=why, rule=rule)
     kind = AUC if all(auc is not None for auc, _ in separations) else BALANCED_ACCURACY  # one statistic
     values = [auc if kind == AUC else balanced for auc, balanced in separations]
     mean = statistics.fmean(values)
@@ -157,22 +208,46 @@ def _two_classes(res: TableResult, b: RegimeBlock, col: str) -> RegimeVerdict:
     if len(values) >= 2:
         sd = sample_std(values)
         p = (0.0 if gain > 0 else 1.0) if sd == 0 else _t_sf(gain / (sd / math.sqrt(len(values))), len(values) - 1)
-    if near > b.max_share * seeds + 1e-9 or gain <= 0:
-        verdict = OUT
-    else:
-        verdict = IN if p is not None and p < ALPHA else POWER
+    verdict, share_p = two_classes_verdict(near, seeds, gain, p, share_bound(b, rule), rule)
     return RegimeVerdict(b, res.tier, col, verdict, p=p, near=near, seeds=seeds, n=len(values), separation=mean,
-                         separation_kind=kind)
+                         separation_kind=kind, rule=rule, share_p=share_p)
 
 
-def regime_verdicts(res: TableResult) -> list[RegimeVerdict]:
-    """Every block of the spec in every one of its columns, at the result's tier."""
-    return [v for b in res.spec.regime for v in block_verdicts(res, b)]
+def two_classes_verdict(near: int, seeds: int, gain: float, p: float | None, bound: float,
+                        rule: str = CURRENT) -> tuple[str, float | None]:
+    """A two_classes verdict from ``near`` of ``seeds`` near-one-class seeds, the separation's mean
+    ``gain`` over chance + margin and its one-sided ``p`` (None with one seed), under ``rule``;
+    and, under the current rule, the binomial p of the near-one-class rate being over ``bound``."""
+    if rule == FIRST:
+        if near > bound * seeds + 1e-9 or gain <= 0:
+            return OUT, None
+        return (IN if p is not None and p < ALPHA else POWER), None
+    share_p = binomial_sf(near, seeds, bound)
+    if share_p < ALPHA or gain <= 0:
+        return OUT, share_p
+    if near > bound * seeds + 1e-9:  # over the bound, not significantly: more seeds would tell
+        return POWER, share_p
+    return (IN if p is not None and p < ALPHA else POWER), share_p
 
 
-def block_verdicts(res: TableResult, b: RegimeBlock) -> list[RegimeVerdict]:
+def regime_verdicts(res: TableResult, rule: str = CURRENT) -> list[RegimeVerdict]:
+    """Every block of the spec in every one of its columns, at the result's tier, under ``rule``."""
+    key = f"regime:{rule}"
+    if key not in res.checks:  # every renderer of one result asks: check once
+        res.checks[key] = [v for b in res.spec.regime for v in block_verdicts(res, b, rule)]
+    return list(res.checks[key])
+
+
+def block_verdicts(res: TableResult, b: RegimeBlock, rule: str = CURRENT) -> list[RegimeVerdict]:
     check = _trained if b.check == "trained" else _two_classes
-    return [check(res, b, col) for col in b.cols]
+    return [check(res, b, col, rule) for col in b.cols]
+
+
+def rule_changed(res: TableResult) -> list[tuple[RegimeVerdict, RegimeVerdict]]:
+    """(first rule's verdict, current rule's verdict) of every block and column where the two differ."""
+    first = {(v.block.name, v.col): v for v in regime_verdicts(res, FIRST)}
+    return [(first[(v.block.name, v.col)], v) for v in regime_verdicts(res, CURRENT)
+            if (v.block.name, v.col) in first and first[(v.block.name, v.col)].verdict != v.verdict]
 
 
 def original_verdicts(res: TableResult) -> list[RegimeVerdict]:
@@ -186,9 +261,9 @@ class RegimeMap:
     """Which verdicts cover a cell: those of the blocks holding its row in its column (a
     derived column: in its source columns)."""
 
-    def __init__(self, res: TableResult, verdicts: list[RegimeVerdict] | None = None):
+    def __init__(self, res: TableResult, verdicts: list[RegimeVerdict] | None = None, rule: str = CURRENT):
         self.spec = res.spec
-        self.verdicts = regime_verdicts(res) if verdicts is None else verdicts
+        self.verdicts = regime_verdicts(res, rule) if verdicts is None else verdicts
         self._by = {(v.block.name, v.col): v for v in self.verdicts}
 
     def of(self, row: str, col: str) -> list[RegimeVerdict]:
@@ -202,6 +277,11 @@ class RegimeMap:
     def out_of_regime(self, row: str, col: str) -> list[RegimeVerdict]:
         """The verdicts covering a cell whose block does not work there (not those short of power)."""
         return [v for v in self.of(row, col) if v.verdict == OUT]
+
+    def unknown(self, row: str, col: str) -> list[RegimeVerdict]:
+        """The verdicts covering a cell whose block's regime is not established (short of power, or not
+        testable): under the current rule the claims there read ``regime unknown``."""
+        return [v for v in self.of(row, col) if v.verdict in (POWER, UNTESTED)]
 
 
 def unexplained_one_class(res: TableResult, regime_map: RegimeMap) -> dict[tuple[str, str], int]:

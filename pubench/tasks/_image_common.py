@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from pubench.data.pixels import channel_stats, images_per_chunk
 from pubench.data.source import DataSource
-from pubench.train.classifier import DownstreamData
+from pubench.pu.data import DownstreamData
 from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 

@@ -16,7 +16,7 @@ automatically) that subclasses :class:`Task`; every method is a classmethod:
   ``info`` holds what a reader needs to trust the number, at least :attr:`Task.info_keys`;
 * ``test_config``: small valid params for the contract tests (the name every kind of
   unit gives its test configuration)
-  (``tests/unit/test_contracts.py``; they provide generated data for its dataset).
+  (``tests/project/test_contracts.py``; they provide generated data for its dataset).
 
 Tasks are the only bridge from the pipeline to the science packages. This module imports
 neither torch nor numpy (nor does :mod:`pubench.train.context`): the executors load the
@@ -28,7 +28,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.registry import Registry, subclass_check
 from pubench.utils.result import Result
 
@@ -46,7 +46,7 @@ class Task(ABC):
 
     @classmethod
     @abstractmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
         """The :class:`~pubench.utils.result.Result` (metrics, info) of one job."""
 
 

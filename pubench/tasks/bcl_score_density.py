@@ -23,7 +23,7 @@ from scipy.stats import gaussian_kde
 
 from pubench.sim import bcl_process as bp
 from pubench.tasks.base import TASKS, Task
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 
@@ -109,7 +109,7 @@ class BCLScoreDensity(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext) -> Result:
         return score_density(params, seeds)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from pubench.sim import bcl_process as bp
 from pubench.tasks.base import TASKS, Task
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 
@@ -90,7 +90,7 @@ class BCLSimulation(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext) -> Result:
         return simulate(params, seeds)
 
 

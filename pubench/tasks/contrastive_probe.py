@@ -34,7 +34,7 @@ from pubench.tasks._image_common import (
 )
 from pubench.tasks.base import TASKS, Task
 from pubench.train import accel, checkpoint, encoder_cache
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds
@@ -93,7 +93,7 @@ def run_contrastive(params: dict[str, Any], seeds: dict[str, int], ctx: JobConte
                     {"prefix_of": {"data": params["data"], "model": params["model"], "pretrain": full_run}},
                     pre_seeds, ctx.profile)
             hist = pretrain(encoder, projector, prepared.pretrain_x, prepared.pretrain_observed, pre_cfg,
-                            mean=d.mean, std=d.std, prior=d.prior, seed=pre_seed, ctx=ctx, prefix_key=prefix_key)
+                            normalization=(d.mean, d.std), prior=d.prior, seed=pre_seed, ctx=ctx, prefix_key=prefix_key)
             encoder_cache.save(key, encoder.state_dict(), hist, checkpoint.global_rng_state(), encoder.training)
         info["encoder_cache"] = {"key": key, "hit": cached is not None}
         t1 = time.perf_counter()
@@ -134,5 +134,5 @@ class ContrastiveProbe(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
         return run_contrastive(params, seeds, ctx)

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from pubench.tasks.base import TASKS, Task
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 
@@ -150,7 +150,7 @@ class Infograph(Task):
         return parse_params(params)
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext) -> Result:
         return infograph(params, seeds, ctx)
 
 

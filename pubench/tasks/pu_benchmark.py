@@ -34,7 +34,7 @@ from pubench.tasks.base import TASKS, Task
 from pubench.tasks.contrastive_probe import INFO_KEYS, TEST_CONFIG, run_contrastive
 from pubench.tasks.contrastive_probe import validate as validate_contrastive
 from pubench.train import accel
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.train.loop import TrainConfig, check_loop_config
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
@@ -114,5 +114,5 @@ class PUBenchmark(Task):
         return (validate_end_to_end if _route(params) == "end_to_end" else validate_contrastive)(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
         return (run_end_to_end if _route(params) == "end_to_end" else run_contrastive)(params, seeds, ctx)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from pubench.tasks.base import TASKS, Task
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.utils.config import ConfigError
 from pubench.utils.result import Result
 
@@ -33,7 +33,7 @@ class SelfTest(Task):
         return params
 
     @classmethod
-    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict, seeds: dict[str, int], ctx: JobContext) -> Result:
         cls.validate(params)
         return selftest(params, seeds)
 

@@ -41,9 +41,16 @@ from pubench.losses.ce_contrastive import OBJECTIVES, ce_plus_contrastive
 from pubench.models.text import REQUIRES
 from pubench.tasks._image_common import check_top, run_info_common
 from pubench.tasks.base import TASKS, Task
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.train.loop import Step, Trainer, batches, predict
-from pubench.train.optim import build_optimizer, build_scheduler, optimizer_config, schedule_config
+from pubench.train.optim import (
+    OptimizerConfig,
+    ScheduleConfig,
+    build_optimizer,
+    build_scheduler,
+    check_optimizer,
+    check_schedule,
+)
 from pubench.utils.config import ConfigError, build_config
 from pubench.utils.result import Result
 from pubench.utils.seeding import sub_seeds, torch_generator
@@ -77,8 +84,8 @@ class TextModelConfig:
 class TextTrainConfig:
     epochs: int
     batch_size: int
-    optimizer: dict
-    schedule: dict
+    optimizer: OptimizerConfig
+    schedule: ScheduleConfig
     views: str
     objective: dict
     unlabeled_batch_size: int | None = None    # None: the unlabeled sentences are not used
@@ -134,8 +141,8 @@ def validate(params: dict[str, Any]):
     train = build_config(TextTrainConfig, params["train"], "params.train")
     if train.epochs < 0 or train.batch_size < 1:
         raise ConfigError("params.train: epochs must be >= 0 and batch_size >= 1")
-    optimizer_config(train.optimizer, "params.train.optimizer")
-    schedule_config(train.schedule, "params.train.schedule")
+    check_optimizer(train.optimizer, "params.train.optimizer")
+    check_schedule(train.schedule, "params.train.schedule")
     if train.views not in VIEWS:
         raise ConfigError(f"params.train.views: {train.views!r} is not one of {VIEWS}")
     objective, loss = _objective(train.objective, "params.train.objective")
@@ -278,7 +285,7 @@ class TextFewshot(Task):
         return validate(params)
 
     @classmethod
-    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext = PLAIN) -> Result:
+    def run(cls, params: dict[str, Any], seeds: dict[str, int], ctx: JobContext) -> Result:
         from pubench.data import DATASETS
         from pubench.models import BACKBONES, build_backbone
 

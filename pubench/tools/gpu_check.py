@@ -1,7 +1,7 @@
 """The whole GPU path in one command (``make gpu-check``): on a machine with one CUDA GPU,
 in at most 8 minutes, run
 
-1. ``tests``: the CUDA tests (``tests/unit/test_accel.py -k cuda``: channels_last, data
+1. ``tests``: the CUDA tests (``tests/train/test_accel.py -k cuda``: channels_last, data
    placement, bf16, deterministic ResNet training twice, a stopped and resumed
    pre-training bit for bit);
 2. ``determinism``: one short job (contrastive pre-training + linear probe, ResNet-18 at
@@ -180,7 +180,7 @@ def run_part(name: str, args, timeout: float, work: Path) -> dict:
     out = work / f"{name}.json"
     if name == "tests":
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-rs",
-               "tests/unit/test_accel.py", "-k", "cuda"]
+               "tests/train/test_accel.py", "-k", "cuda"]
     elif name == "preflight":
         return run_preflight(args, timeout, work)
     else:

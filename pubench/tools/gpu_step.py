@@ -38,7 +38,7 @@ from pubench.train import accel
 from pubench.train.augment import build_augment
 from pubench.train.context import PLAIN
 from pubench.train.loop import Trainer
-from pubench.train.optim import build_optimizer
+from pubench.train.optim import OptimizerConfig, build_optimizer
 
 MEAN, STD = [0.49, 0.48, 0.45], [0.25, 0.24, 0.26]
 TEMPERATURE = {"simclr": 0.5, "cmc": 0.07, "moco": 0.1}
@@ -78,7 +78,7 @@ class Case:
         loss = LossCall({"name": "info_nce", "temperature": TEMPERATURE[name]}, None)
         aug = build_augment({"name": "simclr"}, MEAN, STD)
         params = [p for m in self.framework.modules() for p in m.parameters()]
-        self.trainer = Trainer(self.framework.modules(), build_optimizer({"name": "adam", "lr": 1e-3}, params),
+        self.trainer = Trainer(self.framework.modules(), build_optimizer(OptimizerConfig("adam", 1e-3), params),
                                ctx=PLAIN)  # its optimizer step only: timed outside any job
         accel.prepare_modules(self.framework.modules(), device, compile)
         self.step = pretrain_step(self.framework, loss, aug, x, None, g, device)

@@ -374,7 +374,7 @@ def rand_augment_batch(x: torch.Tensor, num_ops: int, magnitude: int, seed: int)
     the draws are replayed (:func:`rand_augment_draws`), then each of the ``num_ops`` rounds
     applies each (operation, magnitude) once to all the images that drew it, through
     torchvision's own kernels (each computes every image of a batch on its own pixels only:
-    ``tests/unit/test_augment.py`` checks the equality on random images and seeds)."""
+    ``tests/train/test_augment.py`` checks the equality on random images and seeds)."""
     from torchvision.transforms import v2
 
     if x.dtype != torch.uint8 or x.dim() != 4:

@@ -20,8 +20,18 @@ the pre-training, and from those to every :class:`pubench.train.loop.Trainer` an
   numbers, e.g. the GPU check's stop request at the first epoch boundary).
 
 :data:`PLAIN` is the context outside a job (library use, tests): canonical CPU numerics,
-fp32, nothing recorded, no checkpoints, no cap, the real data. A context is immutable: a
-stage with other accelerator settings is a new one (:func:`pubench.train.accel.stage`).
+fp32, nothing recorded, no checkpoints, no cap, the real data. No signature of the training
+path defaults ``ctx`` to it (a forgotten argument would run silently without checkpoints or
+step cap): a caller outside a job passes it.
+
+A context's fields are never rebound (a stage with other accelerator settings is a new
+context: :func:`pubench.train.accel.stage`), but three of the objects it holds are written
+to while the job runs, by design: ``accel.throughput`` (the job's throughput table: every
+trainer adds its examples / s, shared by the job's stages, read into the record at the
+end), ``session`` (the checkpoint session: the stages it has numbered, the checkpoints
+saved and loaded, a stop request waiting for the next epoch boundary) and ``cap`` (the step
+cap measures what it lets run: ``pubench preflight``'s meter). Everything else is read only.
+
 This module imports neither torch nor numpy, nor anything heavy (the task registry imports
 it).
 """

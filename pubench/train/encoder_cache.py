@@ -10,7 +10,7 @@ A hit must leave the job exactly where a fresh pre-training would: an entry hold
 the encoder's weights and the pre-training history, the process-wide random states
 (torch, NumPy, Python) and the encoder's train/eval mode as pre-training left them, and a
 hit restores them, so a downstream stage that draws from a global generator draws the same
-numbers after a hit as after a fresh run (``tests/unit/test_encoder_cache.py`` checks hit
+numbers after a hit as after a fresh run (``tests/train/test_encoder_cache.py`` checks hit
 == cache off bit for bit for every spec that shares encoders). Entries are read with
 ``weights_only=True`` (nothing in a cache file runs code). Writes are atomic; a corrupt,
 old-format or missing entry is a miss; a write that fails (disk full) warns and the job

@@ -43,16 +43,16 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from pubench.errors import JobInterrupted
 from pubench.train import accel, checkpoint, prefix_cache
-from pubench.train.context import PLAIN, JobContext
+from pubench.train.context import JobContext
 from pubench.train.augment import build_augment
-from pubench.train.optim import optimizer_config, schedule_config
+from pubench.train.optim import OptimizerConfig, ScheduleConfig, check_optimizer, check_schedule
 from pubench.utils.config import ConfigError
 
 
@@ -93,9 +93,8 @@ class Trainer:
     then the epoch it started from (0: from the beginning)."""
 
     def __init__(self, modules: Sequence[nn.Module], optimizer: torch.optim.Optimizer,
-                 scheduler: Any = None, desc: str = "train", state: dict[str, Any] | None = None,
-                 callbacks: Sequence["LoopCallback"] = (), prefix_key: str | None = None,
-                 ctx: JobContext = PLAIN):
+                 scheduler: Any = None, desc: str = "train", state: dict[str, Any] | None = None, *,
+                 ctx: JobContext, callbacks: Sequence["LoopCallback"] = (), prefix_key: str | None = None):
         self.modules, self.optimizer, self.scheduler, self.desc = list(modules), optimizer, scheduler, desc
         self.ctx = ctx
         self.state = dict(state or {})
@@ -354,15 +353,43 @@ def show_progress() -> bool:
 
 
 # ------------------------------------------------------------------ the train block of a spec
+class LoopConfig(Protocol):
+    """What a loop config gives the risk-trained classifiers (:mod:`pubench.pu.objective`):
+    the budget and the optimization, typed (:class:`TrainConfig`, a downstream probe's
+    config)."""
+
+    @property
+    def epochs(self) -> int: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def optimizer(self) -> OptimizerConfig: ...
+
+    @property
+    def schedule(self) -> ScheduleConfig: ...
+
+
+class NetworkLoopConfig(LoopConfig, Protocol):
+    """A loop config that also gives the training views of a network trained on images
+    (``augment``; None: the images as they are)."""
+
+    @property
+    def augment(self) -> dict | None: ...
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """A spec's ``train`` block (end-to-end PU methods): epochs, batch size, optimizer,
-    per-step schedule and the optional augmentation of the training images."""
+    per-step schedule and the optional augmentation of the training images. Built by
+    :func:`pubench.utils.config.build_config`, which parses the optimizer and the schedule
+    with it (their checks: :func:`check_loop_config`)."""
 
     epochs: int
     batch_size: int
-    optimizer: dict
-    schedule: dict = field(default_factory=lambda: {"name": "constant"})
+    optimizer: OptimizerConfig
+    schedule: ScheduleConfig = ScheduleConfig()
     augment: dict | None = None         # training views (default: none)
     precision: str | None = None        # fp32 (absent) or bf16 autocast: pubench.train.accel
     compile: bool | None = None         # torch.compile the trained modules (absent: off)
@@ -373,8 +400,8 @@ def check_loop_config(cfg, where: str) -> None:
     schedule and the optional training-view augmentation."""
     if cfg.epochs < 0 or cfg.batch_size < 1:
         raise ConfigError(f"{where}: epochs must be >= 0 and batch_size >= 1")
-    optimizer_config(cfg.optimizer, f"{where}.optimizer")
-    schedule_config(cfg.schedule, f"{where}.schedule")
+    check_optimizer(cfg.optimizer, f"{where}.optimizer")
+    check_schedule(cfg.schedule, f"{where}.schedule")
     if cfg.augment is not None:
         build_augment(cfg.augment, [0.0], [1.0], f"{where}.augment")
     accel.check_precision(getattr(cfg, "precision", None), f"{where}.precision")

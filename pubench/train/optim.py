@@ -23,8 +23,10 @@
   warm-up, ``T`` the total number of steps) and ``linear`` (the same warm-up, then
   ``gamma * (1 - k / (T - W))``, down to 0 after the last step: the fine-tuning schedule
   of Gunel et al. 2020 / RoBERTa, ``get_linear_schedule_with_warmup`` in transformers).
-* :func:`build_optimizer` from ``{name: lars | sgd | adam | adamw, lr, momentum,
-  weight_decay, ...}``; momentum is required for ``lars``/``sgd`` and refused for Adam.
+* :func:`build_optimizer` from an :class:`OptimizerConfig` (``{name: lars | sgd | adam | adamw,
+  lr, momentum, weight_decay, ...}``), parsed once with the config that holds it (a typed
+  field, then :func:`check_optimizer`; :func:`optimizer_config` for a block that stands
+  alone); momentum is required for ``lars``/``sgd`` and refused for Adam.
 
 Optimizers and schedules are registries (:data:`OPTIMIZERS`, :data:`SCHEDULES`): a new one
 is a registered function, ``OPTIMIZERS.register(name, uses=(...))`` over ``(params, cfg)
@@ -112,7 +114,7 @@ class OptimizerConfig:
     lr: float
     weight_decay: float = 0.0
     momentum: float | None = None
-    trust_coefficient: float = 1e-3     # lars only (You et al. 2017, SimCLR: 0.001)
+    trust_coefficient: float | None = None  # lars only (absent: 0.001, You et al. 2017, SimCLR)
     nesterov: bool = False              # sgd only
     betas: list[float] | None = None    # adam / adamw
 
@@ -123,8 +125,9 @@ OPTIMIZERS = Registry("optimizer")
 
 @OPTIMIZERS.register("lars", uses=("momentum", "trust_coefficient"))
 def _lars(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
+    trust = 1e-3 if c.trust_coefficient is None else c.trust_coefficient
     return LARS(lars_param_groups(params, c.weight_decay), lr=c.lr, momentum=c.momentum,
-                weight_decay=c.weight_decay, trust_coefficient=c.trust_coefficient)
+                weight_decay=c.weight_decay, trust_coefficient=trust)
 
 
 @OPTIMIZERS.register("sgd", uses=("momentum", "nesterov"))
@@ -144,22 +147,27 @@ def _adamw(params: list, c: OptimizerConfig) -> torch.optim.Optimizer:
                              weight_decay=c.weight_decay)
 
 
-def optimizer_config(cfg: dict, where: str = "optimizer") -> OptimizerConfig:
-    c = build_config(OptimizerConfig, cfg, where)
+def check_optimizer(c: OptimizerConfig, where: str = "optimizer") -> OptimizerConfig:
+    """The checks of an optimizer config that its types cannot say; returns ``c``."""
     uses = OPTIMIZERS.lookup(c.name, f"{where}.name").uses
     if "momentum" in uses and c.momentum is None:
         raise ConfigError(f"{where}: {c.name} needs 'momentum'")
     if "momentum" not in uses and c.momentum is not None:
         raise ConfigError(f"{where}: {c.name} takes no 'momentum' (use betas)")
-    if "trust_coefficient" not in uses and "trust_coefficient" in cfg:
+    if "trust_coefficient" not in uses and c.trust_coefficient is not None:
         raise ConfigError(f"{where}: trust_coefficient is a LARS option")
     if c.lr <= 0 or c.weight_decay < 0:
         raise ConfigError(f"{where}: lr must be > 0 and weight_decay >= 0")
     return c
 
 
-def build_optimizer(cfg: dict | OptimizerConfig, model: nn.Module | list) -> torch.optim.Optimizer:
-    c = cfg if isinstance(cfg, OptimizerConfig) else optimizer_config(cfg)
+def optimizer_config(cfg: dict, where: str = "optimizer") -> OptimizerConfig:
+    """Parse and check an optimizer block that stands alone (a config with a typed
+    ``optimizer: OptimizerConfig`` field is parsed with it, then :func:`check_optimizer`)."""
+    return check_optimizer(build_config(OptimizerConfig, cfg, where), where)
+
+
+def build_optimizer(c: OptimizerConfig, model: nn.Module | list) -> torch.optim.Optimizer:
     params = list(model.parameters()) if isinstance(model, nn.Module) else list(model)
     return OPTIMIZERS.get(c.name)([p for p in params if p.requires_grad], c)
 
@@ -182,14 +190,19 @@ def constant_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     return 1.0
 
 
-def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig:
-    c = build_config(ScheduleConfig, cfg or {}, where)
+def check_schedule(c: ScheduleConfig, where: str = "schedule") -> ScheduleConfig:
+    """The checks of a schedule config that its types cannot say; returns ``c``."""
     if not SCHEDULES.lookup(c.name, f"{where}.name").warmup and c.warmup_epochs:
         raise ConfigError(f"{where}: warmup_epochs needs name: "
                           + " or ".join(n for n in SCHEDULES.names() if SCHEDULES.get(n).warmup))
     if c.warmup_epochs < 0:
         raise ConfigError(f"{where}.warmup_epochs must be >= 0")
     return c
+
+
+def schedule_config(cfg: dict | None, where: str = "schedule") -> ScheduleConfig:
+    """Parse and check a schedule block that stands alone (absent: constant)."""
+    return check_schedule(build_config(ScheduleConfig, cfg or {}, where), where)
 
 
 @SCHEDULES.register("cosine", warmup=True)
@@ -211,8 +224,7 @@ def linear_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     return max(0.0, 1.0 - (step - warmup_steps) / decay)
 
 
-def build_scheduler(cfg: dict | ScheduleConfig | None, optimizer, steps_per_epoch: int, epochs: int):
-    c = cfg if isinstance(cfg, ScheduleConfig) else schedule_config(cfg)
+def build_scheduler(c: ScheduleConfig, optimizer, steps_per_epoch: int, epochs: int):
     total = max(1, steps_per_epoch * epochs)
     warm = int(round(c.warmup_epochs * steps_per_epoch))
     factor = SCHEDULES.get(c.name)

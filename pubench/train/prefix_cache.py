@@ -11,8 +11,8 @@ stores, after its last epoch, what a checkpoint holds (:mod:`pubench.train.check
 modules, optimizer, scheduler, registered generators and queues, the global random states,
 the epochs' statistics). A later run of the same key loads the stored state when it stopped
 at or before its own last epoch and continues from there. Restoring a checkpoint at an epoch
-boundary continues bit for bit (tests/unit/test_checkpoint.py), so its numbers are those of
-a run from epoch 0 (tests/unit/test_prefix_cache.py): like the encoder cache, it changes how
+boundary continues bit for bit (tests/train/test_checkpoint.py), so its numbers are those of
+a run from epoch 0 (tests/train/test_prefix_cache.py): like the encoder cache, it changes how
 long a job takes, never its result; the job's record says where it started.
 
 One file per key, replaced only by a later epoch: jobs in column order (1, 2, 4, ...) each

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,21 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def canonical_json_of_parts(encoded: Mapping[str, str]) -> str:
+    """:func:`canonical_json` of a mapping, given the canonical JSON of each of its values: its
+    keys sorted, each with its value's text, so a part that many mappings share (a cell's params,
+    shared by its seeds) is encoded once."""
+    return "{" + ",".join(f"{canonical_json(k)}:{encoded[k]}" for k in sorted(encoded)) + "}"
+
+
+def text_hash(text: str, length: int = 16) -> str:
+    """Hex SHA-256 of ``text``, truncated to ``length`` digits."""
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
 def config_hash(obj: Any, length: int = 16) -> str:
     """Hex SHA-256 of the canonical JSON of ``obj``, truncated to ``length`` digits."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+    return text_hash(canonical_json(obj), length)
 
 
 def derive_seed(*parts: Any) -> int:

@@ -172,7 +172,7 @@ class Unit(ABC):
     dataclass of its hyperparameters, built with :func:`pubench.utils.config.build_config`:
     unknown, missing or mistyped keys fail), ``check`` (the checks types cannot say,
     raising ``ConfigError``) and ``test_config`` (a small valid config for the contract
-    tests, ``tests/unit/test_contracts.py``; ``name`` is added by the test). Every method is
+    tests, ``tests/project/test_contracts.py``; ``name`` is added by the test). Every method is
     a classmethod: units hold no state between runs."""
 
     name: ClassVar[str]

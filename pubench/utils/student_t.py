@@ -5,7 +5,7 @@ costs about as much as the rest of ``pubench report`` (issue 54: every table in 
 is the regularized incomplete beta function, ``P(T > t) = I_x(df/2, 1/2) / 2`` with
 ``x = df / (df + t^2)`` for t > 0, evaluated by its continued fraction (modified Lentz, as
 Numerical Recipes' ``betacf``) to double precision; the quantile inverts it by Newton's method
-on the density, kept inside a bracket. tests/unit/test_student_t.py holds both to scipy's
+on the density, kept inside a bracket. tests/report/test_student_t.py holds both to scipy's
 ``stdtr`` / ``stdtrit`` at 1e-12 relative over the range reports use.
 """
 

@@ -10,7 +10,7 @@ decorators (``@LOSSES.register("my_loss", ...)``)::
 
 Every registry loads these modules when it imports its own package's units (and when asked for
 a name it does not hold), so the units join the same registries, the same contract tests
-(``tests/unit/test_contracts.py`` loops over every registered name) and the same spec checks
+(``tests/project/test_contracts.py`` loops over every registered name) and the same spec checks
 as pubench's own. The registries record which names came from which package
 (:func:`origin`), so the committed unit index (``pubench/registry/unit_index.json``) stays
 pubench's own. A module that fails to import, or registers a name pubench already has, stops

@@ -53,9 +53,29 @@ def parse_yaml(text: str, path: Path | str) -> Any:
     try:
         return safe_load(text)
     except yaml.YAMLError as e:
-        raise SpecError(str(path), "(yaml)", str(e).replace("\n", " ")) from None
+        raise SpecError(str(path), "(yaml)", yaml_problem(e)) from None
     except Exception as e:  # noqa: BLE001 - the safe constructors raise ValueError, KeyError, ... for a bad value
         raise SpecError(str(path), "(yaml)", unbuildable_value(text, e)) from None
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """A parse error in one line, whole: ``line 3, column 5: did not find expected ',' or '}' (while
+    parsing a flow mapping that starts at line 2, column 9)``, without the parser's ``in "<unicode
+    string>"`` and never cut mid-word."""
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return " ".join(str(error).split()) or type(error).__name__
+
+    def at(mark) -> str:
+        return f"line {mark.line + 1}, column {mark.column + 1}"
+
+    text = " ".join(str(error.problem or "cannot parse").split())
+    if error.problem_mark is not None:
+        text = f"{at(error.problem_mark)}: {text}"
+    if error.context:
+        context = " ".join(error.context.split())
+        text += f" ({context}" + (f" that starts at {at(error.context_mark)}" if error.context_mark is not None
+                                  else "") + ")"
+    return text
 
 
 class NotYamlValue(ValueError):
@@ -70,7 +90,7 @@ def load_value(raw: str) -> Any:
     try:
         return safe_load(raw)
     except yaml.YAMLError as e:
-        raise NotYamlValue(f"the value is not YAML ({' '.join(str(e).split())[:120]})") from None
+        raise NotYamlValue(f"the value is not YAML ({yaml_problem(e)})") from None
     except Exception as e:  # noqa: BLE001 - the safe constructors raise ValueError, KeyError, ... for a bad value
         raise NotYamlValue(unbuildable_value(raw, e)) from None
 

@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import record_reliability, selftest_spec
 from tests.slurmcluster import Unavailable, running_cluster
-from tests.unit.test_checkpoint import smoke_variant
+from tests.train.test_checkpoint import smoke_variant
 
 
 @pytest.fixture(scope="module")

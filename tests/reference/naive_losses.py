@@ -371,7 +371,7 @@ def naive_punce_pnu(z1, z2, labels, prior, temperature, anchors=None, negative_t
 def naive_punce_pnu_literal(z1, z2, labels, prior, temperature, anchors=None):
     """001 eq. 10 exactly as printed: an unlabeled anchor has the (1 - pi)/|N(i)| term twice,
     so its weights sum to pi + 2 (1 - pi). Not a loss pubench uses: it shows why the spec reads
-    the repeated term once (tests/unit/test_losses_relations.py)."""
+    the repeated term once (tests/losses/test_losses_relations.py)."""
     return naive_punce_pnu(z1, z2, labels, prior, temperature, anchors, negative_terms=2)
 
 

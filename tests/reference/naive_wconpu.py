@@ -1,5 +1,5 @@
 """Naive, loop-by-loop versions of WConPU's equations (paper 004), written from the paper's
-formulas with plain Python floats, for tests/unit/test_wconpu.py."""
+formulas with plain Python floats, for tests/pu/test_wconpu.py."""
 
 from __future__ import annotations
 
