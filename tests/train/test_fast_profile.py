@@ -16,8 +16,9 @@ from pubench.jobs import expand
 from pubench.pu import PU_METHODS
 from pubench.registry import get_spec
 from pubench.train import accel
-from pubench.train.context import JobContext
+from pubench.train.context import PLAIN, JobContext
 from pubench.train.loop import Trainer
+from pubench.train.optim import optimizer_config
 from tests.conftest import selftest_spec
 from tests.project.test_contracts import TRAIN, TinyEncoder, images, pu_data
 
@@ -110,12 +111,12 @@ def test_every_framework_compiles_every_module_its_steps_call(name, monkeypatch)
     block = {"name": name, **FRAMEWORKS.get(name).test_config}
     x = torch.cat([images(48, 0)[0], images(48, 1)[0], images(48, 2)[0]], dim=1)
     cfg = PretrainConfig(framework=block, loss={"name": "info_nce", "temperature": 0.5}, epochs=1, batch_size=16,
-                         optimizer={"name": "adam", "lr": 0.01}, augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
+                         optimizer=optimizer_config({"name": "adam", "lr": 0.01}), augment={"name": "mnist_crop", "scale": [0.7, 1.0]})
     enc, proj = build_models(block, lambda ch, s: TinyEncoder(s % 1000, d_in=36 * ch),
                              lambda dim, s: projection_head(dim, 8, 4), 3, (1, 2), [0.3] * 3, [0.3] * 3)
     calls = _Calls(monkeypatch)
     with calls.hooks():
-        pretrain(enc, proj, x, None, cfg, mean=[0.3] * 3, std=[0.3] * 3, prior=None, seed=5,
+        pretrain(enc, proj, x, None, cfg, normalization=([0.3] * 3, [0.3] * 3), prior=None, seed=5,
                  ctx=accel.start_job(FAST))
     assert calls.roots and calls.uncompiled() == []
 
@@ -125,7 +126,7 @@ def test_the_canonical_profile_compiles_nothing_and_keeps_the_memory_format(monk
     cfg = unit.config({"name": "wconpu", **unit.test_config}, "pu_method")
     calls = _Calls(monkeypatch)
     with calls.hooks():
-        unit.run(cfg, TinyEncoder(2), TRAIN, pu_data(), seed=7, **_extra(unit))
+        unit.run(cfg, TinyEncoder(2), TRAIN, pu_data(), seed=7, ctx=PLAIN, **_extra(unit))
     assert calls.compiled == set()
 
 
