@@ -58,4 +58,6 @@ def test_the_readme_quotes_no_time_it_did_not_measure_at_a_stated_load():
     assert not re.search(r"~\s?\d", text)
     for sentence in re.split(r"(?<=[.;])\s", " ".join(text.split())):
         if re.search(r"\bidle\b", sentence, flags=re.I):
-            assert re.search(r"(never|not) measured idle", sentence, flags=re.I), sentence
+            # "idle" only beside the load it was measured at (below 1 on these 2 cores), or saying it was not
+            assert re.search(r"(never|not) measured idle", sentence, flags=re.I) or re.search(r"load 0\.\d", sentence), \
+                sentence
