@@ -33,12 +33,11 @@ from pubench.registry.added_checks import check_added, config_problem
 from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
 from pubench.registry.overrides import overridden_deviations, parse_override
 from pubench.registry.spec import CUSTOM
-from pubench.registry.task_check import jobs_rejection
+from pubench.registry.task_check import first_rejected_job, jobs_rejection
 from pubench.registry.units import implemented, units
 from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
 from pubench.store import ResultStore
 from pubench.store import provenance as store_provenance  # the module: tests stand in for its code_changes
-from pubench.tasks import TASKS
 from pubench.utils.io import check_writable
 from pubench.utils.yamlio import problem_line
 
@@ -185,16 +184,11 @@ def config_rejection(spec, req: RunRequest, jobs: list) -> str | None:
 def variant_config_error(jobs: list) -> str | None:
     """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
     checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
-    seen = set()
-    for j in jobs:
-        if (j.row, j.col) in seen:
-            continue
-        seen.add((j.row, j.col))
-        try:
-            TASKS.get(j.task).validate(j.params)
-        except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
-            return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {' '.join(str(e).split())[:300]}"
-    return None
+    rejected = first_rejected_job(jobs)
+    if rejected is None:
+        return None
+    j, message = rejected
+    return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {message[:300]}"
 
 
 def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:

@@ -86,23 +86,16 @@ def config_problem(view, jobs: list) -> Exception | None:
     """The first added cell among ``jobs`` (of ``view``: :meth:`Spec.with_added_rows`) whose config
     its task rejects (its ``validate``, no data loaded), as :func:`row_error` at the key of the row
     that sets the param it names (the row itself where the param is inherited), else None."""
-    from pubench.registry.task_check import held_depth, rejected_path
-    from pubench.tasks import TASKS
+    from pubench.registry.task_check import first_rejected_job, held_depth, rejected_path
 
-    seen = set()
-    for j in jobs:
-        if (j.row, j.col) in seen:
-            continue
-        seen.add((j.row, j.col))
-        try:
-            TASKS.get(j.task).validate(j.params)
-        except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
-            message = " ".join(str(e).split())
-            row = view.added_row(j.row, j.col)
-            problem = f"the config of {j.row}|{j.col} is rejected by task {j.task}: {message[:300]}"
-            if row is None or not row.source:
-                return UsageError(f"--add-row: {problem}")
-            path = rejected_path(message)
-            held = held_depth(row.sets, path)
-            return row_error(row, ".".join(["set", *path[:held]]) if held else "", problem)
-    return None
+    rejected = first_rejected_job(jobs)
+    if rejected is None:
+        return None
+    j, message = rejected
+    row = view.added_row(j.row, j.col)
+    problem = f"the config of {j.row}|{j.col} is rejected by task {j.task}: {message[:300]}"
+    if row is None or not row.source:
+        return UsageError(f"--add-row: {problem}")
+    path = rejected_path(message)
+    held = held_depth(row.sets, path)
+    return row_error(row, ".".join(["set", *path[:held]]) if held else "", problem)

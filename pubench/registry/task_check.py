@@ -66,19 +66,40 @@ def setting_key(spec: Spec, tier: str, row: str, col: str, path: list[str]) -> s
     return best
 
 
-def task_rejection(spec: Spec, tier: str, row: str, col: str, params: dict[str, Any]) -> SpecError | None:
-    """The task's rejection of one cell's resolved ``params`` as a :class:`SpecError` at the key
-    that sets the param it names, or None when the task accepts them."""
+def task_message(task: str, params: dict[str, Any]) -> str | None:
+    """What task ``task``'s ``validate`` (no data loaded) says of ``params``, in one line, or None
+    when it accepts them."""
     from pubench.tasks import TASKS
 
-    task = spec.experiment["task"]
     try:
         TASKS.get(task).validate(params)
     except (ValueError, KeyError, TypeError) as e:  # ConfigError is a ValueError
-        message = " ".join(str(e).split())
-        key = setting_key(spec, tier, row, col, rejected_path(message))
-        return SpecError(spec.path, key, f"task {task} rejects cell {row}|{col} at tier {tier}: {message[:300]}")
+        return " ".join(str(e).split())
     return None
+
+
+def first_rejected_job(jobs: list) -> tuple[Any, str] | None:
+    """The first of ``jobs`` (one per cell) whose params its task rejects, with the task's one-line
+    message, or None."""
+    seen = set()
+    for job in jobs:
+        if (job.row, job.col) not in seen:
+            seen.add((job.row, job.col))
+            message = task_message(job.task, job.params)
+            if message is not None:
+                return job, message
+    return None
+
+
+def task_rejection(spec: Spec, tier: str, row: str, col: str, params: dict[str, Any]) -> SpecError | None:
+    """The task's rejection of one cell's resolved ``params`` as a :class:`SpecError` at the key
+    that sets the param it names, or None when the task accepts them."""
+    task = spec.experiment["task"]
+    message = task_message(task, params)
+    if message is None:
+        return None
+    key = setting_key(spec, tier, row, col, rejected_path(message))
+    return SpecError(spec.path, key, f"task {task} rejects cell {row}|{col} at tier {tier}: {message[:300]}")
 
 
 def first_rejection(spec: Spec, tiers: Iterable[str] | None = None) -> SpecError | None:
@@ -103,11 +124,6 @@ def first_rejection(spec: Spec, tiers: Iterable[str] | None = None) -> SpecError
 def jobs_rejection(spec: Spec, tier: str, jobs: list) -> SpecError | None:
     """:func:`task_rejection` of the first cell among ``jobs`` (of ``spec`` at its own ``tier``)
     that its task rejects: what ``pubench run`` checks before it starts any job."""
-    seen = set()
-    for job in jobs:
-        if (job.row, job.col) not in seen:
-            seen.add((job.row, job.col))
-            rejection = task_rejection(spec, tier, job.row, job.col, job.params)
-            if rejection is not None:
-                return rejection
-    return None
+    rejected = first_rejected_job(jobs)
+    return None if rejected is None else task_rejection(spec, tier, rejected[0].row, rejected[0].col,
+                                                         rejected[0].params)

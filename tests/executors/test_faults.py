@@ -425,11 +425,11 @@ def test_sighup_is_treated_as_sigterm(tmp_registry):
         "exit": proc.returncode, "in_flight_recorded_interrupted": len(failed), "left": 0})
 
 
-def _hup_group(ignored: bool, jobs: int, tmp_registry) -> tuple[subprocess.Popen, list[int], Path]:
+def _hup_group(ignored: bool, jobs: int, tmp_registry, sleep: float = 0.3) -> tuple[subprocess.Popen, list[int], Path]:
     """A runner in its own process group (as a shell's job), started with SIGHUP ignored as
     ``nohup`` starts it or with the default; SIGHUP to the whole group once its jobs run, as a
     closed terminal sends it. Returns the runner, its children and the store folder."""
-    tmp_registry(_sleepy_spec(0.3))
+    tmp_registry(_sleepy_spec(sleep))
     folder = tmp_registry.root / "results" / "paper" / "table1-bcl"
 
     def dispositions() -> None:
@@ -441,6 +441,7 @@ def _hup_group(ignored: bool, jobs: int, tmp_registry) -> tuple[subprocess.Popen
     deadline = time.time() + 120
     while len(list((folder / ".claims").glob("*.claim"))) < jobs and time.time() < deadline:
         time.sleep(0.05)
+    assert proc.poll() is None, "the runner ended before the signal could reach it mid-run"
     kids = list(_children(proc.pid))
     os.killpg(proc.pid, signal.SIGHUP)
     return proc, kids, folder
@@ -467,8 +468,9 @@ def test_an_ignored_sighup_stays_ignored(tmp_registry, jobs):
 
 
 def test_sighup_to_the_group_stops_a_runner_that_did_not_ignore_it(tmp_registry):
-    """The same SIGHUP without nohup: the runner and its workers stop cleanly, as for SIGTERM."""
-    proc, kids, folder = _hup_group(False, 2, tmp_registry)
+    """The same SIGHUP without nohup: the runner and its workers stop cleanly, as for SIGTERM. Jobs of
+    2 s, so that a loaded machine cannot finish all 24 before the signal (CI once did with 0.3 s)."""
+    proc, kids, folder = _hup_group(False, 2, tmp_registry, sleep=2.0)
     out, err = _finish(proc, 60)
     assert proc.returncode == 128 + signal.SIGHUP and "interrupted (SIGHUP)" in err and "Traceback" not in err, err
     failed = [json.loads(p.read_text()) for p in folder.glob("*.failed.json")]

@@ -107,7 +107,8 @@ def test_the_documented_contract_command_runs_every_contract_test_of_the_units(t
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert set(re.findall(r"^PASSED \S+::(\S+)", out.stdout, flags=re.M)) == {
         "test_loss[toy_loss]", "test_hyperparameters_have_no_defaults[toy_loss]", "test_pu_method[toy_pu]",
-        "test_every_pu_method_resumes_bit_for_bit[toy_pu]"}, out.stdout[-3000:]
+        "test_every_pu_method_resumes_bit_for_bit[toy_pu]",
+        "test_every_pu_method_compiles_every_module_its_steps_call[toy_pu]"}, out.stdout[-3000:]
 
 
 @pytest.mark.smoke
