@@ -10,8 +10,8 @@ Where the files are looked for, under the data root ``root`` (``$PUBENCH_DATA``,
 ``./data``), in torchvision's own layout (so an existing torchvision data folder works):
 
 =================  ===========================================================================
-``mnist``          ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]``
-``fashion_mnist``  ``FashionMNIST/raw/`` (same file names)
+``mnist``          ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]`` (or ``mnist/*.gz``)
+``fashion_mnist``  ``FashionMNIST/raw/`` (same file names; or ``fashion-mnist/*.gz``)
 ``cifar10``        ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``
 ``cifar100``       ``cifar-100-python/{train,test,meta}``
 ``stl10``          ``stl10_binary/{train,test}_{X,y}.bin``, ``unlabeled_X.bin``, ``class_names.txt``
@@ -445,7 +445,8 @@ def _idx_files(folder: str, shared: str, md5s: dict[str, str]) -> dict[str, tupl
     out = {}
     for split, prefix in (("train", "train"), ("test", "t10k")):
         out[split] = tuple(
-            FileSpec(f"{folder}/raw/{fn}", md5=md5s[fn], alternatives=(f"{folder}/raw/{fn[:-3]}",),
+            # the shared folder's own layout too, so that ../shared/data serves as a data root unprepared
+            FileSpec(f"{folder}/raw/{fn}", md5=md5s[fn], alternatives=(f"{folder}/raw/{fn[:-3]}", f"{shared}/{fn}"),
                      sources=(f"{shared}/{fn}",), unpack_gz=True)
             for fn in (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz"))
     return out

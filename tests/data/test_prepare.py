@@ -200,3 +200,17 @@ def test_prepare_of_a_graph_set_prints_no_library_noise(data_root, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "mutag      copied" in out.stdout
     assert "Warning" not in out.stderr and "warnings.warn" not in out.stderr, out.stderr
+
+
+def test_real_shared_folder_is_a_data_root_as_it_is(shared, tmp_path, monkeypatch):
+    """`PUBENCH_DATA=../shared/data` needs no `prepare`: the MNIST loaders also read the shared
+    folder's own layout (`mnist/*.gz`, `fashion-mnist/*.gz`); `pubench verify` once failed there
+    with "MNIST train split not found"."""
+    from pubench.data.images import load_images, read_idx
+
+    monkeypatch.setenv("PUBENCH_CACHE", str(tmp_path / "cache"))
+    for name, folder in (("mnist", "mnist"), ("fashion_mnist", "fashion-mnist")):
+        test = load_images(name, "test", root=shared)
+        assert tuple(test.x.shape) == (10000, 1, 28, 28)
+        assert (test.x[:, 0].numpy() == read_idx(shared / folder / "t10k-images-idx3-ubyte.gz")).all()
+        assert (test.y.numpy() == read_idx(shared / folder / "t10k-labels-idx1-ubyte.gz")).all()
