@@ -26,7 +26,9 @@ def parser(sub) -> None:
         description="Rerun a sample of the stored records of one table (each with its own recorded numerics) into "
                     "a scratch store, with the encoder cache off, and report each as identical, within the cell's "
                     "seed spread, or outside it. Exit status 1 when any rerun is outside, or not identical although "
-                    "its record was made under the canonical numerics; stale and corrupt records fail too.",
+                    "its record was made under the canonical numerics; stale and corrupt records fail too. A record "
+                    "made on another CPU (or GPU) model is rerun and shown, not judged: bit for bit is promised on "
+                    "the record's own machine model only.",
         epilog="examples:\n  pubench verify table2-punce --tier reduced --sample 4\n"
                "  pubench verify fig5-bcl --tier paper --sample 0     # every record\n"
                "  pubench verify table1-punce --only 'CIFAR*|*' --seeds-from 3 --sample 2   # seeds a run added\n"
