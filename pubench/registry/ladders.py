@@ -23,6 +23,7 @@ from typing import Any
 
 from pubench.paths import experiments_root
 from pubench.registry.spec import CUSTOM, MAX_SEEDS, Spec, SpecError, UnknownSpec
+from pubench.utils import plaindata
 
 FILE_NAME = "_ladders.yaml"
 REQUIRED = ("id", "registered", "spec", "tier", "claim", "pair", "axis", "factors", "seeds", "why")
@@ -87,12 +88,7 @@ MISSING = object()  # a key path a config does not have
 
 def value_at(params: dict[str, Any], key: str) -> Any:
     """The value at the dotted ``key`` of ``params``; :data:`MISSING` when a part is absent."""
-    node: Any = params
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return MISSING
-        node = node[part]
-    return node
+    return plaindata.value_at(params, key, MISSING)
 
 
 def _number(v: Any) -> bool:

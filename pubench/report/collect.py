@@ -28,6 +28,7 @@ from pubench.report.oneclass import class_rates, near_one_class, separation
 from pubench.report.oneclass import one_class as degenerate_classifier  # noqa: F401 (the exact case, for callers)
 from pubench.store.store import ResultStore
 from pubench.utils.hashing import canonical_json
+from pubench.utils.plaindata import value_at
 
 
 def sample_std(xs) -> float:
@@ -98,12 +99,7 @@ class CurveSeries:
 
 def info_path(info: Mapping[str, Any], path: str) -> Any:
     """The value at a dotted path of a record's info (``pu_method.pseudo_label_acc``), None if absent."""
-    node: Any = info
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
+    return value_at(info, path)
 
 
 def curve_points(info: Mapping[str, Any], curve) -> tuple[tuple[float, float], ...]:

@@ -79,3 +79,16 @@ def _described(value: Any) -> str:
     if isinstance(value, (set, frozenset)):
         return "a set (!!set)"
     return f"a {type(value).__name__}"
+
+
+def value_at(tree: Any, dotted: str, missing: Any = None) -> Any:
+    """The value at the dotted path ``dotted`` of nested mappings (``pu_method.lr``); ``missing``
+    when a part is absent or its parent is not a mapping."""
+    from collections.abc import Mapping
+
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return missing
+        node = node[part]
+    return node
