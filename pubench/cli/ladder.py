@@ -215,6 +215,18 @@ def _say_cost(ladders, plan: list[StepCell], stores) -> float:
     return total_h
 
 
+def _missing_data(todo: list[StepCell]) -> str | None:
+    """One line per spec whose steps to run read data missing under the data root, else None."""
+    from pubench.runner import missing_data, missing_data_line
+
+    by_spec: dict[str, list] = {}
+    for c in todo:
+        by_spec.setdefault(c.ladder.spec, []).extend(j for j in c.jobs if j.id not in c.done)
+    lines = [missing_data_line(spec_id, jobs, lacking, ran=False)
+             for spec_id, jobs in by_spec.items() if (lacking := missing_data(jobs))]
+    return "; ".join(lines) or None
+
+
 def _run(ladders, args) -> int:
     from pubench import paths
     from pubench.registry.ladders import cell_pattern, fmt_factor, run_command
@@ -231,6 +243,10 @@ def _run(ladders, args) -> int:
         print("pubench: every step of " + ", ".join(lad.id for lad in ladders) + " is done; `pubench ladder report` "
               "renders it")
         return 0
+    if lacking := _missing_data(todo):  # before any step: a step that stops later would leave a ladder half run
+        if not args.dry_run:
+            raise UsageError(lacking)
+        print(f"  {lacking}")
     steps = ", ".join(fmt_factor(f) for f in sorted({c.factor for c in todo}))
     print(f"order (fixed by experiments/_ladders.yaml): the {steps} steps in turn, each over the ladders in the "
           "file's order")

@@ -363,3 +363,19 @@ def test_a_ladder_registers_its_seeds_for_its_pair_at_every_step(registry):
     assert registered_seeds(seen, "smoke", "A", "x") == 5 and registered_seeds(seen, "smoke", "C", "x") == 3
     variant = seen.with_variant("smoke", ["value=4.0"])
     assert registered_seeds(variant, CUSTOM, "B", "x") == 5
+
+
+def test_a_ladder_whose_data_are_missing_stops_before_any_step(tmp_path, monkeypatch, capsys):
+    """The committed wconpu ladder with an empty data root and store: one line naming the files, exit 2,
+    nothing run (it once printed the cost and ran step 1 of nothing, then stopped at step 2's data);
+    the dry run says the same line under its plan."""
+    monkeypatch.setenv("PUBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("PUBENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("PUBENCH_NO_REEXEC", "1")
+    assert main(["ladder", "run", "wconpu-vs-nnpu-epochs", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "data missing for 30 job(s) of table2-wconpu (nothing was run): cifar10_jpeg: place" in out
+    assert main(["ladder", "run", "wconpu-vs-nnpu-epochs", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert "data missing for 30 job(s) of table2-wconpu" in captured.err and "== ladder" not in captured.out
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.json"))
