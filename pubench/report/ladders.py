@@ -57,6 +57,7 @@ class Step:
     p: float | None                          # one-sided p of d > 0
     regime: tuple[RegimeVerdict, ...] = ()
     near_one_class: dict[str, int] = field(default_factory=dict)  # row -> near-one-class seeds (binary metrics only)
+    machines: tuple[str, ...] = ()          # the devices that made the records this step reads ("cpu (AMD EPYC)")
 
     @property
     def ran(self) -> bool:
@@ -206,6 +207,19 @@ class _Results:
 
     def __init__(self, spec: Spec, ladder: Ladder, store):
         self.spec, self.ladder, self.store, self._memo = with_ladder_seeds(spec, ladder), ladder, store, {}
+        self.plain_spec = spec
+
+    def machines(self, row: str, factor: float) -> set[str]:
+        """The devices that made the records of ``row``'s cell at ``factor`` (the ladder's seeds, canonical
+        numerics): ``cpu (AMD EPYC)``."""
+        from pubench.jobs.ladder import step_jobs
+        from pubench.numerics import resolve
+        from pubench.report.compute import device_label
+
+        ids = {j.id for j in step_jobs(self.plain_spec, self.ladder, row, factor, resolve())}
+        tier = CUSTOM if step_overrides(self.plain_spec, self.ladder, row, factor) else self.ladder.tier
+        return {device_label(r) for r in self.store.scan(tier, self.spec.id, fields=("job", "machine", "info")).records
+                if r["job"]["id"] in ids}
 
     def of(self, row: str, factor: float) -> TableResult:
         sets = tuple(step_overrides(self.spec, self.ladder, row, factor))
@@ -264,8 +278,9 @@ def _step(spec: Spec, ladder: Ladder, factor: float, results: _Results) -> Step:
         res = results.of(r, factor)
         if any(s < n for s in res.rates.get((r, ladder.col), {})):
             near[r] = sum(1 for s in res.degenerate.get((r, ladder.col), {}) if s < n)
+    machines = tuple(sorted(set().union(*(results.machines(r, factor) for r in ladder.rows))))
     return Step(factor, {r: _setting(spec, ladder, r, factor) for r in ladder.rows}, cells, test, d_by_seed, ci, p,
-                tuple(regime), near)
+                tuple(regime), near, machines)
 
 
 def paper_difference(spec: Spec, ladder: Ladder) -> float | None:
@@ -373,6 +388,17 @@ def render_markdown(r: LadderResult, plot: str | None = None) -> str:
               "in its column, checked from this step's records (a row the axis leaves unchanged, e.g. an untrained "
               "encoder, read from the base tier). near-one-class: per cell, the seeds that ended as a near-one-class classifier (test recall or "
               "specificity under 5%; — where the records carry no binary metrics).", ""]
+    by_machines: dict[tuple[str, ...], list[str]] = {}
+    for st in r.steps:
+        if st.machines:
+            by_machines.setdefault(st.machines, []).append(fmt_factor(st.factor))
+    if by_machines:
+        lines.append("Made on (the records each step reads): " + "; ".join(
+            f"{', '.join(steps)}: {', '.join(machines)}" for machines, steps in by_machines.items()) + "."
+            + (" Bit for bit is promised on one CPU model only (docs/design.md, \"Numerics\"): across these steps the "
+               "computation order differs too, so a step's difference from another is read like one between seeds, "
+               "never to the bit." if len(by_machines) > 1 else ""))
+        lines.append("")
     t = r.trend
     lines.append("Trend test: per seed, the least-squares slope of d over log2(factor) across its steps with both cells "
                  "done (at least two); a one-sided one-sample t-test over seeds of mean slope > 0: closes toward the "

@@ -6,6 +6,7 @@ ids equal to those `pubench run --set` plans, and one-line errors for a bad ladd
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 
@@ -237,7 +238,22 @@ def test_ladder_run_prints_the_cost_first_runs_the_missing_steps_with_run_sets_j
     # the selftest's noise depends on the seed, not the value: d = factor x (2 - 1) + a per-seed constant,
     # the same +1.5 per doubling on every seed (OLS of 1, 2, 4 over 0, 1, 2)
     assert main(["ladder", "report", "planted-trend", "--print"]) == 0
-    assert "**Trend: closes toward the paper: +1.50 per doubling, p < 0.001 (3 seeds).**" in capsys.readouterr().out
+    page = capsys.readouterr().out
+    assert "**Trend: closes toward the paper: +1.50 per doubling, p < 0.001 (3 seeds).**" in page
+    from pubench.numerics import cpu_model
+
+    assert f"Made on (the records each step reads): 1x, 2x, 4x: cpu ({cpu_model()})." in page
+    assert "Bit for bit is promised" not in page
+    # a step read from records of another CPU model says so: its numbers compare like seeds, not to the bit
+    for path in store.folder(CUSTOM, "table1-bcl").glob("B_*.json"):
+        rec = json.loads(path.read_text())
+        if rec["job"]["variant"]["set"] == ["value=4.0"]:
+            rec["machine"]["cpu_model"] = "Other CPU"
+            path.write_text(json.dumps(rec))
+    assert main(["ladder", "report", "planted-trend", "--print"]) == 0
+    page = capsys.readouterr().out
+    two = ", ".join(sorted([f"cpu ({cpu_model()})", "cpu (Other CPU)"]))
+    assert f"1x, 4x: cpu ({cpu_model()}); 2x: {two}. Bit for bit is promised" in page, page[-2500:]
     # a second run has nothing left
     assert main(["ladder", "run", "planted-trend"]) == 0
     assert "every step of planted-trend is done" in capsys.readouterr().out
