@@ -58,6 +58,14 @@ class Ladder:
     def rows(self) -> tuple[str, str]:
         return self.better, self.worse
 
+    def shared_key(self, row: str) -> str:
+        """The key a row outside the pair scales along (a regime block's reference): the axis's one key
+        where both pair rows share it; KeyError where they scale different keys (no key to give it)."""
+        keys = self.keys()
+        if len(keys) != 1:
+            raise KeyError(f"{row}: the ladder's rows scale different keys")
+        return keys[0]
+
     @property
     def axis_text(self) -> str:
         """``train.epochs``, or ``A: pretrain.epochs; B: train.epochs`` when the rows scale different keys."""
@@ -111,7 +119,7 @@ def step_overrides(spec: Spec, ladder: Ladder, row: str, factor: float) -> list[
     ``pubench run --set`` takes them; ``[]`` at factor 1 (the base tier's own records)."""
     if factor == 1:
         return []
-    key = ladder.axis[row]
+    key = ladder.axis[row] if row in ladder.axis else ladder.shared_key(row)
     base = value_at(spec.resolve(ladder.tier, row, ladder.col)["params"], key)
     return [f"{key}={scaled(base, factor)!r}"]
 

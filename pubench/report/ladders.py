@@ -263,6 +263,8 @@ def _step(spec: Spec, ladder: Ladder, factor: float, results: _Results) -> Step:
                 parts.append(_part(results.of(row, factor), row, ladder.col, n))
             elif factor == 1 or unchanged_by(spec, ladder, row, factor):
                 parts.append(_part(results.of(row, 1), row, ladder.col, n))
+            elif len(ladder.keys()) == 1 and (part := _part(results.of(row, factor), row, ladder.col, n))["seeds_done"]:
+                parts.append(part)  # the row run at this step's setting anyway (another ladder's pair, a --set run)
             else:
                 missing.append(row)
         table = _step_table(spec, ladder.tier, parts)

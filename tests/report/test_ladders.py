@@ -254,6 +254,17 @@ def test_ladder_run_prints_the_cost_first_runs_the_missing_steps_with_run_sets_j
     page = capsys.readouterr().out
     two = ", ".join(sorted([f"cpu ({cpu_model()})", "cpu (Other CPU)"]))
     assert f"1x, 4x: cpu ({cpu_model()}); 2x: {two}. Bit for bit is promised" in page, page[-2500:]
+    # a block's reference the ladder does not run is read where it ran at a step's setting anyway (another
+    # ladder's pair, a --set run): D at 2x only, so the 2x regime reads it and the 4x one still lacks it
+    lad = next(x for x in load_ladders() if x.id == "planted-trend")
+    sets = step_overrides(spec, lad, "D", 2)
+    assert main(["run", "table1-bcl", "--tier", "smoke", "--seeds", "3", "--only", "D|x", "--no-progress",
+                 *[a for x in sets for a in ("--set", x)]]) == 0
+    capsys.readouterr()
+    assert main(["ladder", "report", "planted-trend", "--print"]) == 0
+    rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("| 2x", "| 4x"))}
+    assert "D not run at this step" not in rows["2x"] and "D not run at this step" in rows["4x"]
     # a second run has nothing left
     assert main(["ladder", "run", "planted-trend"]) == 0
     assert "every step of planted-trend is done" in capsys.readouterr().out
