@@ -1,9 +1,11 @@
 """Summarize `pubench verify` logs of the same samples run with two code versions (issue 61).
 
 The run (2026-12-07): `pubench verify ID --tier T --sample 2 --sample-seed 61 --jobs 2` on every
-table and figure with committed records, with the code after the same-numbers speedups
-(8df8f71; the three MNIST tables again after the data-root fix, e7c27e3); every table that did
-not rerun identically again with the code before them (85eebbd), the same sample. One log per
+table and figure with committed records, with the code after the same-numbers speedups (8df8f71
+on the h61speed branch; the worktree that ran them stood at its merge into main, 97c0771, when it
+was removed: either holds the speedups), the three MNIST tables again after the data-root fix
+(e7c27e3); then every table with a rerun not identical, but the paper tier's table2-pucl (32
+minutes), again with the code before the speedups (85eebbd), the same sample. One log per
 (tier, table) in each folder (`<tier>-<id>.log`, as the verify command printed it). The before
 code reads MNIST only in torchvision's layout, so its fig8-pupl and table3-pupl reruns used a data
 root of links into ../shared/data in that layout (the same files). The logs, the script that ran
