@@ -361,7 +361,8 @@ def test_the_committed_ladders_file_is_valid_and_reuses_the_committed_4x_records
 
     ladders = {lad.id: lad for lad in load_ladders(ladders_path(paths.project_root() / "experiments"))}
     assert list(ladders) == ["wconpu-vs-pico-epochs", "pucl-simclr-epochs", "pupl-punce-vs-nnpu-epochs",
-                            "punce-allconv-vs-nnpu-epochs", "wconpu-vs-nnpu-epochs"]
+                            "punce-allconv-vs-nnpu-epochs", "wconpu-vs-nnpu-epochs",
+                            "wconpu-vs-nnpu-epochs-10-seeds"]
     lad = ladders["wconpu-vs-pico-epochs"]
     spec = get_spec("table2-wconpu")
     jobs = step_jobs(spec, lad, "WConPU", 4, resolve())
