@@ -359,7 +359,9 @@ def collect(spec: Spec, tier: str, store: ResultStore) -> TableResult:
     memo = getattr(store, "_memo", None)
     if memo is None:
         return _collect(spec, tier, store)
-    key = ("collect", spec.path, spec.id, tier, spec.variant, spec.added)
+    # the seeds registered count too: a ladder's view of a spec registers more (report/ladders.py)
+    seeds = canonical_json({t: [v.seeds, list(v.more_seeds)] for t, v in spec.tiers.items()})
+    key = ("collect", spec.path, spec.id, tier, spec.variant, spec.added, seeds)
     if key not in memo:
         memo[key] = _collect(spec, tier, store)
         # the table holds what its readers need: its folder's records need not stay in memory

@@ -407,3 +407,18 @@ def test_a_ladder_whose_data_are_missing_stops_before_any_step(tmp_path, monkeyp
     captured = capsys.readouterr()
     assert "data missing for 30 job(s) of table2-wconpu" in captured.err and "== ladder" not in captured.out
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.json"))
+
+
+def test_the_committed_ladders_pages_do_not_depend_on_which_render_together():
+    """`pubench ladder report` renders every ladder with one memoized store: each page is the one its ladder
+    gives alone (the table memo once ignored the seeds a ladder registers, so wconpu-vs-nnpu-epochs-10-seeds,
+    rendered after the 5-seed wconpu ladders, read nnPU's 7 registered seeds instead of its 10)."""
+    from pubench import paths
+    from pubench.registry.ladders import ladders_path
+
+    ladders = load_ladders(ladders_path(paths.project_root() / "experiments"))
+    shared = ResultStore(paths.project_root() / "results", memo=True)
+    together = {lad.id: render_markdown(ladder_result(get_spec(lad.spec), lad, shared)) for lad in ladders}
+    for lad in ladders:
+        alone = render_markdown(ladder_result(get_spec(lad.spec), lad, ResultStore(paths.project_root() / "results")))
+        assert together[lad.id] == alone, lad.id
