@@ -33,7 +33,7 @@ from pubench.registry.added_checks import check_added, config_problem
 from pubench.registry.added_rows import block_of, budget_text, flow, inheritance, settings_run
 from pubench.registry.overrides import overridden_deviations, parse_override
 from pubench.registry.spec import CUSTOM
-from pubench.registry.task_check import first_rejected_job, jobs_rejection
+from pubench.registry.task_check import first_rejected_job, jobs_rejection, rejected_by_task
 from pubench.registry.units import implemented, units
 from pubench.report.compute import Parallelism, estimate, past_walls, render_estimate
 from pubench.store import ResultStore
@@ -185,10 +185,7 @@ def variant_config_error(jobs: list) -> str | None:
     """The first config a task rejects among ``jobs`` (a variant's, ``--set``), as ``cell: error``,
     checked by the task's ``validate`` (no data loaded): a typo'd key fails here, not in every job."""
     rejected = first_rejected_job(jobs)
-    if rejected is None:
-        return None
-    j, message = rejected
-    return f"the config of {j.row}|{j.col} is rejected by task {j.task}: {message[:300]}"
+    return None if rejected is None else rejected_by_task(*rejected)
 
 
 def say_added(spec, view, tier: str, store, numerics, jobs: list) -> None:

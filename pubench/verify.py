@@ -192,23 +192,14 @@ def _runnable_here(job: Job) -> str | None:
     return None
 
 
-def this_machine(device: str) -> str:
-    """The model a record of ``device`` names as its machine here (``machine.gpu`` / ``cpu_model``)."""
-    from pubench import numerics
-
-    if device == "cuda":
-        import torch
-
-        return torch.cuda.get_device_name() if torch.cuda.is_available() else ""
-    return numerics.cpu_model()
-
-
-def made_elsewhere(record: dict[str, Any], device: str) -> str | None:
+def made_elsewhere(record: dict[str, Any]) -> str | None:
     """The model of the machine that made ``record`` when it is not this machine's (None when the
     same, or when the record names none)."""
-    machine = record.get("machine") or {}
-    model = machine.get("gpu") if device == "cuda" else machine.get("cpu_model")
-    return model if model and model != this_machine(device) else None
+    from pubench.report.compute import machine_model, record_device
+    from pubench.train.accel import device_name
+
+    model = machine_model(record)
+    return model if model and model != device_name(record_device(record)) else None
 
 
 def compare_metrics(stored: dict[str, float], rerun: dict[str, float] | None, tol: dict[str, float],
@@ -276,7 +267,7 @@ def verify(spec: Spec, tier: str, sample: int = 4, n_jobs: int = 1, sample_seed:
             numerics = Numerics.from_dict(job.numerics)
             check = compare_metrics(rec["metrics"], rerun.get(job.id), tol, numerics.canonical, job.name, job.id,
                                     tuple(rec.get("info", {}).get("wall_clock_metrics", ())))
-            check.made_on, check.device = made_elsewhere(rec, numerics.device), numerics.device
+            check.made_on, check.device = made_elsewhere(rec), numerics.device
             if check.verdict == FAILED and job.id in failures:
                 check.note = failures[job.id]
             checks.append(check)
@@ -316,10 +307,12 @@ def render_verification(v: Verification) -> str:
         lines.append(f"  {v.corrupt} corrupt record(s): `pubench run` moves them to quarantine and reruns their jobs")
     if not v.records:
         lines.append("  no records to verify")
+    from pubench.train.accel import device_name
+
     for device in sorted({c.device for c in v.checks if c.made_on}):
         elsewhere = [c for c in v.checks if c.made_on and c.device == device]
         lines.append(f"  {len(elsewhere)} record(s) made on {', '.join(sorted({c.made_on for c in elsewhere}))}; this "
-                     f"machine is {this_machine(device)}: bit for bit is promised on the record's own machine model "
+                     f"machine is {device_name(device)}: bit for bit is promised on the record's own machine model "
                      "only, so their verdicts are shown, not judged (rerun them on that model to judge them)")
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     label = "FAIL" if not v.passed else "PASS" if v.judged_here or not v.checks else "NOT JUDGED HERE"

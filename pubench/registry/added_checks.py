@@ -86,14 +86,14 @@ def config_problem(view, jobs: list) -> Exception | None:
     """The first added cell among ``jobs`` (of ``view``: :meth:`Spec.with_added_rows`) whose config
     its task rejects (its ``validate``, no data loaded), as :func:`row_error` at the key of the row
     that sets the param it names (the row itself where the param is inherited), else None."""
-    from pubench.registry.task_check import first_rejected_job, held_depth, rejected_path
+    from pubench.registry.task_check import first_rejected_job, held_depth, rejected_by_task, rejected_path
 
     rejected = first_rejected_job(jobs)
     if rejected is None:
         return None
     j, message = rejected
     row = view.added_row(j.row, j.col)
-    problem = f"the config of {j.row}|{j.col} is rejected by task {j.task}: {message[:300]}"
+    problem = rejected_by_task(j, message)
     if row is None or not row.source:
         return UsageError(f"--add-row: {problem}")
     path = rejected_path(message)

@@ -91,15 +91,22 @@ def first_rejected_job(jobs: list) -> tuple[Any, str] | None:
     return None
 
 
+def rejected_by_task(job, message: str) -> str:
+    """``the config of ROW|COL is rejected by task T: ...`` for a job :func:`first_rejected_job` found."""
+    return f"the config of {job.row}|{job.col} is rejected by task {job.task}: {message[:300]}"
+
+
 def task_rejection(spec: Spec, tier: str, row: str, col: str, params: dict[str, Any]) -> SpecError | None:
     """The task's rejection of one cell's resolved ``params`` as a :class:`SpecError` at the key
     that sets the param it names, or None when the task accepts them."""
-    task = spec.experiment["task"]
-    message = task_message(task, params)
-    if message is None:
-        return None
+    message = task_message(spec.experiment["task"], params)
+    return None if message is None else _located(spec, tier, row, col, message)
+
+
+def _located(spec: Spec, tier: str, row: str, col: str, message: str) -> SpecError:
     key = setting_key(spec, tier, row, col, rejected_path(message))
-    return SpecError(spec.path, key, f"task {task} rejects cell {row}|{col} at tier {tier}: {message[:300]}")
+    return SpecError(spec.path, key, f"task {spec.experiment['task']} rejects cell {row}|{col} at tier {tier}: "
+                                     f"{message[:300]}")
 
 
 def first_rejection(spec: Spec, tiers: Iterable[str] | None = None) -> SpecError | None:
@@ -125,5 +132,4 @@ def jobs_rejection(spec: Spec, tier: str, jobs: list) -> SpecError | None:
     """:func:`task_rejection` of the first cell among ``jobs`` (of ``spec`` at its own ``tier``)
     that its task rejects: what ``pubench run`` checks before it starts any job."""
     rejected = first_rejected_job(jobs)
-    return None if rejected is None else task_rejection(spec, tier, rejected[0].row, rejected[0].col,
-                                                         rejected[0].params)
+    return None if rejected is None else _located(spec, tier, rejected[0].row, rejected[0].col, rejected[1])

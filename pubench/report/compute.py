@@ -103,13 +103,17 @@ def record_device(rec: dict[str, Any]) -> str:
     return ((rec.get("job") or {}).get("numerics") or {}).get("device") or "cpu"
 
 
+def machine_model(rec: dict[str, Any]) -> str | None:
+    """The model of the GPU or CPU a record ran on (``NVIDIA H200``, ``AMD EPYC 7B13``), None if unnamed."""
+    machine = rec.get("machine") or {}
+    model = machine.get("gpu") if record_device(rec) == "cuda" else machine.get("cpu_model")
+    return model or ((rec.get("info") or {}).get("accelerator") or {}).get("device_name")
+
+
 def device_label(rec: dict[str, Any]) -> str:
     """The device a record ran on, as its numerics profile and its machine name it:
     ``cuda (NVIDIA H200)``, ``cpu (AMD EPYC 7B13)``."""
-    device = record_device(rec)
-    machine = rec.get("machine") or {}
-    model = machine.get("gpu") if device == "cuda" else machine.get("cpu_model")
-    model = model or ((rec.get("info") or {}).get("accelerator") or {}).get("device_name")
+    device, model = record_device(rec), machine_model(rec)
     return f"{device} ({model})" if model else device
 
 

@@ -207,7 +207,7 @@ class _Results:
 
     def __init__(self, spec: Spec, ladder: Ladder, store):
         self.spec, self.ladder, self.store, self._memo = with_ladder_seeds(spec, ladder), ladder, store, {}
-        self.plain_spec = spec
+        self.plain_spec, self._devices = spec, {}
 
     def machines(self, row: str, factor: float) -> set[str]:
         """The devices that made the records of ``row``'s cell at ``factor`` (the ladder's seeds, canonical
@@ -216,10 +216,12 @@ class _Results:
         from pubench.numerics import resolve
         from pubench.report.compute import device_label
 
-        ids = {j.id for j in step_jobs(self.plain_spec, self.ladder, row, factor, resolve())}
         tier = CUSTOM if step_overrides(self.plain_spec, self.ladder, row, factor) else self.ladder.tier
-        return {device_label(r) for r in self.store.scan(tier, self.spec.id, fields=("job", "machine", "info")).records
-                if r["job"]["id"] in ids}
+        if tier not in self._devices:  # job id -> device, one scan of the folder for every step
+            scan = self.store.scan(tier, self.spec.id, fields=("job", "machine", "info.accelerator"))
+            self._devices[tier] = {r["job"]["id"]: device_label(r) for r in scan.records}
+        by_id = self._devices[tier]
+        return {by_id[j.id] for j in step_jobs(self.plain_spec, self.ladder, row, factor, resolve()) if j.id in by_id}
 
     def of(self, row: str, factor: float) -> TableResult:
         sets = tuple(step_overrides(self.spec, self.ladder, row, factor))
