@@ -5,7 +5,7 @@ table and figure with committed records, with the code after the same-numbers sp
 on the h61speed branch; the worktree that ran them stood at its merge into main, 97c0771, when it
 was removed: either holds the speedups), the three MNIST tables again after the data-root fix
 (e7c27e3); then every table with a rerun not identical, but the paper tier's table2-pucl (32
-minutes), again with the code before the speedups (85eebbd), the same sample. One log per
+minutes at load 1.3-1.6), again with the code before the speedups (85eebbd), the same sample. One log per
 (tier, table) in each folder (`<tier>-<id>.log`, as the verify command printed it). The before
 code reads MNIST only in torchvision's layout, so its fig8-pupl and table3-pupl reruns used a data
 root of links into ../shared/data in that layout (the same files). The logs, the script that ran

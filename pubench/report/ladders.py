@@ -41,6 +41,9 @@ from pubench.utils.student_t import t_ppf
 
 CLOSES, AWAY, FLAT, NOT_TESTABLE = "closes toward the paper", "moves away from the paper", "flat", "not testable"
 FOLDER = "ladders"  # under the reports root
+#: the ladder regime rule's revision after results: a block row the ladder does not run was "not testable" at a step
+#: until then, and is read from records run at the step's setting where they exist (docs/reports.md)
+BORROWED_REVISION = "rule revised 2026-12-07, after results"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Step:
     regime: tuple[RegimeVerdict, ...] = ()
     near_one_class: dict[str, int] = field(default_factory=dict)  # row -> near-one-class seeds (binary metrics only)
     machines: tuple[str, ...] = ()          # the devices that made the records this step reads ("cpu (AMD EPYC)")
+    borrowed: tuple[str, ...] = ()          # block rows the ladder does not run, read from records run at this setting
 
     @property
     def ran(self) -> bool:
@@ -257,7 +261,7 @@ def _step(spec: Spec, ladder: Ladder, factor: float, results: _Results) -> Step:
         ci = interval(a, b, paired, sign)
         if test.n >= 2:
             p = _one_sided_p(a, b, paired, m.higher_is_better, test.diff)
-    regime = []
+    regime, borrowed = [], []
     for block in _blocks(spec, ladder):
         parts, missing = [], []
         for row in dict.fromkeys([*ladder.rows, *_needed(block)]):
@@ -267,6 +271,7 @@ def _step(spec: Spec, ladder: Ladder, factor: float, results: _Results) -> Step:
                 parts.append(_part(results.of(row, 1), row, ladder.col, n))
             elif len(ladder.keys()) == 1 and (part := _part(results.of(row, factor), row, ladder.col, n))["seeds_done"]:
                 parts.append(part)  # the row run at this step's setting anyway (another ladder's pair, a --set run)
+                borrowed.append(row)
             else:
                 missing.append(row)
         table = _step_table(spec, ladder.tier, parts)
@@ -284,7 +289,7 @@ def _step(spec: Spec, ladder: Ladder, factor: float, results: _Results) -> Step:
             near[r] = sum(1 for s in res.degenerate.get((r, ladder.col), {}) if s < n)
     machines = tuple(sorted(set().union(*(results.machines(r, factor) for r in ladder.rows))))
     return Step(factor, {r: _setting(spec, ladder, r, factor) for r in ladder.rows}, cells, test, d_by_seed, ci, p,
-                tuple(regime), near, machines)
+                tuple(regime), near, machines, tuple(dict.fromkeys(borrowed)))
 
 
 def paper_difference(spec: Spec, ladder: Ladder) -> float | None:
@@ -336,7 +341,11 @@ def _cell_text(c: CellStats | None, fmt: str) -> str:
 def _regime_text(step: Step) -> str:
     if not step.ran:
         return "—"
-    return "; ".join(f"{v.block.name}: {v.text}" for v in step.regime) or "no regime block holds the pair"
+    text = "; ".join(f"{v.block.name}: {v.text}" for v in step.regime) or "no regime block holds the pair"
+    if step.borrowed:
+        text += (f" ({', '.join(step.borrowed)} read from records run at this step's setting: {BORROWED_REVISION}; "
+                 "as first written, not testable)")
+    return text
 
 
 def render_markdown(r: LadderResult, plot: str | None = None) -> str:

@@ -265,6 +265,7 @@ def test_ladder_run_prints_the_cost_first_runs_the_missing_steps_with_run_sets_j
     rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()
             if line.startswith(("| 2x", "| 4x"))}
     assert "D not run at this step" not in rows["2x"] and "D not run at this step" in rows["4x"]
+    assert "D read from records run at this step's setting: rule revised 2026-12-07, after results" in rows["2x"]
     # a second run has nothing left
     assert main(["ladder", "run", "planted-trend"]) == 0
     assert "every step of planted-trend is done" in capsys.readouterr().out
